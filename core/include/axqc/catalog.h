@@ -1,0 +1,31 @@
+// The rule catalog: every rule ID of the ax quant spec with its severity, spec section and summary.
+// Rule IDs are a public contract (reports, CI scripts and docs key on them): never rename one.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace axqc {
+
+enum class Severity { kError, kWarn, kInfo };
+
+std::string_view SeverityName(Severity s);  // "error", "warn", "info"
+
+struct RuleInfo {
+  std::string_view id;        // e.g. "qdq/scale-value"
+  Severity severity;          // default severity
+  bool check_value;           // true: runs only with check_value (-c)
+  std::string_view section;   // spec section, e.g. "3.1"
+  std::string_view summary;   // one line
+  std::string_view fix;       // how a fix usually looks
+};
+
+// All rules, in catalog order.
+std::span<const RuleInfo> Rules();
+// nullptr when unknown.
+const RuleInfo* FindRule(std::string_view id);
+
+// Version of the rule set; part of every cache key and report.
+inline constexpr std::string_view kRuleSetVersion = "2026.11.1";
+
+}  // namespace axqc

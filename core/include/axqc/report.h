@@ -1,0 +1,94 @@
+// Report model shared by the CLI, the service and every renderer.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "axqc/catalog.h"
+
+namespace axqc {
+
+enum class Verdict { kConformant, kNonConformant, kNotApplicable };
+std::string_view VerdictName(Verdict v);  // "conformant", "non_conformant", "not_applicable"
+
+// One violation (or note) at one place in the graph.
+struct Finding {
+  std::string rule;                  // rule ID from the catalog
+  Severity severity = Severity::kError;
+  std::string section;               // spec section
+  std::string message;               // specific message, names the node/tensor and values
+  std::string group_key;             // name-free text; identical (rule, group_key) findings group
+  std::string op_type;               // op type of the unit or node involved ("" if none)
+  std::vector<std::string> nodes;    // node names involved (first is the primary one)
+  std::vector<std::string> tensors;  // tensor names involved
+  std::vector<std::pair<std::string, std::string>> values;  // values involved, e.g. {"scale[3]", "0"}
+};
+
+// Findings with the same rule and group_key, with a count and the first locations.
+struct FindingGroup {
+  std::string rule;
+  Severity severity = Severity::kError;
+  std::string section;
+  std::string summary;               // group_key
+  std::size_t count = 0;
+  std::vector<Finding> first;        // up to ReportOptions::max_locations, in graph order
+};
+
+struct ModelFacts {
+  std::string file;                  // path or caller-supplied name
+  std::string sha256;                // hex of the model file bytes
+  std::uint64_t size_bytes = 0;
+  std::int64_t ir_version = 0;
+  std::vector<std::pair<std::string, std::int64_t>> opsets;  // domain ("" = ai.onnx), version
+  std::string producer_name;
+  std::string producer_version;
+  std::size_t node_count = 0;
+  std::size_t q_count = 0;
+  std::size_t dq_count = 0;
+  std::size_t initializer_count = 0;
+};
+
+// One unit of the ownership map: a single-operator unit or a pattern instance.
+struct UnitInfo {
+  std::size_t id = 0;
+  std::string kind;                  // "op", "pattern:silu", "passive", "requantize", ...
+  std::string op_type;               // op type of the anchor node
+  std::string mode;                  // "quantized", "non_quant", "native_int", ...
+  std::vector<std::string> nodes;
+  std::vector<std::string> input_qdq;   // boundary DQ nodes feeding the unit
+  std::vector<std::string> output_qdq;  // boundary Q nodes leaving the unit
+};
+
+struct Summary {
+  std::size_t errors = 0;
+  std::size_t warnings = 0;
+  std::size_t infos = 0;
+  std::map<std::string, std::size_t> by_rule;          // rule ID -> findings
+  std::map<std::string, std::size_t> units_by_kind;    // unit kind -> count
+  std::map<std::string, std::size_t> units_by_op;      // op type -> units anchored on it
+  std::map<std::string, std::size_t> errors_by_op;     // op type -> error findings
+  std::size_t qdq_edges = 0;                           // Q->DQ pairs and DQ-only constants
+  std::size_t owned_qdq_edges = 0;
+};
+
+struct Report {
+  static constexpr const char* kSchema = "axqc.report/v1";
+  Verdict verdict = Verdict::kNotApplicable;
+  bool check_value = false;
+  std::string tool_version;
+  std::string rule_set_version;
+  ModelFacts model;
+  Summary summary;
+  std::vector<Finding> findings;     // every finding, deterministic order
+  std::vector<FindingGroup> groups;  // grouped view of `findings`
+  std::vector<UnitInfo> units;       // ownership map
+};
+
+// Fills summary counts, groups and the verdict from `findings`. `owned_edges` decides
+// not_applicable. `max_locations` bounds FindingGroup::first.
+void FinalizeReport(Report& report, std::size_t max_locations = 5);
+
+}  // namespace axqc

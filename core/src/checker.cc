@@ -1,0 +1,219 @@
+// The pipeline: load -> ONNX validity -> index -> quant params -> units -> rules -> report.
+#include "axqc/checker.h"
+
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <unordered_set>
+
+#include "context.h"
+#include "loader.h"
+
+namespace onnx::checker {
+// Defined in onnx/checker.cc (not declared in its header): the model check with a caller-built
+// context, which lets us pass the model directory for external data.
+void check_model(const ModelProto& model, CheckerContext& ctx);
+}  // namespace onnx::checker
+
+namespace axqc {
+
+std::string_view ToolVersion() { return AXQC_VERSION; }
+
+int ExitCodeFor(Verdict v) {
+  switch (v) {
+    case Verdict::kConformant: return 0;
+    case Verdict::kNonConformant: return 1;
+    case Verdict::kNotApplicable: return 3;
+  }
+  return 2;
+}
+
+namespace detail {
+namespace {
+
+// Highest ai.onnx opset this ONNX library knows.
+int MaxKnownOpset() {
+  const auto& m = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto it = m.find(onnx::ONNX_DOMAIN);
+  return it == m.end() ? 0 : it->second.second;
+}
+
+std::string LibraryVersion() { return AXQC_ONNX_VERSION; }
+
+// onnx/invalid-model: the ONNX checker plus strict shape inference (what full_check does), run
+// in place so the inferred value_info feeds the later stages without copying the model.
+void ValidateOnnx(LoadedModel& m, Emitter& out) {
+  auto& model = m.proto;
+  auto invalid = [&](const std::string& msg, const std::string& key) {
+    out.Emit({.rule = "onnx/invalid-model", .node = -1, .message = msg, .group_key = key});
+  };
+  bool too_new = false;
+  if (model.ir_version() > onnx::IR_VERSION) {
+    too_new = true;
+    invalid("IR version " + std::to_string(model.ir_version()) + " is newer than ONNX " +
+                LibraryVersion() + " supports (IR " + std::to_string(onnx::IR_VERSION) +
+                "); the model cannot be validated, so it is not accepted",
+            "IR version newer than supported");
+  }
+  for (const auto& op : model.opset_import()) {
+    if ((op.domain().empty() || op.domain() == "ai.onnx") && op.version() > MaxKnownOpset()) {
+      too_new = true;
+      invalid("opset " + std::to_string(op.version()) + " is newer than ONNX " + LibraryVersion() +
+                  " supports (opset " + std::to_string(MaxKnownOpset()) +
+                  "); the model cannot be validated, so it is not accepted",
+              "opset newer than supported");
+    }
+  }
+  bool valid = !too_new;
+  if (!too_new) {
+    try {
+      onnx::checker::CheckerContext ctx;
+      ctx.set_model_dir(m.dir);
+      onnx::checker::check_model(model, ctx);
+    } catch (const std::exception& e) {
+      valid = false;
+      invalid(std::string("ONNX checker: ") + e.what(), "fails the ONNX checker");
+    }
+  }
+  for (const auto& t : model.graph().initializer()) {
+    auto why = CheckTensorStorage(t);
+    if (!why.empty()) {
+      valid = false;
+      invalid("initializer '" + t.name() + "': " + why, "initializer storage does not match dims");
+    }
+  }
+  bool inferred = false;
+  if (valid) {
+    try {
+      onnx::ShapeInferenceOptions strict{true, 1, false};
+      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), strict);
+      inferred = true;
+    } catch (const std::exception& e) {
+      invalid(std::string("strict shape inference: ") + e.what(), "fails strict shape inference");
+    }
+  }
+  if (!inferred) {
+    try {  // best effort, for types in the rule stage
+      onnx::ShapeInferenceOptions lenient{false, 0, false};
+      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), lenient);
+    } catch (const std::exception&) {
+    }
+  }
+}
+
+UnitInfo ToInfo(const Unit& u, const GraphIndex& g) {
+  UnitInfo info;
+  info.id = static_cast<std::size_t>(u.id);
+  info.kind = u.Kind();
+  info.op_type = g.node(u.anchor).op_type();
+  info.mode = u.mode;
+  for (int n : u.nodes) info.nodes.push_back(g.NodeName(n));
+  for (int n : u.tails) info.nodes.push_back(g.NodeName(n));
+  for (int n : u.in_dq) info.input_qdq.push_back(g.NodeName(n));
+  for (int n : u.out_q) info.output_qdq.push_back(g.NodeName(n));
+  return info;
+}
+
+Report Run(LoadedModel& m, const CheckOptions& options) {
+  Report report;
+  report.check_value = options.check_value;
+  report.tool_version = std::string(ToolVersion());
+  report.rule_set_version = std::string(kRuleSetVersion);
+  auto& facts = report.model;
+  facts.file = m.name;
+  facts.sha256 = m.sha256;
+  facts.size_bytes = m.size;
+  facts.ir_version = m.proto.ir_version();
+  for (const auto& op : m.proto.opset_import()) facts.opsets.emplace_back(op.domain(), op.version());
+  facts.producer_name = m.proto.producer_name();
+  facts.producer_version = m.proto.producer_version();
+  facts.node_count = static_cast<std::size_t>(m.proto.graph().node_size());
+  facts.initializer_count = static_cast<std::size_t>(m.proto.graph().initializer_size());
+
+  // value_info as declared by the producer, before inference adds its own.
+  std::unordered_set<std::string> declared;
+  for (const auto& vi : m.proto.graph().value_info()) {
+    if (TypeFromProto(vi.type()).complete) declared.insert(vi.name());
+  }
+
+  Emitter out(nullptr, options.check_value);
+  ValidateOnnx(m, out);
+  GraphIndex g(m.proto.graph(), m.external.get());
+  Emitter rules(&g, options.check_value);
+  QuantTable q(g);
+  facts.q_count = q.q_nodes().size();
+  facts.dq_count = q.dq_nodes().size();
+  Units units(g, q);
+  Context c(g, q, units, rules, options.check_value);
+  CheckOnnxBase(c, declared);
+  CheckQdqNodes(c);
+  CheckQdqEdges(c);
+  CheckRequantizeUnits(c);
+  CheckPassiveUnits(c);  // before operators: they read the pass-through modes
+  CheckComputeUnits(c);
+  CheckReluClip(c);
+  CheckPatterns(c);
+  CheckClosure(c);
+
+  std::size_t edges = 0, owned = 0;
+  for (int dq : q.dq_nodes()) {
+    ++edges;
+    if (c.owned_edge[static_cast<std::size_t>(dq)]) ++owned;
+  }
+  for (int qn : q.q_nodes()) {
+    if (q.PairedDq(qn) >= 0) continue;
+    ++edges;
+    if (c.owned_edge[static_cast<std::size_t>(qn)]) ++owned;
+  }
+  report.summary.qdq_edges = edges;
+  report.summary.owned_qdq_edges = owned;
+
+  auto base = out.Take();
+  auto found = rules.Take();
+  if (owned == 0) {
+    // Out of scope (2.1): only the ONNX validity result and the scope note are reported.
+    report.findings = std::move(base);
+    Finding f;
+    f.rule = "scope/no-quantized-edge";
+    f.severity = Severity::kInfo;
+    f.section = "2.1";
+    f.group_key = std::string(FindRule(f.rule)->summary);
+    f.message = edges == 0 ? "the model has no Q/DQ nodes; it is not a QDQ model"
+                           : "the model has " + std::to_string(edges) +
+                                 " Q/DQ edge(s) but none is owned by an operator or pattern rule "
+                                 "(e.g. Q/DQ only between graph inputs and outputs)";
+    f.values = {{"qdq_edges", std::to_string(edges)}};
+    report.findings.push_back(std::move(f));
+  } else {
+    report.findings = std::move(base);
+    for (auto& f : found) report.findings.push_back(std::move(f));
+  }
+  if (options.include_units) {
+    for (const auto& u : units.all()) report.units.push_back(ToInfo(u, g));
+  }
+  for (const auto& u : units.all()) {
+    report.summary.units_by_kind[u.Kind()]++;
+    report.summary.units_by_op[g.node(u.anchor).op_type()]++;
+  }
+  FinalizeReport(report, options.max_locations);
+  if (owned == 0 && report.verdict != Verdict::kNonConformant) {
+    report.verdict = Verdict::kNotApplicable;
+  }
+  return report;
+}
+
+}  // namespace
+}  // namespace detail
+
+Report CheckFile(const std::string& path, const CheckOptions& options) {
+  auto m = detail::LoadFromFile(path);
+  return detail::Run(m, options);
+}
+
+Report CheckBytes(std::string_view bytes, const std::string& name, const CheckOptions& options) {
+  auto m = detail::LoadFromBytes(bytes, name);
+  return detail::Run(m, options);
+}
+
+}  // namespace axqc

@@ -1,0 +1,396 @@
+#include "roles.h"
+
+#include <cmath>
+
+namespace axqc::detail {
+
+bool IsFloatTensor(const Context& c, std::string_view t) {
+  int et = c.g.ElemType(t);
+  return et == 0 || IsFloatType(et);
+}
+
+std::string SourceText(const Context& c, std::string_view t) {
+  if (const auto* init = c.g.Initializer(t)) {
+    return ElemTypeName(init->data_type()) + " initializer '" + std::string(t) + "'";
+  }
+  if (c.g.IsGraphInput(t)) return "graph input '" + std::string(t) + "'";
+  int p = c.g.Producer(t);
+  if (p >= 0) return c.Op(p) + " '" + c.Name(p) + "' (tensor '" + std::string(t) + "')";
+  return "'" + std::string(t) + "' (no producer)";
+}
+
+bool FromQuantizedPassive(const Context& c, std::string_view t) {
+  int p = c.g.Producer(t);
+  if (p < 0) return false;
+  int u = c.units.UnitOf(p);
+  if (u < 0) return false;
+  const auto& unit = c.units.all()[static_cast<std::size_t>(u)];
+  return (unit.kind == UnitKind::kPassive || unit.kind == UnitKind::kRequantize ||
+          (unit.kind == UnitKind::kOp && FindOp(c.Op(unit.anchor), "") &&
+           FindOp(c.Op(unit.anchor), "")->cls == OpClass::kMixed)) &&
+         unit.mode == "quantized";
+}
+
+namespace {
+
+void ActivationType(Context& c, int node, int dq, const QuantParams& p, const OpSpec& spec,
+                    std::string_view tensor) {
+  if (!p.qtype) return;  // qdq/integer-type
+  const std::string tname = std::string(Info(*p.qtype).name);
+  const std::string who = spec.op_type.empty() ? std::string("operator")
+                                               : std::string(spec.op_type) + " '" + c.Name(node) + "'";
+  std::string rule(spec.rule.empty() ? "role/activation-type" : spec.rule);
+  if (!spec.data_types.Has(*p.qtype)) {
+    std::string why;
+    if (*p.qtype == QType::kU4 && rule == "role/activation-type") {
+      why = "U4 activations are allowed only on the activation input of Conv, ConvTranspose and Gemm";
+    } else {
+      why = "allowed: " + spec.data_types.ToString() +
+            ((spec.flags & kSymmetricData) ? " (symmetric)" : "");
+    }
+    c.out.Emit({.rule = rule, .node = dq,
+                .message = "input '" + std::string(tensor) + "' of " + who + " is quantized as " +
+                           tname + " by DQ '" + c.Name(dq) + "'; " + why,
+                .group_key = std::string(spec.op_type) + " input type " + tname + " not allowed",
+                .tensors = {std::string(tensor)},
+                .values = {{"type", tname}, {"allowed", spec.data_types.ToString()}},
+                .more_nodes = {node}});
+  } else if (p.granularity == Granularity::kPerChannel) {
+    c.out.Emit({.rule = rule, .node = dq,
+                .message = "input '" + std::string(tensor) + "' of " + who +
+                           " is quantized per-channel by DQ '" + c.Name(dq) +
+                           "'; activations (and constant data operands) are per-tensor only",
+                .group_key = std::string(spec.op_type) + " data input quantized per-channel",
+                .tensors = {std::string(tensor)},
+                .values = {{"channels", std::to_string(p.channels())}},
+                .more_nodes = {node}});
+  }
+  if (Info(*p.qtype).bits == 4) {
+    auto dims = c.g.Dims(tensor);
+    if (dims && dims->size() >= 2 && (*dims)[1] > 0 && (*dims)[1] % 2 == 1) {
+      c.out.Emit({.rule = "role/int4-channels", .node = dq,
+                  .message = "4-bit activation '" + std::string(tensor) + "' into " + who + " has " +
+                             std::to_string((*dims)[1]) + " channels; 4-bit needs an even count",
+                  .group_key = "4-bit activation with an odd channel count",
+                  .tensors = {std::string(tensor)},
+                  .values = {{"channels", std::to_string((*dims)[1])}},
+                  .more_nodes = {node}});
+    }
+  }
+}
+
+// True when `t` is a designated output of a quantized compute unit, whose output rule already
+// reports the missing Q/DQ on this edge.
+bool ProducerReportsOutput(const Context& c, int prod, std::string_view t) {
+  int pu = c.units.UnitOf(prod);
+  if (pu < 0) return false;
+  const auto& u = c.units.all()[static_cast<std::size_t>(pu)];
+  bool compute = u.kind == UnitKind::kPattern;
+  if (u.kind == UnitKind::kOp) {
+    const auto* s = FindOp(c.Op(u.anchor), c.g.node(u.anchor).domain());
+    compute = s && (s->cls == OpClass::kQuantOnly || s->cls == OpClass::kReluLike);
+  }
+  if (!compute) return false;
+  for (auto o : u.outputs) {
+    if (o == t) return true;
+  }
+  return false;
+}
+
+bool AllConsumersTakeU4(const Context& c, int dq) {
+  const auto* d = c.q.Of(dq);
+  const auto& uses = c.g.Consumers(d->y);
+  if (uses.empty() || c.g.IsGraphOutput(d->y)) return false;
+  for (const auto& u : uses) {
+    const auto* spec = FindOp(c.Op(u.node), c.g.node(u.node).domain());
+    if (!spec || !(spec->flags & kU4Input) || u.slot != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+const QuantParams* CheckDataInput(Context& c, int unit, int node, int slot, const OpSpec& spec) {
+  const auto& t = c.g.node(node).input(slot);
+  int dq = c.q.DqProducing(t);
+  if (dq >= 0) {
+    c.ClaimDq(dq, unit);
+    const auto* p = c.q.Of(dq);
+    ActivationType(c, node, dq, *p, spec, t);
+    return p;
+  }
+  if (!IsFloatTensor(c, t) && !c.g.Initializer(t)) return nullptr;  // native-typed data
+  if (FromQuantizedPassive(c, t)) return nullptr;  // reported as op/passive-params at the exit
+  const std::string who = c.Op(node) + " '" + c.Name(node) + "'";
+  int prod = c.g.Producer(t);
+  if (const auto* init = c.g.Initializer(t)) {
+    const bool fp = IsFloatType(init->data_type());
+    c.out.Emit({.rule = "qdq/const-form", .node = node,
+                .message = "data input '" + t + "' of " + who + " is " +
+                           (fp ? "an FP32 initializer used directly"
+                               : "an integer initializer without DQ") +
+                           "; constant data must be FP32 initializer -> Q -> DQ or integer "
+                           "initializer -> DQ",
+                .group_key = fp ? "FP32 initializer straight into a quant-only data input"
+                                : "integer initializer without DQ",
+                .tensors = {t},
+                .values = {{"type", ElemTypeName(init->data_type())}}});
+    return nullptr;
+  }
+  if (prod >= 0 && c.Op(prod) == "Constant") {
+    c.out.Emit({.rule = "qdq/const-form", .node = node,
+                .message = "data input '" + t + "' of " + who +
+                           " is a Constant node output used directly; constant data must be an "
+                           "initializer -> Q -> DQ (or integer initializer -> DQ)",
+                .group_key = "Constant straight into a quant-only data input",
+                .tensors = {t}});
+    return nullptr;
+  }
+  if (prod >= 0 && ProducerReportsOutput(c, prod, t)) return nullptr;  // one finding per edge
+  c.out.Emit({.rule = "op/input-not-quantized", .node = node,
+              .message = "data input '" + t + "' of " + who + " comes from " + SourceText(c, t) +
+                         " without DQ; quantize it with Q -> DQ",
+              .group_key = c.Op(node) + " data input not quantized",
+              .tensors = {t}});
+  return nullptr;
+}
+
+void CheckOutputActivation(Context& c, int qn, int producer) {
+  const auto* q = c.q.Of(qn);
+  if (!q->qtype) return;
+  int dq = c.q.PairedDq(qn);
+  int at = dq >= 0 ? dq : qn;
+  const std::string tname(Info(*q->qtype).name);
+  bool ok = kActivationTypes.Has(*q->qtype) ||
+            (*q->qtype == QType::kU4 && dq >= 0 && AllConsumersTakeU4(c, dq));
+  const std::string who = c.Op(producer) + " '" + c.Name(producer) + "'";
+  if (!ok) {
+    std::string why = *q->qtype == QType::kU4
+                          ? "U4 activations are allowed only into the activation input of "
+                            "Conv, ConvTranspose and Gemm"
+                          : "activation types are U8, S8, U16, S16";
+    c.out.Emit({.rule = "role/activation-type", .node = at,
+                .message = "output '" + std::string(q->x) + "' of " + who + " is quantized as " +
+                           tname + " by Q '" + c.Name(qn) + "'; " + why,
+                .group_key = "activation type " + tname + " not allowed",
+                .tensors = {std::string(q->x)},
+                .values = {{"type", tname}},
+                .more_nodes = {producer}});
+  } else if (q->granularity == Granularity::kPerChannel) {
+    c.out.Emit({.rule = "role/activation-type", .node = at,
+                .message = "output '" + std::string(q->x) + "' of " + who +
+                           " is quantized per-channel by Q '" + c.Name(qn) +
+                           "'; activations are per-tensor only",
+                .group_key = "activation quantized per-channel",
+                .tensors = {std::string(q->x)},
+                .values = {{"channels", std::to_string(q->channels())}},
+                .more_nodes = {producer}});
+  }
+}
+
+const QuantParams* CheckWeight(Context& c, int unit, int node, const OpSpec& spec) {
+  const auto& n = c.g.node(node);
+  if (n.input_size() < 2 || n.input(1).empty()) return nullptr;
+  const auto& t = n.input(1);
+  const std::string who = c.Op(node) + " '" + c.Name(node) + "'";
+  int dq = c.q.DqProducing(t);
+  if (dq < 0) {
+    const auto* init = c.g.Initializer(t);
+    if (init || (c.g.Producer(t) >= 0 && c.Op(c.g.Producer(t)) == "Constant")) {
+      c.out.Emit({.rule = "qdq/const-form", .node = node,
+                  .message = "weight '" + t + "' of " + who +
+                             " is used unquantized; weights must be FP32 initializer -> Q -> DQ "
+                             "or integer initializer -> DQ (symmetric S4/S8 per-channel)",
+                  .group_key = "weight without Q/DQ",
+                  .tensors = {t}});
+    } else if (!FromQuantizedPassive(c, t)) {
+      c.out.Emit({.rule = "op/input-not-quantized", .node = node,
+                  .message = "weight '" + t + "' of " + who + " comes from " + SourceText(c, t) +
+                             " without DQ; weights must be quantized",
+                  .group_key = c.Op(node) + " weight not quantized",
+                  .tensors = {t}});
+    }
+    return nullptr;
+  }
+  c.ClaimDq(dq, unit);
+  const auto* p = c.q.Of(dq);
+  auto wdims = c.g.Dims(t);
+  std::int64_t group = AttrInt(n, "group").value_or(1);
+  std::int64_t out_ch = -1;
+  if (wdims && wdims->size() >= 2) {
+    out_ch = spec.weight_axis == 1 ? ((*wdims)[1] > 0 ? (*wdims)[1] * group : -1) : (*wdims)[0];
+  }
+  const std::int64_t axis_dim =
+      (wdims && static_cast<std::int64_t>(wdims->size()) > spec.weight_axis)
+          ? (*wdims)[static_cast<std::size_t>(spec.weight_axis)]
+          : -1;
+  const std::string tname = QTypeName(p->qtype, p->int_type);
+  if (p->qtype && !kWeightTypes.Has(*p->qtype)) {
+    c.out.Emit({.rule = "role/weight-type", .node = dq,
+                .message = "weight '" + t + "' of " + who + " is " + tname +
+                           "; weights must be symmetric S4 or S8 per-channel",
+                .group_key = c.Op(node) + " weight type " + tname,
+                .tensors = {t}, .values = {{"type", tname}}, .more_nodes = {node}});
+  }
+  // A one-element scale with an explicit axis over a one-channel weight is per-channel too.
+  const bool one_channel = p->granularity == Granularity::kPerTensor && p->axis_attr && axis_dim == 1;
+  if (p->granularity == Granularity::kPerTensor && !one_channel) {
+    c.out.Emit({.rule = "role/weight-type", .node = dq,
+                .message = "weight '" + t + "' of " + who +
+                           " is quantized per-tensor; weights must be per-channel along axis " +
+                           std::to_string(spec.weight_axis),
+                .group_key = c.Op(node) + " weight quantized per-tensor",
+                .tensors = {t}, .values = {{"granularity", "per-tensor"}}, .more_nodes = {node}});
+  } else if ((p->granularity == Granularity::kPerChannel || one_channel) && p->axis_attr) {
+    if (*p->axis_attr != spec.weight_axis) {
+      std::string written = std::to_string(*p->axis_attr);
+      c.out.Emit({.rule = "qdq/weight-axis", .node = dq,
+                  .message = "weight '" + t + "' of " + who + " is quantized along axis " + written +
+                             (*p->axis_attr < 0 ? " (negative forms are not accepted)" : "") +
+                             "; " + c.Op(node) + " weights use axis " +
+                             std::to_string(spec.weight_axis),
+                  .group_key = c.Op(node) + " weight axis " + written,
+                  .tensors = {t}, .values = {{"axis", written}}, .more_nodes = {node}});
+    }
+  }
+  if (p->qtype == QType::kS4 && out_ch > 0 && out_ch % 2 == 1) {
+    c.out.Emit({.rule = "role/int4-channels", .node = dq,
+                .message = "S4 weight '" + t + "' of " + who + " has " + std::to_string(out_ch) +
+                           " output channels; 4-bit weights need an even count",
+                .group_key = "S4 weight with an odd output-channel count",
+                .tensors = {t}, .values = {{"output_channels", std::to_string(out_ch)}},
+                .more_nodes = {node}});
+  }
+  return p;
+}
+
+void CheckBias(Context& c, int unit, int node, const OpSpec& spec, const QuantParams* in,
+               const QuantParams* w) {
+  const auto& n = c.g.node(node);
+  if (n.input_size() < 3 || n.input(2).empty()) return;
+  const auto& t = n.input(2);
+  const std::string who = c.Op(node) + " '" + c.Name(node) + "'";
+  int dq = c.q.DqProducing(t);
+  if (dq < 0) {
+    const auto* init = c.g.Initializer(t);
+    if (init && init->data_type() == onnx::TensorProto::FLOAT) return;  // direct FP32 bias
+    if (FromQuantizedPassive(c, t)) return;
+    c.out.Emit({.rule = "qdq/const-form", .node = node,
+                .message = "bias '" + t + "' of " + who + " comes from " + SourceText(c, t) +
+                           "; a bias must be a direct FP32 initializer, FP32 initializer -> Q/DQ "
+                           "S32, or INT32 initializer -> DQ",
+                .group_key = c.Op(node) + " bias in a form not listed",
+                .tensors = {t}});
+    return;
+  }
+  c.ClaimDq(dq, unit);
+  const auto* b = c.q.Of(dq);
+  std::int64_t group = AttrInt(n, "group").value_or(1);
+  if (c.Op(node) == "ConvTranspose" && group > 1) {
+    c.out.Emit({.rule = "role/convtranspose-group-bias", .node = node,
+                .message = "ConvTranspose '" + c.Name(node) + "' has group=" + std::to_string(group) +
+                           " and a quantized bias '" + t + "'; use an FP32 bias or none",
+                .group_key = "grouped ConvTranspose with quantized bias",
+                .tensors = {t}, .values = {{"group", std::to_string(group)}},
+                .more_nodes = {dq}});
+  }
+  const std::string tname = QTypeName(b->qtype, b->int_type);
+  if (b->qtype != QType::kS32) {
+    c.out.Emit({.rule = "role/bias-type", .node = dq,
+                .message = "bias '" + t + "' of " + who + " is quantized as " + tname +
+                           "; a quantized bias must be symmetric S32 per-channel",
+                .group_key = "quantized bias type " + tname,
+                .tensors = {t}, .values = {{"type", tname}}, .more_nodes = {node}});
+  }
+  auto bdims = c.g.Dims(t);
+  const bool one = bdims && bdims->size() == 1 && (*bdims)[0] == 1;
+  if (b->granularity == Granularity::kPerTensor && !one) {
+    c.out.Emit({.rule = "role/bias-type", .node = dq,
+                .message = "bias '" + t + "' of " + who +
+                           " is quantized per-tensor; a quantized bias must be per-channel",
+                .group_key = "quantized bias per-tensor",
+                .tensors = {t}, .values = {{"granularity", "per-tensor"}}, .more_nodes = {node}});
+  }
+  // bias_scale = input_scale * weight_scale per channel (section 4), FP32 math.
+  if (!c.check_value || in == nullptr || w == nullptr) return;
+  if (!b->scale_values || !in->scale_values || !w->scale_values) {
+    c.out.Emit({.rule = "qdq/value-unreadable", .node = dq,
+                .message = "bias_scale of " + who + " not checked: a scale is not statically readable",
+                .group_key = "bias scale values not statically readable", .tensors = {t}});
+    return;
+  }
+  const auto& bs = *b->scale_values;
+  const auto& is = *in->scale_values;
+  const auto& ws = *w->scale_values;
+  if (is.size() != 1) return;
+  for (std::size_t i = 0; i < bs.size(); ++i) {
+    float wsc = static_cast<float>(ws.size() == 1 ? ws[0] : (i < ws.size() ? ws[i] : NAN));
+    float prod = static_cast<float>(is[0]) * wsc;
+    float bsc = static_cast<float>(bs[i]);
+    if (std::isnan(prod)) break;
+    if (std::fabs(bsc - prod) <= 1e-7f + 1e-5f * std::fabs(prod)) continue;
+    std::string idx = "bias_scale[" + std::to_string(i) + "]";
+    c.out.Emit({.rule = "role/bias-scale", .node = dq,
+                .message = who + ": " + idx + "=" + FormatNumber(bsc) +
+                           ", input_scale*weight_scale=" + FormatNumber(prod) + " (input " +
+                           FormatNumber(is[0]) + " * weight " + FormatNumber(wsc) + ")",
+                .group_key = "bias_scale != input_scale * weight_scale",
+                .tensors = {t},
+                .values = {{idx, FormatNumber(bsc)}, {"input_scale*weight_scale", FormatNumber(prod)}},
+                .more_nodes = {node}});
+    break;
+  }
+  (void)spec;
+}
+
+void CheckStaticParam(Context& c, int node, int slot, std::string_view what) {
+  const auto& n = c.g.node(node);
+  if (slot >= n.input_size() || n.input(slot).empty()) return;
+  const auto& t = n.input(slot);
+  const auto* init = c.g.Initializer(t);
+  if (init && init->data_type() == onnx::TensorProto::FLOAT) return;
+  int dq = c.q.DqProducing(t);
+  if (dq >= 0) c.claimed[static_cast<std::size_t>(dq)] = true;  // reported here, not as orphan
+  std::string from = dq >= 0 ? "DQ '" + c.Name(dq) + "' (parameters are not quantized)"
+                             : SourceText(c, t);
+  c.out.Emit({.rule = "op/static-param", .node = node,
+              .message = std::string(what) + " '" + t + "' of " + c.Op(node) + " '" + c.Name(node) +
+                         "' comes from " + from + "; it must be a direct FP32 initializer",
+              .group_key = c.Op(node) + " " + std::string(what) + " not a direct FP32 initializer",
+              .tensors = {t}});
+}
+
+bool CheckOutputQuantized(Context& c, int unit, int node, std::string_view tensor,
+                          std::string_view rule) {
+  bool ok = true;
+  const auto& u = c.units.all()[static_cast<std::size_t>(unit)];
+  auto inside = [&](int n) { return c.units.UnitOf(n) == u.id; };
+  const std::string who = c.Op(node) + " '" + c.Name(node) + "'";
+  if (c.g.IsGraphOutput(tensor)) {
+    ok = false;
+    c.out.Emit({.rule = rule, .node = node,
+                .message = "output '" + std::string(tensor) + "' of " + who +
+                           " is a graph output without Q/DQ; quantize it (Q -> DQ) first",
+                .group_key = c.Op(node) + " output is a graph output without Q/DQ",
+                .tensors = {std::string(tensor)}});
+  }
+  for (const auto& use : c.g.Consumers(tensor)) {
+    if (inside(use.node)) continue;
+    if (c.q.IsQ(use.node) && use.slot == 0) {
+      c.ClaimQ(use.node, unit);
+      CheckOutputActivation(c, use.node, node);
+      continue;
+    }
+    ok = false;
+    c.out.Emit({.rule = rule, .node = node,
+                .message = "output '" + std::string(tensor) + "' of " + who + " feeds " +
+                           c.Op(use.node) + " '" + c.Name(use.node) +
+                           "' without Q/DQ; every used branch needs Q -> DQ",
+                .group_key = c.Op(node) + " output branch without Q/DQ",
+                .tensors = {std::string(tensor)},
+                .more_nodes = {use.node}});
+  }
+  return ok;
+}
+
+}  // namespace axqc::detail

@@ -1,0 +1,80 @@
+// Shared state of the rule stage: the indexes built by earlier stages, the finding emitter and
+// the record of which Q/DQ nodes each rule claimed as a boundary (for closure, 2.3).
+#pragma once
+
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "axqc/checker.h"
+#include "axqc/report.h"
+#include "graph_index.h"
+#include "optable.h"
+#include "quant.h"
+#include "units.h"
+
+namespace axqc::detail {
+
+// Collects findings; drops [cv] rules when check_value is off; removes exact duplicates
+// (the same rule at the same node and tensor, e.g. one Q/DQ edge seen from both of its units).
+class Emitter {
+ public:
+  Emitter(const GraphIndex* g, bool check_value) : g_(g), check_value_(check_value) {}
+
+  struct Args {
+    std::string_view rule;
+    int node = -1;                       // primary node (ordering and location)
+    std::string message;
+    std::string group_key;               // name-free summary for grouping
+    std::vector<std::string> tensors = {};
+    std::vector<std::pair<std::string, std::string>> values = {};
+    std::vector<int> more_nodes = {};
+  };
+  void Emit(Args a);
+  bool enabled(std::string_view rule) const;
+  bool check_value() const { return check_value_; }
+
+  // Findings in deterministic order (graph order of the primary node, then rule, then message).
+  std::vector<Finding> Take();
+
+ private:
+  const GraphIndex* g_;
+  bool check_value_;
+  std::vector<std::pair<int, Finding>> out_;
+  std::set<std::tuple<std::string, int, std::string, std::string>> seen_;
+};
+
+struct Context {
+  const GraphIndex& g;
+  const QuantTable& q;
+  Units& units;
+  Emitter& out;
+  bool check_value;
+  std::vector<bool> claimed;       // Q/DQ node -> has a purpose
+  std::vector<bool> owned_edge;    // DQ node -> its edge is owned by an operator/pattern rule
+  std::vector<int> topo_pos;
+
+  Context(const GraphIndex& gi, const QuantTable& qt, Units& u, Emitter& e, bool cv);
+  // Marks a DQ (and its paired Q) as a boundary owned by an operator or pattern rule.
+  void ClaimDq(int dq, int unit);
+  // Marks a Q (and its paired DQ) as an output boundary of a unit.
+  void ClaimQ(int q, int unit);
+  std::string Name(int node) const { return g.NodeName(node); }
+  const std::string& Op(int node) const { return g.node(node).op_type(); }
+};
+
+// Stages of the rule pass, one per file under checks/.
+void CheckOnnxBase(Context& c, const std::unordered_set<std::string>& declared_value_info);
+void CheckQdqNodes(Context& c);       // 3.1, 3.2, 3.3 per Q/DQ node; integer types
+void CheckQdqEdges(Context& c);       // 3.4, 3.5: pairing, fan-out, DQ sources, requantize
+void CheckComputeUnits(Context& c);   // 4, 5: quant-only operators and patterns
+void CheckReluClip(Context& c);       // 5.15, 5.16 standalone Relu/Clip
+void CheckPassiveUnits(Context& c);   // 5.10, 5.11, 5.13, 5.14, 6.6
+void CheckRequantizeUnits(Context& c);// 6.7
+void CheckPatterns(Context& c);       // 6.1: internal Q/DQ and escapes; ambiguity
+void CheckClosure(Context& c);        // 2.3: uncovered/unsupported nodes, orphan Q/DQ
+
+}  // namespace axqc::detail

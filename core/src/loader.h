@@ -1,0 +1,29 @@
+// Stage 1: load a model from a file or a memory buffer.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <onnx/onnx_pb.h>
+
+#include "onnx_util.h"
+
+namespace axqc::detail {
+
+struct LoadedModel {
+  onnx::ModelProto proto;
+  std::string name;        // path or caller-supplied name
+  std::string dir;         // model directory (path loads); empty for in-memory loads
+  std::string sha256;      // hex of the file bytes
+  std::uint64_t size = 0;  // file bytes
+  std::unique_ptr<ExternalDataReader> external;  // null for in-memory loads
+};
+
+// Throws axqc::InputError with the file name and the cause.
+LoadedModel LoadFromFile(const std::string& path);
+LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name);
+
+std::string Sha256Hex(std::string_view bytes);
+
+}  // namespace axqc::detail

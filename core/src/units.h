@@ -1,0 +1,86 @@
+// Stage 4: group nodes into units. Patterns first (largest wins, ties that overlap are
+// ambiguous), then requantize Identities, passive pass-through subgraphs, single-operator units,
+// and finally Relu/Clip fusion tails attached to the compute unit that feeds them.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph_index.h"
+#include "optable.h"
+#include "quant.h"
+
+namespace axqc::detail {
+
+enum class UnitKind : std::uint8_t {
+  kOp,           // single operator with a rule (quant-only, mixed, Relu/Clip standalone)
+  kPattern,      // SiLU, GLU, Conv/ConvTranspose+BatchNormalization
+  kPassive,      // passive pass-through subgraph (5.10, 6.6), incl. the Split pattern (5.11)
+  kRequantize,   // DQ -> Identity -> Q (3.5, 6.7)
+  kNonQuant,     // non-quant-only operator (5.9)
+  kUncovered,    // in no operator list
+  kUnsupported,  // AffineGrid, GRU, LSTM
+};
+std::string_view UnitKindName(UnitKind k);
+
+struct Unit {
+  int id = 0;
+  UnitKind kind = UnitKind::kOp;
+  std::string pattern;                   // "silu", "glu", "conv-bn", "split" (passive with Split)
+  int anchor = -1;                       // primary node
+  std::vector<int> nodes;                // main nodes, topological order
+  std::vector<int> tails;                // Relu/Clip fusion tails owned by this unit
+  std::vector<std::string_view> outputs; // designated data outputs (pattern Y, tail outputs)
+  std::string mode;                      // "quantized", "non_quant", "native_int" (set by rules)
+  std::vector<int> in_dq, out_q;         // boundary Q/DQ claimed by the rules
+  std::string Kind() const;              // "op", "pattern:silu", "passive", ...
+};
+
+// A matched pattern instance before ownership resolution.
+struct PatternMatch {
+  std::string kind;
+  int anchor = -1;
+  std::vector<int> nodes;
+  std::vector<std::string_view> outputs;  // pattern outputs (Y)
+  std::size_t size = 0;                   // semantic nodes + internal edges
+};
+
+struct AmbiguousOverlap {
+  PatternMatch kept, other;
+};
+
+class Units {
+ public:
+  Units(const GraphIndex& g, const QuantTable& q);
+  const std::vector<Unit>& all() const { return units_; }
+  std::vector<Unit>& all() { return units_; }
+  // -1 for Q/DQ nodes.
+  int UnitOf(int node) const { return unit_of_[static_cast<std::size_t>(node)]; }
+  bool IsTail(int node) const { return is_tail_[static_cast<std::size_t>(node)]; }
+  const std::vector<AmbiguousOverlap>& ambiguous() const { return ambiguous_; }
+
+ private:
+  int NewUnit(UnitKind kind, int anchor);
+  std::vector<Unit> units_;
+  std::vector<int> unit_of_;
+  std::vector<bool> is_tail_;
+  std::vector<AmbiguousOverlap> ambiguous_;
+};
+
+// Pattern matchers, one file each under patterns/.
+void MatchSiLU(const GraphIndex& g, const QuantTable& q, std::vector<PatternMatch>& out);
+void MatchGLU(const GraphIndex& g, const QuantTable& q, std::vector<PatternMatch>& out);
+void MatchConvBN(const GraphIndex& g, const QuantTable& q, std::vector<PatternMatch>& out);
+// Requantize (6.7): an Identity whose data input is a DQ output and whose every consumer is a Q.
+bool IsRequantizeIdentity(const GraphIndex& g, const QuantTable& q, int node);
+// Passive grouping (5.10, 6.6): connected components over direct passive -> passive edges.
+// `free` marks nodes not yet owned; returns groups in topological order of their roots.
+std::vector<std::vector<int>> GroupPassive(const GraphIndex& g, const std::vector<bool>& free);
+// Fusion tails (5.15, 5.16, 6.5): can `relu` become a tail of the unit owning `producer`?
+bool TailCandidate(const GraphIndex& g, const QuantTable& q, int relu, std::string* why);
+
+// First data output of a node whose consumers include `consumer`.
+bool IsSignedOutputQ(const GraphIndex& g, const QuantTable& q, std::string_view tensor);
+
+}  // namespace axqc::detail
