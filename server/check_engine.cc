@@ -1,0 +1,152 @@
+#include "check_engine.h"
+
+#include <algorithm>
+#include <exception>
+
+#include <boost/asio/post.hpp>
+
+#include "report_proto.h"
+
+namespace axqc::server {
+
+CheckEngine::CheckEngine(unsigned workers, std::size_t queue_capacity, CheckFn check,
+                         ResultSink sink, Metrics* metrics)
+    : workers_(std::max(1u, workers)),
+      capacity_(queue_capacity),
+      check_(std::move(check)),
+      sink_(std::move(sink)),
+      metrics_(metrics),
+      pool_(workers_) {
+  metrics_->workers().Set(workers_);
+  metrics_->queue_capacity().Set(static_cast<double>(capacity_));
+}
+
+CheckEngine::~CheckEngine() { Shutdown(); }
+
+CheckEngine::Ticket CheckEngine::Submit(CheckJob job, Completion done) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_) return {SubmitStatus::kStopped, 0};
+  const std::uint64_t id = next_waiter_++;
+  if (auto it = flights_.find(job.key); it != flights_.end()) {
+    it->second->waiters.emplace_back(id, std::move(done));
+    return {SubmitStatus::kJoined, id};
+  }
+  if (busy_ >= workers_ && pending_.size() >= capacity_) return {SubmitStatus::kQueueFull, 0};
+  auto flight = std::make_shared<Flight>();
+  flight->originator = id;
+  flight->waiters.emplace_back(id, std::move(done));
+  flight->enqueued = Clock::now();
+  const std::string key = job.key;
+  flight->job = std::move(job);
+  flights_.emplace(key, flight);
+  pending_.push_back(std::move(flight));
+  DispatchLocked();
+  UpdateGaugesLocked();
+  return {SubmitStatus::kQueued, id};
+}
+
+bool CheckEngine::Cancel(const std::string& key, std::uint64_t waiter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = flights_.find(key);
+  if (it == flights_.end()) return false;
+  auto flight = it->second;
+  auto& ws = flight->waiters;
+  auto w = std::find_if(ws.begin(), ws.end(), [&](const auto& p) { return p.first == waiter; });
+  if (w == ws.end()) return false;
+  ws.erase(w);
+  if (ws.empty() && !flight->running) {
+    pending_.erase(std::remove(pending_.begin(), pending_.end(), flight), pending_.end());
+    flights_.erase(it);
+    UpdateGaugesLocked();
+  }
+  return true;
+}
+
+void CheckEngine::DispatchLocked() {
+  while (busy_ < workers_ && !pending_.empty()) {
+    auto flight = std::move(pending_.front());
+    pending_.pop_front();
+    flight->running = true;
+    ++busy_;
+    metrics_->ObserveQueueWait(
+        std::chrono::duration<double>(Clock::now() - flight->enqueued).count());
+    boost::asio::post(pool_, [this, flight]() mutable { Run(std::move(flight)); });
+  }
+}
+
+void CheckEngine::UpdateGaugesLocked() {
+  metrics_->queue_depth().Set(static_cast<double>(pending_.size()));
+  metrics_->busy_workers().Set(busy_);
+}
+
+void CheckEngine::Run(std::shared_ptr<Flight> flight) {
+  CheckOutcome outcome;
+  const auto start = Clock::now();
+  try {
+    Report report = check_(*flight->job.bytes, flight->job.name, flight->job.options);
+    if (report.model.sha256.empty()) report.model.sha256 = flight->job.sha256;
+    if (report.model.size_bytes == 0) report.model.size_bytes = flight->job.bytes->size();
+    auto proto = std::make_shared<v1::Report>();
+    service::ToProto(report, proto.get());
+    outcome.kind = CheckOutcome::Kind::kReport;
+    outcome.report = std::move(proto);
+  } catch (const InputError& e) {
+    outcome.kind = CheckOutcome::Kind::kInputError;
+    outcome.error = e.what();
+  } catch (const std::exception& e) {
+    outcome.kind = CheckOutcome::Kind::kInternalError;
+    outcome.error = e.what();
+  }
+  metrics_->ObserveStage("check", std::chrono::duration<double>(Clock::now() - start).count());
+  if (outcome.kind == CheckOutcome::Kind::kReport && sink_) sink_(flight->job, outcome.report);
+
+  std::vector<std::pair<std::uint64_t, Completion>> waiters;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiters = std::move(flight->waiters);
+    flight->waiters.clear();
+    flights_.erase(flight->job.key);
+    --busy_;
+    if (!stopped_) DispatchLocked();
+    UpdateGaugesLocked();
+  }
+  for (auto& [id, done] : waiters) {
+    CheckOutcome o = outcome;
+    o.shared = id != flight->originator;
+    done(o);
+  }
+}
+
+void CheckEngine::Shutdown() {
+  std::vector<std::shared_ptr<Flight>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (joined_) return;
+    stopped_ = true;
+    dropped.assign(pending_.begin(), pending_.end());
+    pending_.clear();
+    for (const auto& f : dropped) flights_.erase(f->job.key);
+    UpdateGaugesLocked();
+  }
+  for (auto& f : dropped) {
+    CheckOutcome o;
+    o.kind = CheckOutcome::Kind::kShutdown;
+    o.error = "the server is shutting down";
+    for (auto& [id, done] : f->waiters) done(o);
+  }
+  pool_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  joined_ = true;
+}
+
+std::size_t CheckEngine::queue_depth() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pending_.size();
+}
+
+unsigned CheckEngine::busy_workers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return busy_;
+}
+
+}  // namespace axqc::server

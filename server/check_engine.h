@@ -1,0 +1,106 @@
+// Runs checks on a Boost.Asio thread pool behind a bounded queue, with single flight: concurrent
+// requests for the same cache key (model bytes + options + rule-set version) share one check.
+// A waiter that goes away (cancelled, deadline) is removed; a queued check without waiters leaves
+// the queue and frees its slot. A running check cannot be interrupted: it completes, and its
+// report is still persisted and cached.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/thread_pool.hpp>
+
+#include "axqc/checker.h"
+#include "axqc/v1/axqc.pb.h"
+#include "metrics.h"
+
+namespace axqc::server {
+
+// The checker; axqc::CheckBytes in production, replaceable in tests.
+using CheckFn =
+    std::function<Report(std::string_view bytes, const std::string& name, const CheckOptions&)>;
+
+struct CheckJob {
+  std::string key;     // cache key
+  std::string sha256;
+  std::string name;
+  std::string options_key;
+  CheckOptions options;
+  std::shared_ptr<const std::string> bytes;
+};
+
+struct CheckOutcome {
+  enum class Kind { kReport, kInputError, kInternalError, kShutdown };
+  Kind kind = Kind::kInternalError;
+  std::shared_ptr<const v1::Report> report;  // kReport
+  std::string error;                          // otherwise
+  bool shared = false;  // this waiter joined a check started by another request
+};
+
+using Completion = std::function<void(const CheckOutcome&)>;
+// Called once per successful check, on the worker, before any waiter is completed.
+using ResultSink = std::function<void(const CheckJob&, const std::shared_ptr<const v1::Report>&)>;
+
+class CheckEngine {
+ public:
+  CheckEngine(unsigned workers, std::size_t queue_capacity, CheckFn check, ResultSink sink,
+              Metrics* metrics);
+  ~CheckEngine();
+  CheckEngine(const CheckEngine&) = delete;
+  CheckEngine& operator=(const CheckEngine&) = delete;
+
+  enum class SubmitStatus { kQueued, kJoined, kQueueFull, kStopped };
+  struct Ticket {
+    SubmitStatus status;
+    std::uint64_t waiter = 0;  // for Cancel; valid for kQueued and kJoined
+  };
+  // `done` is called exactly once unless the waiter is cancelled first (then never), on a worker
+  // thread (or the caller of Shutdown).
+  Ticket Submit(CheckJob job, Completion done);
+  // Removes the waiter; returns true when it was still waiting (its completion will not run).
+  bool Cancel(const std::string& key, std::uint64_t waiter);
+  // Stops accepting, fails queued checks with kShutdown, waits for running checks.
+  void Shutdown();
+
+  std::size_t queue_depth() const;
+  unsigned busy_workers() const;
+  unsigned workers() const { return workers_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Flight {
+    CheckJob job;
+    std::uint64_t originator = 0;
+    std::vector<std::pair<std::uint64_t, Completion>> waiters;
+    Clock::time_point enqueued;
+    bool running = false;
+  };
+  void DispatchLocked();
+  void Run(std::shared_ptr<Flight> flight);
+  void UpdateGaugesLocked();
+
+  const unsigned workers_;
+  const std::size_t capacity_;
+  CheckFn check_;
+  ResultSink sink_;
+  Metrics* metrics_;
+  boost::asio::thread_pool pool_;
+
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<Flight>> flights_;
+  std::deque<std::shared_ptr<Flight>> pending_;
+  unsigned busy_ = 0;
+  std::uint64_t next_waiter_ = 1;
+  bool stopped_ = false;
+  bool joined_ = false;
+};
+
+}  // namespace axqc::server

@@ -1,0 +1,420 @@
+#include "config.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <thread>
+
+#include "axqc/catalog.h"
+#include "axqc/checker.h"
+
+namespace axqc::server {
+
+namespace {
+
+using Values = std::vector<std::string>;
+
+struct Opt {
+  std::string name;
+  std::string help;
+  bool list = false;
+  std::function<void(ServerConfig&, const Values&)> set;
+  std::function<std::string(const ServerConfig&)> get;
+};
+
+std::string Trim(std::string s) {
+  auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
+  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
+  return s;
+}
+
+Values SplitList(const std::string& text) {
+  Values out;
+  std::string item;
+  std::istringstream in(text);
+  while (std::getline(in, item, ',')) {
+    item = Trim(item);
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::string Join(const Values& v) {
+  std::string out;
+  for (const auto& s : v) {
+    if (!out.empty()) out += ",";
+    out += s;
+  }
+  return out;
+}
+
+std::uint64_t ParseUint(const std::string& text, std::uint64_t max) {
+  const std::string t = Trim(text);
+  std::uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || ptr != t.data() + t.size() || t.empty()) {
+    throw ConfigError("not a non-negative integer: '" + text + "'");
+  }
+  if (v > max) throw ConfigError("value " + t + " is above the maximum " + std::to_string(max));
+  return v;
+}
+
+double ParseSeconds(const std::string& text) {
+  const std::string t = Trim(text);
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(t, &used);
+  } catch (const std::exception&) {
+    throw ConfigError("not a number of seconds: '" + text + "'");
+  }
+  if (used != t.size() || !(v >= 0) || v > 86400) {
+    throw ConfigError("seconds must be within 0..86400: '" + text + "'");
+  }
+  return v;
+}
+
+std::string FormatDouble(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+const std::string& Last(const Values& v) {
+  static const std::string kEmpty;
+  return v.empty() ? kEmpty : v.back();
+}
+
+template <typename T>
+Opt UintOpt(std::string name, std::string help, T ServerConfig::*field,
+            std::uint64_t max = std::numeric_limits<T>::max()) {
+  return Opt{std::move(name), std::move(help), false,
+             [field, max](ServerConfig& c, const Values& v) {
+               c.*field = static_cast<T>(ParseUint(Last(v), max));
+             },
+             [field](const ServerConfig& c) { return std::to_string(c.*field); }};
+}
+
+Opt BytesOpt(std::string name, std::string help, std::uint64_t ServerConfig::*field) {
+  return Opt{std::move(name), std::move(help), false,
+             [field](ServerConfig& c, const Values& v) { c.*field = ParseBytes(Last(v)); },
+             [field](const ServerConfig& c) { return std::to_string(c.*field); }};
+}
+
+Opt StringOpt(std::string name, std::string help, std::string ServerConfig::*field) {
+  return Opt{std::move(name), std::move(help), false,
+             [field](ServerConfig& c, const Values& v) { c.*field = Last(v); },
+             [field](const ServerConfig& c) { return c.*field; }};
+}
+
+Opt SecondsOpt(std::string name, std::string help, double ServerConfig::*field) {
+  return Opt{std::move(name), std::move(help), false,
+             [field](ServerConfig& c, const Values& v) { c.*field = ParseSeconds(Last(v)); },
+             [field](const ServerConfig& c) { return FormatDouble(c.*field); }};
+}
+
+Opt ListOpt(std::string name, std::string help, std::vector<std::string> ServerConfig::*field) {
+  return Opt{std::move(name), std::move(help), true,
+             [field](ServerConfig& c, const Values& v) {
+               Values all;
+               for (const auto& item : v) {
+                 for (auto& part : SplitList(item)) all.push_back(std::move(part));
+               }
+               c.*field = std::move(all);
+             },
+             [field](const ServerConfig& c) { return Join(c.*field); }};
+}
+
+const std::vector<Opt>& Options() {
+  static const std::vector<Opt> kOptions = {
+      StringOpt("listen", "gRPC listen address host:port (port 0 picks a free port)",
+                &ServerConfig::listen),
+      StringOpt("metrics-listen", "Prometheus /metrics listen address host:port; empty disables",
+                &ServerConfig::metrics_listen),
+      StringOpt("ready-file",
+                "file written once serving, JSON {\"grpc_port\":N,\"metrics_port\":M}",
+                &ServerConfig::ready_file),
+      UintOpt("workers", "check worker threads; 0 = number of hardware cores",
+              &ServerConfig::workers, 1024),
+      UintOpt("queue-capacity",
+              "checks that may wait for a worker; beyond it requests get RESOURCE_EXHAUSTED",
+              &ServerConfig::queue_capacity, 1000000),
+      UintOpt("io-threads", "threads that read files, fetch URLs and serve lookups",
+              &ServerConfig::io_threads, 256),
+      BytesOpt("max-inline-bytes", "largest CheckRequest.content (e.g. 4MiB)",
+               &ServerConfig::max_inline_bytes),
+      BytesOpt("max-model-bytes", "largest model by Upload, path or URL (e.g. 1GiB)",
+               &ServerConfig::max_model_bytes),
+      BytesOpt("max-inflight-bytes",
+               "model bytes held in memory by all requests together (e.g. 4GiB)",
+               &ServerConfig::max_inflight_bytes),
+      ListOpt("allowed-root",
+              "directory that path references may read from (repeatable, comma-separated in "
+              "env/file); none disables path references",
+              &ServerConfig::allowed_roots),
+      ListOpt("url-allow-host",
+              "host or host:port that URL references may fetch from (repeatable); none disables "
+              "URL references",
+              &ServerConfig::url_allow_hosts),
+      UintOpt("url-timeout-seconds", "overall timeout of one URL fetch",
+              &ServerConfig::url_timeout_seconds, 3600),
+      UintOpt("url-max-redirects", "redirects followed per URL fetch (targets must be allowed)",
+              &ServerConfig::url_max_redirects, 10),
+      StringOpt("store-path", "SQLite store file (WAL mode); \":memory:\" keeps nothing on disk",
+                &ServerConfig::store_path),
+      BytesOpt("cache-bytes", "in-memory report cache size (e.g. 256MiB); 0 disables",
+               &ServerConfig::cache_bytes),
+      SecondsOpt("grace-period-seconds",
+                 "on SIGTERM/SIGINT, time in-flight RPCs get before they are cancelled",
+                 &ServerConfig::grace_period_seconds),
+      SecondsOpt("shutdown-delay-seconds",
+                 "on SIGTERM/SIGINT, time between reporting NOT_SERVING and draining",
+                 &ServerConfig::shutdown_delay_seconds),
+      StringOpt("log-level", "debug, info, warn or error", &ServerConfig::log_level),
+      StringOpt("log-file", "JSON-lines log file (appended); empty = stderr",
+                &ServerConfig::log_file),
+      StringOpt("auth-token-file",
+                "file holding a bearer token that every axqc.v1 RPC must present; empty = no "
+                "authentication",
+                &ServerConfig::auth_token_file),
+  };
+  return kOptions;
+}
+
+std::string EnvName(const std::string& option) {
+  std::string out = "AXQC_";
+  for (char c : option) {
+    out.push_back(c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  }
+  return out;
+}
+
+const Opt* FindOpt(std::string key) {
+  std::replace(key.begin(), key.end(), '_', '-');
+  for (const auto& o : Options()) {
+    if (o.name == key) return &o;
+  }
+  return nullptr;
+}
+
+void Apply(const Opt& opt, ServerConfig& c, const Values& v, const std::string& where) {
+  try {
+    opt.set(c, v);
+  } catch (const ConfigError& e) {
+    throw ConfigError(opt.name + " (" + where + "): " + e.what());
+  }
+}
+
+std::string JsonScalarToString(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_unsigned()) return std::to_string(v.get<std::uint64_t>());
+  if (v.is_number_integer()) return std::to_string(v.get<std::int64_t>());
+  if (v.is_number_float()) return FormatDouble(v.get<double>());
+  throw ConfigError("unsupported JSON value " + v.dump());
+}
+
+void ApplyConfigFile(const std::string& path, ServerConfig& c) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError("cannot read config file " + path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string text = buf.str();
+  const std::string where = "config file " + path;
+
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      throw ConfigError(where + ": invalid JSON: " + e.what());
+    }
+    for (const auto& [key, value] : j.items()) {
+      const Opt* opt = FindOpt(key);
+      if (opt == nullptr) throw ConfigError(where + ": unknown option '" + key + "'");
+      Values values;
+      try {
+        if (value.is_array()) {
+          for (const auto& item : value) values.push_back(JsonScalarToString(item));
+        } else {
+          values.push_back(JsonScalarToString(value));
+        }
+      } catch (const ConfigError& e) {
+        throw ConfigError(where + ": " + key + ": " + e.what());
+      }
+      if (value.is_array() && !opt->list) {
+        throw ConfigError(where + ": " + key + " takes one value, not a list");
+      }
+      Apply(*opt, c, values, where);
+    }
+    return;
+  }
+
+  std::istringstream lines(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(lines, line)) {
+    ++number;
+    line = Trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) {
+      throw ConfigError(where + ":" + std::to_string(number) + ": expected key=value");
+    }
+    const std::string key = Trim(line.substr(0, eq));
+    const std::string value = Trim(line.substr(eq + 1));
+    const Opt* opt = FindOpt(key);
+    if (opt == nullptr) {
+      throw ConfigError(where + ":" + std::to_string(number) + ": unknown option '" + key + "'");
+    }
+    Apply(*opt, c, Values{value}, where + ":" + std::to_string(number));
+  }
+}
+
+}  // namespace
+
+std::uint64_t ParseBytes(const std::string& text) {
+  const std::string t = Trim(text);
+  std::size_t i = 0;
+  while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i;
+  if (i == 0) throw ConfigError("not a byte size: '" + text + "'");
+  const std::uint64_t number = ParseUint(t.substr(0, i), std::numeric_limits<std::uint64_t>::max());
+  std::string unit = Trim(t.substr(i));
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  static const std::pair<const char*, std::uint64_t> kUnits[] = {
+      {"", 1},           {"b", 1},          {"kb", 1000},           {"kib", 1ull << 10},
+      {"mb", 1000000},   {"mib", 1ull << 20}, {"gb", 1000000000ull}, {"gib", 1ull << 30},
+      {"tb", 1000000000000ull}, {"tib", 1ull << 40}};
+  for (const auto& [name, factor] : kUnits) {
+    if (unit == name) {
+      if (number > std::numeric_limits<std::uint64_t>::max() / factor) {
+        throw ConfigError("byte size too large: '" + text + "'");
+      }
+      return number * factor;
+    }
+  }
+  throw ConfigError("unknown byte unit in '" + text + "' (use B, kB, KiB, MB, MiB, GB, GiB)");
+}
+
+EnvLookup ProcessEnv() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+std::vector<OptionDoc> OptionDocs() {
+  std::vector<OptionDoc> out;
+  const ServerConfig defaults;
+  for (const auto& o : Options()) out.push_back({o.name, EnvName(o.name), o.get(defaults), o.help});
+  return out;
+}
+
+void FinalizeConfig(ServerConfig& c) {
+  if (c.workers == 0) c.workers = std::max(1u, std::thread::hardware_concurrency());
+  if (c.io_threads == 0) throw ConfigError("io-threads must be at least 1");
+  if (c.listen.empty()) throw ConfigError("listen must not be empty");
+  if (c.max_inline_bytes > (1ull << 30)) throw ConfigError("max-inline-bytes is at most 1GiB");
+  if (c.max_inline_bytes > c.max_model_bytes) {
+    throw ConfigError("max-inline-bytes must not exceed max-model-bytes");
+  }
+  if (c.max_model_bytes > c.max_inflight_bytes) {
+    throw ConfigError("max-model-bytes must not exceed max-inflight-bytes");
+  }
+  if (c.max_model_bytes > (2ull << 30)) {
+    throw ConfigError("max-model-bytes is at most 2GiB (the protobuf limit of one ModelProto)");
+  }
+  static const char* kLevels[] = {"debug", "info", "warn", "error"};
+  if (std::find(std::begin(kLevels), std::end(kLevels), c.log_level) == std::end(kLevels)) {
+    throw ConfigError("log-level must be debug, info, warn or error, not '" + c.log_level + "'");
+  }
+  if (c.url_timeout_seconds == 0) throw ConfigError("url-timeout-seconds must be at least 1");
+  if (c.store_path.empty()) throw ConfigError("store-path must not be empty (use :memory:)");
+}
+
+ConfigResult LoadConfig(const std::vector<std::string>& args, const EnvLookup& env) {
+  ConfigResult result;
+  CLI::App app{"axqc-server: conformance checker service for quantized ONNX QDQ models (ax quant "
+               "spec). Options come from flags, AXQC_* environment variables and an optional "
+               "config file, in that order of precedence.",
+               "axqc-server"};
+  app.set_help_flag("-h,--help", "print this help and exit");
+  std::string config_file;
+  app.add_option("--config", config_file,
+                 "config file: a JSON object or key=value lines; keys are option names "
+                 "(env AXQC_CONFIG)");
+  bool version = false;
+  bool print_config = false;
+  app.add_flag("--version", version, "print the version and exit");
+  app.add_flag("--print-config", print_config, "print the effective configuration and exit");
+
+  const auto& options = Options();
+  std::vector<Values> flag_values(options.size());
+  std::vector<CLI::Option*> cli_options(options.size());
+  const ServerConfig defaults;
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const auto& o = options[i];
+    std::string help = o.help + " (env " + EnvName(o.name) + ", default '" + o.get(defaults) + "')";
+    auto* opt = app.add_option("--" + o.name, flag_values[i], help);
+    if (o.list) {
+      opt->delimiter(',');
+    } else {
+      opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    }
+    cli_options[i] = opt;
+  }
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  if (!reversed.empty()) reversed.pop_back();  // program name
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    std::ostringstream out;
+    std::ostringstream err;
+    result.exit_code = app.exit(e, out, err);
+    result.message = out.str() + err.str();
+    return result;
+  }
+  if (version) {
+    result.exit_code = 0;
+    result.message = "axqc-server " + std::string(ToolVersion()) + " (rule set " +
+                     std::string(kRuleSetVersion) + ")\n";
+    return result;
+  }
+
+  ServerConfig c;
+  if (config_file.empty()) {
+    if (auto v = env("AXQC_CONFIG"); v && !v->empty()) config_file = *v;
+  }
+  if (!config_file.empty()) ApplyConfigFile(config_file, c);
+  for (const auto& o : options) {
+    const std::string name = EnvName(o.name);
+    if (auto v = env(name)) Apply(o, c, Values{*v}, "environment " + name);
+  }
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    if (cli_options[i]->count() > 0) Apply(options[i], c, flag_values[i], "flag --" + options[i].name);
+  }
+  FinalizeConfig(c);
+  result.config = c;
+
+  if (print_config) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& o : options) j[o.name] = o.get(c);
+    result.exit_code = 0;
+    result.message = j.dump(2) + "\n";
+  }
+  return result;
+}
+
+}  // namespace axqc::server

@@ -1,0 +1,90 @@
+// Configuration of axqc-server: defaults < config file < environment (AXQC_*) < command-line flags.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace axqc::server {
+
+struct ServerConfig {
+  // Network.
+  std::string listen = "127.0.0.1:50051";          // gRPC address; port 0 picks a free port
+  std::string metrics_listen = "127.0.0.1:9464";   // Prometheus /metrics; "" disables
+  std::string ready_file;  // written once serving: {"grpc_port":N,"metrics_port":M}
+
+  // Workers.
+  unsigned workers = 0;              // check threads; 0 = hardware cores
+  std::size_t queue_capacity = 64;   // checks waiting for a worker before RESOURCE_EXHAUSTED
+  unsigned io_threads = 2;           // threads reading files, fetching URLs, serving lookups
+
+  // Limits.
+  std::uint64_t max_inline_bytes = 4ull << 20;     // CheckRequest.content
+  std::uint64_t max_model_bytes = 1ull << 30;      // Upload, path and URL models
+  std::uint64_t max_inflight_bytes = 4ull << 30;   // model bytes held in memory at once
+
+  // Model sources.
+  std::vector<std::string> allowed_roots;    // directories path references may read from
+  std::vector<std::string> url_allow_hosts;  // "host" or "host:port"; empty disables URLs
+  unsigned url_timeout_seconds = 60;
+  unsigned url_max_redirects = 3;
+
+  // Cache and store.
+  std::string store_path = "axqc-store.sqlite3";  // SQLite file (WAL); ":memory:" for none
+  std::uint64_t cache_bytes = 256ull << 20;        // in-memory LRU of reports
+
+  // Shutdown.
+  double grace_period_seconds = 30;    // in-flight RPCs get this long to finish
+  double shutdown_delay_seconds = 0;   // NOT_SERVING is announced this long before draining
+
+  // Logs.
+  std::string log_level = "info";  // debug, info, warn, error
+  std::string log_file;            // JSON lines; "" = stderr
+
+  // Authentication: when set, every axqc.v1 RPC needs "authorization: Bearer <token>".
+  std::string auth_token_file;
+};
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Outcome of command-line parsing: run with `config`, or exit with `exit_code` (after --help,
+// --version or an error; the text to print is in `message`).
+struct ConfigResult {
+  ServerConfig config;
+  std::optional<int> exit_code;
+  std::string message;
+};
+
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+// The process environment.
+EnvLookup ProcessEnv();
+
+// Parses args (args[0] is the program name). The config file comes from --config or AXQC_CONFIG;
+// it is a JSON object or key=value lines ('#' comments), keys = flag names without dashes.
+// Throws ConfigError on invalid values (the message names the option and where it came from).
+ConfigResult LoadConfig(const std::vector<std::string>& args, const EnvLookup& env);
+
+// Key=value reference of all options: name, environment variable, default, help.
+struct OptionDoc {
+  std::string name;
+  std::string env;
+  std::string default_value;
+  std::string help;
+};
+std::vector<OptionDoc> OptionDocs();
+
+// Parses "64MiB", "1GiB", "1000", "10kB" into bytes. Throws ConfigError.
+std::uint64_t ParseBytes(const std::string& text);
+
+// Applies defaults (workers = hardware cores) and checks consistency. Throws ConfigError.
+void FinalizeConfig(ServerConfig& config);
+
+}  // namespace axqc::server

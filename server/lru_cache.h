@@ -1,0 +1,39 @@
+// In-memory LRU of reports, bounded in bytes (key + SpaceUsedLong of the report). Thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "axqc/v1/axqc.pb.h"
+
+namespace axqc::server {
+
+class LruCache {
+ public:
+  explicit LruCache(std::size_t capacity_bytes) : capacity_(capacity_bytes) {}
+
+  std::shared_ptr<const v1::Report> Get(const std::string& key);
+  // An entry larger than the whole capacity is not cached.
+  void Put(const std::string& key, std::shared_ptr<const v1::Report> report);
+
+  std::size_t bytes() const;
+  std::size_t entries() const;
+
+ private:
+  struct Entry {
+    std::string key;
+    std::shared_ptr<const v1::Report> report;
+    std::size_t cost;
+  };
+  std::size_t capacity_;
+  mutable std::mutex mu_;
+  std::list<Entry> order_;  // front = most recently used
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace axqc::server

@@ -1,0 +1,149 @@
+#include "metrics.h"
+
+#include "axqc/catalog.h"
+#include "axqc/checker.h"
+
+namespace axqc::server {
+
+namespace {
+
+const prometheus::Histogram::BucketBoundaries& DurationBuckets() {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+  return kBuckets;
+}
+
+const char* SeverityLabel(v1::Severity s) {
+  switch (s) {
+    case v1::SEVERITY_ERROR:
+      return "error";
+    case v1::SEVERITY_WARN:
+      return "warn";
+    case v1::SEVERITY_INFO:
+      return "info";
+    default:
+      return "unknown";
+  }
+}
+
+}  // namespace
+
+Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  auto& r = *registry_;
+  checks_ = &prometheus::BuildCounter()
+                 .Name("axqc_checks_total")
+                 .Help("Check and Upload requests answered with a report (or an input error), by "
+                       "verdict and model source; cache hits included")
+                 .Register(r);
+  findings_ = &prometheus::BuildCounter()
+                   .Name("axqc_rule_findings_total")
+                   .Help("Findings in the reports returned to clients, by rule ID and severity")
+                   .Register(r);
+  cache_lookups_ = &prometheus::BuildCounter()
+                        .Name("axqc_cache_lookups_total")
+                        .Help("Report cache lookups by result: memory_hit, store_hit, shared "
+                              "(joined an identical running check), miss")
+                        .Register(r);
+  requests_ = &prometheus::BuildCounter()
+                   .Name("axqc_requests_total")
+                   .Help("axqc.v1 RPCs by method and gRPC status code")
+                   .Register(r);
+  request_duration_ = &prometheus::BuildHistogram()
+                           .Name("axqc_request_duration_seconds")
+                           .Help("Duration of axqc.v1 RPCs by method, from arrival to completion")
+                           .Register(r);
+  check_duration_ = &prometheus::BuildHistogram()
+                         .Name("axqc_check_duration_seconds")
+                         .Help("Duration of the stages of a check: load (read file / fetch URL / "
+                               "hash), check (the checker itself), store (persist report), render "
+                               "(JSON report)")
+                         .Register(r);
+  queue_wait_ = &prometheus::BuildHistogram()
+                     .Name("axqc_queue_wait_seconds")
+                     .Help("Time checks waited in the queue for a worker")
+                     .Register(r)
+                     .Add({}, DurationBuckets());
+  upload_bytes_ = &prometheus::BuildCounter()
+                       .Name("axqc_upload_bytes_total")
+                       .Help("Model bytes received through Upload streams")
+                       .Register(r)
+                       .Add({});
+  store_errors_ = &prometheus::BuildCounter()
+                       .Name("axqc_store_errors_total")
+                       .Help("Failed operations on the persistent store")
+                       .Register(r)
+                       .Add({});
+  queue_depth_ = &prometheus::BuildGauge()
+                      .Name("axqc_queue_depth")
+                      .Help("Checks waiting for a worker")
+                      .Register(r)
+                      .Add({});
+  busy_workers_ = &prometheus::BuildGauge()
+                       .Name("axqc_busy_workers")
+                       .Help("Workers running a check")
+                       .Register(r)
+                       .Add({});
+  workers_ = &prometheus::BuildGauge()
+                  .Name("axqc_workers")
+                  .Help("Configured check workers")
+                  .Register(r)
+                  .Add({});
+  queue_capacity_ = &prometheus::BuildGauge()
+                         .Name("axqc_queue_capacity")
+                         .Help("Configured queue capacity")
+                         .Register(r)
+                         .Add({});
+  cache_bytes_ = &prometheus::BuildGauge()
+                      .Name("axqc_cache_memory_bytes")
+                      .Help("Bytes held by the in-memory report cache")
+                      .Register(r)
+                      .Add({});
+  cache_entries_ = &prometheus::BuildGauge()
+                        .Name("axqc_cache_entries")
+                        .Help("Reports held by the in-memory report cache")
+                        .Register(r)
+                        .Add({});
+  inflight_bytes_ = &prometheus::BuildGauge()
+                         .Name("axqc_inflight_model_bytes")
+                         .Help("Model bytes held in memory by requests and running checks")
+                         .Register(r)
+                         .Add({});
+  prometheus::BuildGauge()
+      .Name("axqc_build_info")
+      .Help("Always 1; labels carry the checker version and rule-set version")
+      .Register(r)
+      .Add({{"version", std::string(ToolVersion())},
+            {"rule_set_version", std::string(kRuleSetVersion)}})
+      .Set(1);
+}
+
+void Metrics::CountCheck(const std::string& verdict, const std::string& source) {
+  checks_->Add({{"verdict", verdict}, {"source", source}}).Increment();
+}
+
+void Metrics::CountFindings(const v1::Report& report) {
+  for (const auto& f : report.findings()) {
+    findings_->Add({{"rule", f.rule()}, {"severity", SeverityLabel(f.severity())}}).Increment();
+  }
+}
+
+void Metrics::CountCacheLookup(const std::string& result) {
+  cache_lookups_->Add({{"result", result}}).Increment();
+}
+
+void Metrics::CountRequest(const std::string& method, const std::string& code, double seconds) {
+  requests_->Add({{"method", method}, {"code", code}}).Increment();
+  request_duration_->Add({{"method", method}}, DurationBuckets()).Observe(seconds);
+}
+
+void Metrics::ObserveStage(const std::string& stage, double seconds) {
+  check_duration_->Add({{"stage", stage}}, DurationBuckets()).Observe(seconds);
+}
+
+void Metrics::ObserveQueueWait(double seconds) { queue_wait_->Observe(seconds); }
+
+void Metrics::AddUploadBytes(double bytes) { upload_bytes_->Increment(bytes); }
+
+void Metrics::CountStoreError() { store_errors_->Increment(); }
+
+}  // namespace axqc::server

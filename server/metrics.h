@@ -1,0 +1,67 @@
+// Prometheus metrics of axqc-server (names per Prometheus conventions, prefix axqc_). No label ever
+// carries a model name, path, URL or hash: label values come from small fixed sets (verdicts,
+// sources, cache results, rule IDs, severities, RPC methods and status codes, stages).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "axqc/v1/axqc.pb.h"
+
+namespace axqc::server {
+
+class Metrics {
+ public:
+  Metrics();
+
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  // A report (or an input error) returned for a Check/Upload: verdict is "conformant",
+  // "non_conformant", "not_applicable" or "invalid_input"; source "path", "url", "inline", "upload".
+  void CountCheck(const std::string& verdict, const std::string& source);
+  // The findings of a returned report, per rule and severity.
+  void CountFindings(const v1::Report& report);
+  // result: "memory_hit", "store_hit", "shared", "miss".
+  void CountCacheLookup(const std::string& result);
+  void CountRequest(const std::string& method, const std::string& code, double seconds);
+  // stage: "load", "check", "store", "render".
+  void ObserveStage(const std::string& stage, double seconds);
+  void ObserveQueueWait(double seconds);
+  void AddUploadBytes(double bytes);
+  void CountStoreError();
+
+  prometheus::Gauge& queue_depth() { return *queue_depth_; }
+  prometheus::Gauge& busy_workers() { return *busy_workers_; }
+  prometheus::Gauge& workers() { return *workers_; }
+  prometheus::Gauge& queue_capacity() { return *queue_capacity_; }
+  prometheus::Gauge& cache_bytes() { return *cache_bytes_; }
+  prometheus::Gauge& cache_entries() { return *cache_entries_; }
+  prometheus::Gauge& inflight_bytes() { return *inflight_bytes_; }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>* checks_;
+  prometheus::Family<prometheus::Counter>* findings_;
+  prometheus::Family<prometheus::Counter>* cache_lookups_;
+  prometheus::Family<prometheus::Counter>* requests_;
+  prometheus::Family<prometheus::Histogram>* request_duration_;
+  prometheus::Family<prometheus::Histogram>* check_duration_;
+  prometheus::Histogram* queue_wait_;
+  prometheus::Counter* upload_bytes_;
+  prometheus::Counter* store_errors_;
+  prometheus::Gauge* queue_depth_;
+  prometheus::Gauge* busy_workers_;
+  prometheus::Gauge* workers_;
+  prometheus::Gauge* queue_capacity_;
+  prometheus::Gauge* cache_bytes_;
+  prometheus::Gauge* cache_entries_;
+  prometheus::Gauge* inflight_bytes_;
+};
+
+}  // namespace axqc::server

@@ -1,0 +1,228 @@
+#include "model_source.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "sha256.h"
+
+namespace axqc::server {
+
+namespace fs = std::filesystem;
+
+bool ByteBudget::TryReserve(std::uint64_t n) {
+  std::uint64_t cur = used_.load();
+  do {
+    if (n > limit_ || cur > limit_ - n) return false;
+  } while (!used_.compare_exchange_weak(cur, cur + n));
+  metrics_->inflight_bytes().Increment(static_cast<double>(n));
+  return true;
+}
+
+void ByteBudget::Release(std::uint64_t n) {
+  used_.fetch_sub(n);
+  metrics_->inflight_bytes().Decrement(static_cast<double>(n));
+}
+
+Reservation& Reservation::operator=(Reservation&& o) noexcept {
+  if (this != &o) {
+    Reset();
+    budget_ = o.budget_;
+    bytes_ = o.bytes_;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+void Reservation::Grow(std::uint64_t n) {
+  if (budget_ == nullptr || n == 0) return;
+  if (!budget_->TryReserve(n)) {
+    throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      "the server holds too many model bytes right now; retry later");
+  }
+  bytes_ += n;
+}
+
+void Reservation::Reset() {
+  if (budget_ != nullptr && bytes_ > 0) budget_->Release(bytes_);
+  bytes_ = 0;
+}
+
+std::shared_ptr<const std::string> AccountedBytes(std::string&& bytes, Reservation&& reservation) {
+  auto* owned = new std::string(std::move(bytes));
+  auto res = std::make_shared<Reservation>(std::move(reservation));
+  return std::shared_ptr<const std::string>(owned, [res](const std::string* p) {
+    delete p;
+    res->Reset();
+  });
+}
+
+bool IsWithin(const fs::path& path, const fs::path& root) {
+  auto p = path.begin();
+  for (auto r = root.begin(); r != root.end(); ++r, ++p) {
+    if (r->empty()) continue;  // trailing separator of the root
+    if (p == path.end() || *p != *r) return false;
+  }
+  return true;
+}
+
+PathResolver::PathResolver(const std::vector<std::string>& roots) {
+  for (const auto& r : roots) {
+    fs::path configured = fs::absolute(fs::path(r)).lexically_normal();
+    std::error_code ec;
+    fs::path canonical = fs::canonical(configured, ec);
+    if (ec) throw std::runtime_error("allowed root " + r + ": " + ec.message());
+    if (!fs::is_directory(canonical)) {
+      throw std::runtime_error("allowed root " + r + " is not a directory");
+    }
+    roots_.push_back(Root{configured, canonical});
+  }
+}
+
+namespace {
+
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      if (fd_ >= 0) ::close(fd_);
+      fd_ = o.fd_;
+      o.fd_ = -1;
+    }
+    return *this;
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+[[noreturn]] void FailOpen(int err, const std::string& shown) {
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      throw SourceError(grpc::StatusCode::NOT_FOUND, "model file not found: " + shown);
+    case ELOOP:
+      throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
+                        "path changed to a symbolic link while opening: " + shown);
+    case EACCES:
+    case EPERM:
+      throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
+                        "the server may not read " + shown);
+    default:
+      throw SourceError(grpc::StatusCode::INTERNAL,
+                        "cannot open " + shown + ": " + std::strerror(err));
+  }
+}
+
+}  // namespace
+
+LoadedModel PathResolver::Load(const std::string& request_path, std::uint64_t max_bytes,
+                               ByteBudget& budget) const {
+  if (!enabled()) {
+    throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
+                      "path references are disabled on this server (no --allowed-root)");
+  }
+  if (request_path.empty()) {
+    throw SourceError(grpc::StatusCode::INVALID_ARGUMENT, "empty path");
+  }
+  if (request_path.find('\0') != std::string::npos) {
+    throw SourceError(grpc::StatusCode::INVALID_ARGUMENT, "path contains a NUL byte");
+  }
+  fs::path p(request_path);
+  for (const auto& part : p) {
+    if (part == "..") {
+      throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
+                        "path traversal ('..') is not allowed: " + request_path);
+    }
+  }
+  if (p.is_relative()) p = roots_.front().configured / p;
+  p = p.lexically_normal();
+
+  bool lexically_inside = false;
+  for (const auto& r : roots_) {
+    if (IsWithin(p, r.configured) || IsWithin(p, r.canonical)) lexically_inside = true;
+  }
+  if (!lexically_inside) {
+    throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
+                      "path is outside the server's allowed roots: " + request_path);
+  }
+
+  std::error_code ec;
+  const fs::path canonical = fs::canonical(p, ec);
+  if (ec) FailOpen(ec.value(), request_path);
+  const Root* root = nullptr;
+  for (const auto& r : roots_) {
+    if (IsWithin(canonical, r.canonical)) {
+      root = &r;
+      break;
+    }
+  }
+  if (root == nullptr) {
+    throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
+                      "path resolves outside the server's allowed roots (symbolic link): " +
+                          request_path);
+  }
+
+  // Walk from the root with O_NOFOLLOW: the canonical path has no symlink, so meeting one means
+  // the tree changed after the check above.
+  Fd dir(::open(root->canonical.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (dir.get() < 0) FailOpen(errno, request_path);
+  const fs::path rel = canonical.lexically_relative(root->canonical);
+  std::vector<std::string> parts;
+  for (const auto& part : rel) {
+    if (!part.empty() && part != ".") parts.push_back(part.string());
+  }
+  if (parts.empty()) {
+    throw SourceError(grpc::StatusCode::INVALID_ARGUMENT,
+                      "not a regular file: " + request_path);
+  }
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    Fd next(::openat(dir.get(), parts[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (next.get() < 0) FailOpen(errno, request_path);
+    dir = std::move(next);
+  }
+  Fd file(::openat(dir.get(), parts.back().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (file.get() < 0) FailOpen(errno, request_path);
+
+  struct stat st {};
+  if (::fstat(file.get(), &st) != 0) FailOpen(errno, request_path);
+  if (!S_ISREG(st.st_mode)) {
+    throw SourceError(grpc::StatusCode::INVALID_ARGUMENT, "not a regular file: " + request_path);
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size > max_bytes) {
+    throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      "model file is " + std::to_string(size) + " bytes, over the limit of " +
+                          std::to_string(max_bytes));
+  }
+  Reservation reservation(&budget);
+  reservation.Grow(size);
+  std::string bytes(size, '\0');
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::read(file.get(), bytes.data() + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) FailOpen(errno, request_path);
+    if (n == 0) {
+      throw SourceError(grpc::StatusCode::UNAVAILABLE,
+                        "model file shrank while reading: " + request_path);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  LoadedModel out;
+  out.sha256 = service::Sha256Hex(bytes);
+  out.bytes = AccountedBytes(std::move(bytes), std::move(reservation));
+  return out;
+}
+
+}  // namespace axqc::server

@@ -1,0 +1,101 @@
+// Getting model bytes: files under allowed roots, allowlisted URLs, and a global budget of model
+// bytes held in memory.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <grpcpp/support/status.h>
+
+#include "metrics.h"
+
+namespace axqc::server {
+
+// A failure with the gRPC status code to return.
+class SourceError : public std::runtime_error {
+ public:
+  SourceError(grpc::StatusCode code, const std::string& message)
+      : std::runtime_error(message), code_(code) {}
+  grpc::StatusCode code() const { return code_; }
+  grpc::Status status() const { return grpc::Status(code_, what()); }
+
+ private:
+  grpc::StatusCode code_;
+};
+
+// Bytes of models held in memory by all requests together (--max-inflight-bytes).
+class ByteBudget {
+ public:
+  ByteBudget(std::uint64_t limit, Metrics* metrics) : limit_(limit), metrics_(metrics) {}
+  // False when `n` more bytes would exceed the limit.
+  bool TryReserve(std::uint64_t n);
+  void Release(std::uint64_t n);
+  std::uint64_t used() const { return used_.load(); }
+
+ private:
+  const std::uint64_t limit_;
+  Metrics* metrics_;
+  std::atomic<std::uint64_t> used_{0};
+};
+
+// Owns `n` reserved bytes of a budget until released or moved into AccountedBytes.
+class Reservation {
+ public:
+  Reservation() = default;
+  explicit Reservation(ByteBudget* budget) : budget_(budget) {}
+  ~Reservation() { Reset(); }
+  Reservation(Reservation&& o) noexcept : budget_(o.budget_), bytes_(o.bytes_) { o.bytes_ = 0; }
+  Reservation& operator=(Reservation&& o) noexcept;
+  Reservation(const Reservation&) = delete;
+  Reservation& operator=(const Reservation&) = delete;
+  // Throws SourceError(RESOURCE_EXHAUSTED) when the budget is exhausted.
+  void Grow(std::uint64_t n);
+  void Reset();
+  std::uint64_t bytes() const { return bytes_; }
+
+ private:
+  ByteBudget* budget_ = nullptr;
+  std::uint64_t bytes_ = 0;
+};
+
+// Model bytes whose reservation is released when the last reference goes away.
+std::shared_ptr<const std::string> AccountedBytes(std::string&& bytes, Reservation&& reservation);
+
+struct LoadedModel {
+  std::shared_ptr<const std::string> bytes;
+  std::string sha256;
+};
+
+// Path references: a request path is accepted only when it lies inside one of the allowed roots
+// both lexically (no ".." component) and after resolving symbolic links; the file is then opened
+// component by component with O_NOFOLLOW from the root, so a symlink swapped in after the check is
+// refused too. Only regular files are read.
+class PathResolver {
+ public:
+  // Throws std::runtime_error when a root does not exist or is not a directory.
+  explicit PathResolver(const std::vector<std::string>& roots);
+  bool enabled() const { return !roots_.empty(); }
+  // Throws SourceError: INVALID_ARGUMENT (empty, NUL, not a regular file), PERMISSION_DENIED
+  // (outside the roots, "..", symlink escape, path references disabled), NOT_FOUND,
+  // RESOURCE_EXHAUSTED (larger than max_bytes or over the byte budget).
+  LoadedModel Load(const std::string& request_path, std::uint64_t max_bytes,
+                   ByteBudget& budget) const;
+
+ private:
+  struct Root {
+    std::filesystem::path configured;  // absolute, lexically normal
+    std::filesystem::path canonical;
+  };
+  std::vector<Root> roots_;
+};
+
+// True when `path` equals `root` or lies below it, comparing whole components.
+bool IsWithin(const std::filesystem::path& path, const std::filesystem::path& root);
+
+}  // namespace axqc::server

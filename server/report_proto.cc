@@ -1,0 +1,252 @@
+#include "report_proto.h"
+
+#include <stdexcept>
+
+namespace axqc::service {
+
+namespace {
+
+void FindingToProto(const Finding& f, v1::Finding* out) {
+  out->set_rule(f.rule);
+  out->set_severity(SeverityToProto(f.severity));
+  out->set_section(f.section);
+  out->set_message(f.message);
+  out->set_group_key(f.group_key);
+  out->set_op_type(f.op_type);
+  for (const auto& n : f.nodes) out->add_nodes(n);
+  for (const auto& t : f.tensors) out->add_tensors(t);
+  for (const auto& [name, value] : f.values) {
+    auto* v = out->add_values();
+    v->set_name(name);
+    v->set_value(value);
+  }
+}
+
+Finding FindingFromProto(const v1::Finding& f) {
+  Finding out;
+  out.rule = f.rule();
+  out.severity = SeverityFromProto(f.severity());
+  out.section = f.section();
+  out.message = f.message();
+  out.group_key = f.group_key();
+  out.op_type = f.op_type();
+  out.nodes.assign(f.nodes().begin(), f.nodes().end());
+  out.tensors.assign(f.tensors().begin(), f.tensors().end());
+  for (const auto& v : f.values()) out.values.emplace_back(v.name(), v.value());
+  return out;
+}
+
+template <typename ProtoMap>
+void MapToProto(const std::map<std::string, std::size_t>& in, ProtoMap* out) {
+  for (const auto& [k, v] : in) (*out)[k] = v;
+}
+
+template <typename ProtoMap>
+std::map<std::string, std::size_t> MapFromProto(const ProtoMap& in) {
+  std::map<std::string, std::size_t> out;
+  for (const auto& [k, v] : in) out.emplace(k, static_cast<std::size_t>(v));
+  return out;
+}
+
+}  // namespace
+
+v1::Verdict VerdictToProto(Verdict v) {
+  switch (v) {
+    case Verdict::kConformant:
+      return v1::VERDICT_CONFORMANT;
+    case Verdict::kNonConformant:
+      return v1::VERDICT_NON_CONFORMANT;
+    case Verdict::kNotApplicable:
+      return v1::VERDICT_NOT_APPLICABLE;
+  }
+  return v1::VERDICT_UNSPECIFIED;
+}
+
+Verdict VerdictFromProto(v1::Verdict v) {
+  switch (v) {
+    case v1::VERDICT_CONFORMANT:
+      return Verdict::kConformant;
+    case v1::VERDICT_NON_CONFORMANT:
+      return Verdict::kNonConformant;
+    case v1::VERDICT_NOT_APPLICABLE:
+      return Verdict::kNotApplicable;
+    default:
+      throw std::invalid_argument("report: verdict unspecified or unknown");
+  }
+}
+
+v1::Severity SeverityToProto(Severity s) {
+  switch (s) {
+    case Severity::kError:
+      return v1::SEVERITY_ERROR;
+    case Severity::kWarn:
+      return v1::SEVERITY_WARN;
+    case Severity::kInfo:
+      return v1::SEVERITY_INFO;
+  }
+  return v1::SEVERITY_UNSPECIFIED;
+}
+
+Severity SeverityFromProto(v1::Severity s) {
+  switch (s) {
+    case v1::SEVERITY_ERROR:
+      return Severity::kError;
+    case v1::SEVERITY_WARN:
+      return Severity::kWarn;
+    case v1::SEVERITY_INFO:
+      return Severity::kInfo;
+    default:
+      throw std::invalid_argument("report: severity unspecified or unknown");
+  }
+}
+
+void ToProto(const Report& r, v1::Report* out) {
+  out->Clear();
+  out->set_schema(Report::kSchema);
+  out->set_verdict(VerdictToProto(r.verdict));
+  out->set_check_value(r.check_value);
+  out->set_tool_version(r.tool_version);
+  out->set_rule_set_version(r.rule_set_version);
+
+  auto* m = out->mutable_model();
+  m->set_file(r.model.file);
+  m->set_sha256(r.model.sha256);
+  m->set_size_bytes(r.model.size_bytes);
+  m->set_ir_version(r.model.ir_version);
+  for (const auto& [domain, version] : r.model.opsets) {
+    auto* o = m->add_opsets();
+    o->set_domain(domain);
+    o->set_version(version);
+  }
+  m->set_producer_name(r.model.producer_name);
+  m->set_producer_version(r.model.producer_version);
+  m->set_node_count(r.model.node_count);
+  m->set_q_count(r.model.q_count);
+  m->set_dq_count(r.model.dq_count);
+  m->set_initializer_count(r.model.initializer_count);
+
+  auto* s = out->mutable_summary();
+  s->set_errors(r.summary.errors);
+  s->set_warnings(r.summary.warnings);
+  s->set_infos(r.summary.infos);
+  MapToProto(r.summary.by_rule, s->mutable_by_rule());
+  MapToProto(r.summary.units_by_kind, s->mutable_units_by_kind());
+  MapToProto(r.summary.units_by_op, s->mutable_units_by_op());
+  MapToProto(r.summary.errors_by_op, s->mutable_errors_by_op());
+  s->set_qdq_edges(r.summary.qdq_edges);
+  s->set_owned_qdq_edges(r.summary.owned_qdq_edges);
+
+  for (const auto& f : r.findings) FindingToProto(f, out->add_findings());
+  for (const auto& g : r.groups) {
+    auto* pg = out->add_groups();
+    pg->set_rule(g.rule);
+    pg->set_severity(SeverityToProto(g.severity));
+    pg->set_section(g.section);
+    pg->set_summary(g.summary);
+    pg->set_count(g.count);
+    for (const auto& f : g.first) FindingToProto(f, pg->add_first());
+  }
+  for (const auto& u : r.units) {
+    auto* pu = out->add_units();
+    pu->set_id(u.id);
+    pu->set_kind(u.kind);
+    pu->set_op_type(u.op_type);
+    pu->set_mode(u.mode);
+    for (const auto& n : u.nodes) pu->add_nodes(n);
+    for (const auto& n : u.input_qdq) pu->add_input_qdq(n);
+    for (const auto& n : u.output_qdq) pu->add_output_qdq(n);
+  }
+}
+
+v1::Report ToProto(const Report& report) {
+  v1::Report out;
+  ToProto(report, &out);
+  return out;
+}
+
+Report FromProto(const v1::Report& p) {
+  Report r;
+  r.verdict = VerdictFromProto(p.verdict());
+  r.check_value = p.check_value();
+  r.tool_version = p.tool_version();
+  r.rule_set_version = p.rule_set_version();
+
+  const auto& m = p.model();
+  r.model.file = m.file();
+  r.model.sha256 = m.sha256();
+  r.model.size_bytes = m.size_bytes();
+  r.model.ir_version = m.ir_version();
+  for (const auto& o : m.opsets()) r.model.opsets.emplace_back(o.domain(), o.version());
+  r.model.producer_name = m.producer_name();
+  r.model.producer_version = m.producer_version();
+  r.model.node_count = m.node_count();
+  r.model.q_count = m.q_count();
+  r.model.dq_count = m.dq_count();
+  r.model.initializer_count = m.initializer_count();
+
+  const auto& s = p.summary();
+  r.summary.errors = s.errors();
+  r.summary.warnings = s.warnings();
+  r.summary.infos = s.infos();
+  r.summary.by_rule = MapFromProto(s.by_rule());
+  r.summary.units_by_kind = MapFromProto(s.units_by_kind());
+  r.summary.units_by_op = MapFromProto(s.units_by_op());
+  r.summary.errors_by_op = MapFromProto(s.errors_by_op());
+  r.summary.qdq_edges = s.qdq_edges();
+  r.summary.owned_qdq_edges = s.owned_qdq_edges();
+
+  r.findings.reserve(static_cast<std::size_t>(p.findings_size()));
+  for (const auto& f : p.findings()) r.findings.push_back(FindingFromProto(f));
+  for (const auto& g : p.groups()) {
+    FindingGroup out;
+    out.rule = g.rule();
+    out.severity = SeverityFromProto(g.severity());
+    out.section = g.section();
+    out.summary = g.summary();
+    out.count = g.count();
+    for (const auto& f : g.first()) out.first.push_back(FindingFromProto(f));
+    r.groups.push_back(std::move(out));
+  }
+  for (const auto& u : p.units()) {
+    UnitInfo out;
+    out.id = u.id();
+    out.kind = u.kind();
+    out.op_type = u.op_type();
+    out.mode = u.mode();
+    out.nodes.assign(u.nodes().begin(), u.nodes().end());
+    out.input_qdq.assign(u.input_qdq().begin(), u.input_qdq().end());
+    out.output_qdq.assign(u.output_qdq().begin(), u.output_qdq().end());
+    r.units.push_back(std::move(out));
+  }
+  return r;
+}
+
+void RuleToProto(const RuleInfo& rule, v1::Rule* out) {
+  out->set_id(std::string(rule.id));
+  out->set_severity(SeverityToProto(rule.severity));
+  out->set_check_value(rule.check_value);
+  out->set_section(std::string(rule.section));
+  out->set_summary(std::string(rule.summary));
+  out->set_fix(std::string(rule.fix));
+}
+
+CheckOptions CoreOptions(const v1::CheckOptions& options) {
+  CheckOptions out;
+  out.check_value = options.check_value();
+  out.max_locations =
+      options.max_locations() == 0 ? kDefaultMaxLocations : options.max_locations();
+  out.include_units = true;
+  return out;
+}
+
+std::string OptionsKey(const v1::CheckOptions& options) {
+  const CheckOptions core = CoreOptions(options);
+  return std::string("cv=") + (core.check_value ? "1" : "0") +
+         ";ml=" + std::to_string(core.max_locations);
+}
+
+std::string CacheKey(const std::string& sha256, const v1::CheckOptions& options) {
+  return sha256 + "|" + OptionsKey(options) + "|" + std::string(kRuleSetVersion);
+}
+
+}  // namespace axqc::service

@@ -1,0 +1,45 @@
+// Conversion between the core's report model (axqc::Report) and the axqc.v1 protobuf messages.
+// Shared by axqc-server and the remote client (library axqc_service_common).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "axqc/catalog.h"
+#include "axqc/checker.h"
+#include "axqc/report.h"
+#include "axqc/v1/axqc.pb.h"
+
+namespace axqc::service {
+
+v1::Verdict VerdictToProto(Verdict v);
+// Throws std::invalid_argument for VERDICT_UNSPECIFIED or unknown values.
+Verdict VerdictFromProto(v1::Verdict v);
+v1::Severity SeverityToProto(Severity s);
+// Throws std::invalid_argument for SEVERITY_UNSPECIFIED or unknown values.
+Severity SeverityFromProto(v1::Severity s);
+
+// Lossless: FromProto(ToProto(r)) == r field by field.
+void ToProto(const Report& report, v1::Report* out);
+v1::Report ToProto(const Report& report);
+// Throws std::invalid_argument on enum values that have no core equivalent.
+Report FromProto(const v1::Report& report);
+
+void RuleToProto(const RuleInfo& rule, v1::Rule* out);
+
+// Defaults applied to request options: max_locations 0 -> 5; values above kMaxLocations refused
+// by the server.
+inline constexpr std::uint32_t kDefaultMaxLocations = 5;
+inline constexpr std::uint32_t kMaxLocations = 1000;
+
+// The core options for request options (after defaults).
+CheckOptions CoreOptions(const v1::CheckOptions& options);
+
+// Canonical text of the options that change a report, e.g. "cv=1;ml=5". `format` is excluded.
+std::string OptionsKey(const v1::CheckOptions& options);
+
+// Cache key of a report: sha256 + options + rule-set version,
+// e.g. "<sha256>|cv=0;ml=5|2026.11.1".
+std::string CacheKey(const std::string& sha256, const v1::CheckOptions& options);
+
+}  // namespace axqc::service

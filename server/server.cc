@@ -1,0 +1,208 @@
+#include "server.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <boost/asio/thread_pool.hpp>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <prometheus/exposer.h>
+
+#include "axqc/catalog.h"
+#include "axqc/checker.h"
+#include "lru_cache.h"
+#include "model_source.h"
+#include "service.h"
+#include "store.h"
+
+namespace axqc::server {
+
+namespace {
+
+constexpr const char* kServiceName = "axqc.v1.Checker";
+
+std::string ReadToken(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read auth token file " + path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  std::string token = buf.str();
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
+    token.pop_back();
+  }
+  if (token.empty()) throw std::runtime_error("auth token file " + path + " is empty");
+  return token;
+}
+
+void WriteReadyFile(const std::string& path, int grpc_port, int metrics_port) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << "{\"grpc_port\":" << grpc_port << ",\"metrics_port\":" << metrics_port << "}\n";
+    if (!out) throw std::runtime_error("cannot write ready file " + path);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace
+
+std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_ptr<Logger> logger,
+                                      ServerHooks hooks) {
+  std::unique_ptr<Server> s(new Server());
+  s->config_ = config;
+  FinalizeConfig(s->config_);
+  const ServerConfig& c = s->config_;
+  s->logger_ = std::move(logger);
+  s->metrics_ = std::make_unique<Metrics>();
+
+  if (!c.metrics_listen.empty()) {
+    try {
+      s->exposer_ = std::make_unique<prometheus::Exposer>(c.metrics_listen, 2);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("metrics: cannot listen on " + c.metrics_listen + ": " + e.what());
+    }
+    s->exposer_->RegisterCollectable(s->metrics_->registry());
+    const auto ports = s->exposer_->GetListeningPorts();
+    s->metrics_port_ = ports.empty() ? 0 : ports.front();
+  }
+
+  try {
+    s->store_ = OpenStore(c.store_path);
+  } catch (const StoreError& e) {
+    throw std::runtime_error(std::string("store: ") + e.what());
+  }
+  s->cache_ = std::make_unique<LruCache>(c.cache_bytes);
+  s->budget_ = std::make_unique<ByteBudget>(c.max_inflight_bytes, s->metrics_.get());
+  s->paths_ = std::make_unique<PathResolver>(c.allowed_roots);
+  s->io_ = std::make_unique<boost::asio::thread_pool>(c.io_threads);
+
+  std::string token;
+  if (!c.auth_token_file.empty()) token = ReadToken(c.auth_token_file);
+
+  ServiceDeps deps;
+  deps.config = &s->config_;
+  deps.logger = s->logger_.get();
+  deps.metrics = s->metrics_.get();
+  deps.store = s->store_.get();
+  deps.cache = s->cache_.get();
+  deps.budget = s->budget_.get();
+  deps.paths = s->paths_.get();
+  deps.io = s->io_.get();
+  deps.draining = &s->draining_;
+  deps.auth_token = token;
+
+  CheckFn check = hooks.check ? hooks.check
+                              : [](std::string_view bytes, const std::string& name,
+                                   const CheckOptions& options) {
+                                  return CheckBytes(bytes, name, options);
+                                };
+  // The sink only needs the parts of deps that exist now (store, cache, metrics, logger).
+  ServiceDeps sink_deps = deps;
+  s->engine_ = std::make_unique<CheckEngine>(
+      c.workers, c.queue_capacity, std::move(check),
+      [sink_deps](const CheckJob& job, const std::shared_ptr<const v1::Report>& report) {
+        CheckerService::StoreResult(sink_deps, job, report);
+      },
+      s->metrics_.get());
+  deps.engine = s->engine_.get();
+  s->service_ = std::make_unique<CheckerService>(deps);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(c.listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(s->service_.get());
+  const auto max_message =
+      static_cast<int>(std::max<std::uint64_t>(c.max_inline_bytes, 4u << 20) + (64u << 10));
+  builder.SetMaxReceiveMessageSize(max_message);
+  builder.SetMaxSendMessageSize(-1);
+  s->grpc_ = builder.BuildAndStart();
+  if (s->grpc_ == nullptr || port == 0) {
+    s->engine_->Shutdown();
+    s->io_->join();
+    throw std::runtime_error("grpc: cannot listen on " + c.listen);
+  }
+  s->grpc_port_ = port;
+  if (auto* health = s->grpc_->GetHealthCheckService()) {
+    health->SetServingStatus(true);
+    health->SetServingStatus(kServiceName, true);
+  }
+  if (!c.ready_file.empty()) WriteReadyFile(c.ready_file, s->grpc_port_, s->metrics_port_);
+
+  s->logger_->Info("serving",
+                   {{"grpc_port", s->grpc_port_},
+                    {"metrics_port", s->metrics_port_},
+                    {"listen", c.listen},
+                    {"metrics_listen", c.metrics_listen},
+                    {"store", s->store_->Describe()},
+                    {"workers", c.workers},
+                    {"queue_capacity", c.queue_capacity},
+                    {"allowed_roots", c.allowed_roots},
+                    {"url_allow_hosts", c.url_allow_hosts},
+                    {"auth", !token.empty()},
+                    {"version", std::string(ToolVersion())},
+                    {"rule_set_version", std::string(kRuleSetVersion)}});
+  return s;
+}
+
+void Server::SetNotServing() {
+  draining_.store(true);
+  if (grpc_ != nullptr) {
+    if (auto* health = grpc_->GetHealthCheckService()) {
+      // Sets every service NOT_SERVING (and notifies Watch streams); later updates are ignored.
+      health->Shutdown();
+    }
+  }
+}
+
+void Server::Shutdown() {
+  std::lock_guard<std::mutex> lock(shutdown_mu_);
+  if (shut_down_ || grpc_ == nullptr) return;  // already done, or Start() failed half-way
+  shut_down_ = true;
+  const auto t0 = std::chrono::steady_clock::now();
+  logger_->Info("shutdown started", {{"grace_period_seconds", config_.grace_period_seconds},
+                                     {"shutdown_delay_seconds", config_.shutdown_delay_seconds},
+                                     {"queued_checks", engine_->queue_depth()},
+                                     {"running_checks", engine_->busy_workers()}});
+  SetNotServing();
+  if (config_.shutdown_delay_seconds > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(config_.shutdown_delay_seconds));
+  }
+  // Stops accepting; in-flight RPCs get the grace period, then are cancelled.
+  grpc_->Shutdown(std::chrono::system_clock::now() +
+                  std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                      std::chrono::duration<double>(config_.grace_period_seconds)));
+  engine_->Shutdown();
+  io_->join();
+  bool flushed = true;
+  try {
+    store_->Flush();
+  } catch (const StoreError& e) {
+    flushed = false;
+    logger_->Error("store flush failed", {{"error", e.what()}});
+  }
+  logger_->Info("shutdown complete",
+                {{"duration_ms",
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                      .count()},
+                 {"store_flushed", flushed}});
+}
+
+Server::~Server() {
+  Shutdown();
+  grpc_.reset();
+  service_.reset();
+  engine_.reset();
+  io_.reset();
+  store_.reset();
+  exposer_.reset();
+}
+
+}  // namespace axqc::server

@@ -1,0 +1,1020 @@
+#include "service.h"
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include <google/protobuf/util/time_util.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include <boost/asio/post.hpp>
+
+#include "axqc/catalog.h"
+#include "axqc/render.h"
+#include "report_proto.h"
+#include "sha256.h"
+#include "url_fetch.h"
+
+namespace axqc::server {
+
+using Clock = std::chrono::steady_clock;
+using google::protobuf::util::TimeUtil;
+
+const char* StatusCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+namespace {
+
+constexpr std::size_t kMaxLabels = 16;
+constexpr std::size_t kMaxLabelValue = 256;
+
+std::string RandomRequestId() {
+  unsigned char b[8];
+  if (RAND_bytes(b, sizeof(b)) != 1) {
+    const auto t = static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
+    for (std::size_t i = 0; i < sizeof(b); ++i) b[i] = static_cast<unsigned char>(t >> (8 * i));
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : b) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 0xf]);
+  }
+  return out;
+}
+
+bool ValidToken(std::string_view s, std::size_t max, bool allow_colon) {
+  if (s.empty() || s.size() > max) return false;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-' || (allow_colon && c == ':');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string MetadataValue(const grpc::CallbackServerContext* ctx, const char* key) {
+  const auto& md = ctx->client_metadata();
+  auto it = md.find(key);
+  if (it == md.end()) return {};
+  return std::string(it->second.data(), it->second.size());
+}
+
+grpc::Status Invalid(const std::string& msg) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
+}
+
+template <typename LabelMap>
+grpc::Status ValidateLabels(const LabelMap& labels, const char* what) {
+  if (labels.size() > kMaxLabels) {
+    return Invalid(std::string(what) + ": at most " + std::to_string(kMaxLabels) + " labels");
+  }
+  for (const auto& [k, v] : labels) {
+    if (!ValidToken(k, 63, false)) {
+      return Invalid(std::string(what) + ": label key '" + k +
+                     "' must match [A-Za-z0-9_.-]{1,63}");
+    }
+    if (v.size() > kMaxLabelValue) {
+      return Invalid(std::string(what) + ": value of label '" + k + "' is longer than " +
+                     std::to_string(kMaxLabelValue) + " bytes");
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ValidateOptions(const v1::CheckOptions& o) {
+  if (o.max_locations() > service::kMaxLocations) {
+    return Invalid("options.max_locations is at most " + std::to_string(service::kMaxLocations));
+  }
+  if (!v1::ReportFormat_IsValid(o.format())) return Invalid("options.format is unknown");
+  return grpc::Status::OK;
+}
+
+const char* VerdictLabel(v1::Verdict v) {
+  switch (v) {
+    case v1::VERDICT_CONFORMANT:
+      return "conformant";
+    case v1::VERDICT_NON_CONFORMANT:
+      return "non_conformant";
+    case v1::VERDICT_NOT_APPLICABLE:
+      return "not_applicable";
+    default:
+      return "unknown";
+  }
+}
+
+const char* CacheLabel(v1::CacheResult c) {
+  switch (c) {
+    case v1::CACHE_RESULT_MISS:
+      return "miss";
+    case v1::CACHE_RESULT_MEMORY_HIT:
+      return "memory_hit";
+    case v1::CACHE_RESULT_STORE_HIT:
+      return "store_hit";
+    case v1::CACHE_RESULT_SHARED:
+      return "shared";
+    default:
+      return "";
+  }
+}
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+bool TimestampValid(const google::protobuf::Timestamp& t) {
+  return t.seconds() >= TimeUtil::kTimestampMinSeconds &&
+         t.seconds() <= TimeUtil::kTimestampMaxSeconds && t.nanos() >= 0 &&
+         t.nanos() < 1000000000;
+}
+
+bool DurationValid(const google::protobuf::Duration& d) {
+  return d.seconds() >= TimeUtil::kDurationMinSeconds &&
+         d.seconds() <= TimeUtil::kDurationMaxSeconds && d.nanos() > -1000000000 &&
+         d.nanos() < 1000000000 && !(d.seconds() > 0 && d.nanos() < 0) &&
+         !(d.seconds() < 0 && d.nanos() > 0);
+}
+
+std::int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// Per-RPC state shared by the reactor and the asynchronous work. Completion happens exactly once:
+// whoever wins Claim() (the pipeline, or OnCancel) calls Complete(), which records the request
+// (metric, log line) and hands the status to the reactor.
+
+class CheckerService::CallBase : public std::enable_shared_from_this<CallBase> {
+ public:
+  // Mutable request facts, written by whichever thread works on the request.
+  struct Fields {
+    std::string source;  // "path", "url", "inline", "upload"
+    std::string name;
+    std::string url;     // redacted
+    std::string sha256;
+    std::uint64_t size_bytes = 0;
+    std::string verdict;
+    std::string cache;
+    std::uint64_t errors = 0;
+    std::uint64_t warnings = 0;
+    std::map<std::string, std::string> labels;
+    v1::CheckOptions options;
+  };
+
+  CallBase(const ServiceDeps& d, std::string method_name, grpc::CallbackServerContext* ctx)
+      : deps(d),
+        method(std::move(method_name)),
+        start(Clock::now()),
+        deadline(ctx->deadline()),
+        peer(ctx->peer()) {
+    std::string id = MetadataValue(ctx, "x-request-id");
+    request_id = ValidToken(id, 64, true) ? id : RandomRequestId();
+    ctx->AddInitialMetadata("x-request-id", request_id);
+  }
+  virtual ~CallBase() = default;
+
+  template <typename F>
+  void Update(F&& f) {
+    std::lock_guard<std::mutex> lock(fields_mu_);
+    f(fields_);
+  }
+  Fields Snapshot() const {
+    std::lock_guard<std::mutex> lock(fields_mu_);
+    return fields_;
+  }
+
+  bool Claim() { return !finished_.exchange(true); }
+  bool finished() const { return finished_.load(); }
+  bool Finish(const grpc::Status& s) {
+    if (!Claim()) return false;
+    Complete(s);
+    return true;
+  }
+
+  // After a successful Claim().
+  void Complete(const grpc::Status& status) {
+    auto self = shared_from_this();
+    const double seconds = SecondsSince(start);
+    const char* code = StatusCodeName(status.error_code());
+    deps.metrics->CountRequest(method, code, seconds);
+    const Fields f = Snapshot();
+    nlohmann::json j = {{"request_id", request_id},
+                        {"method", method},
+                        {"code", code},
+                        {"duration_ms", std::round(seconds * 1e6) / 1e3},
+                        {"peer", peer}};
+    if (!f.source.empty()) j["source"] = f.source;
+    if (!f.name.empty()) j["model_name"] = f.name;
+    if (!f.url.empty()) j["url"] = f.url;
+    if (!f.sha256.empty()) j["model_sha256"] = f.sha256;
+    if (f.size_bytes > 0) j["size_bytes"] = f.size_bytes;
+    if (!f.verdict.empty()) {
+      j["verdict"] = f.verdict;
+      j["errors"] = f.errors;
+      j["warnings"] = f.warnings;
+    }
+    if (!f.cache.empty()) j["cache"] = f.cache;
+    if (!f.labels.empty()) j["labels"] = f.labels;
+    if (!status.ok()) j["error"] = status.error_message();
+    LogLevel level = LogLevel::kInfo;
+    switch (status.error_code()) {
+      case grpc::StatusCode::INTERNAL:
+      case grpc::StatusCode::UNKNOWN:
+      case grpc::StatusCode::DATA_LOSS:
+        level = LogLevel::kError;
+        break;
+      case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      case grpc::StatusCode::UNAVAILABLE:
+        level = LogLevel::kWarn;
+        break;
+      default:
+        break;
+    }
+    deps.logger->Log(level, "request", std::move(j));
+    finisher(status);
+  }
+
+  void SetWaiter(const std::string& key, std::uint64_t id) {
+    {
+      std::lock_guard<std::mutex> lock(waiter_mu_);
+      if (!cancelled.load()) {
+        waiter_key_ = key;
+        waiter_id_ = id;
+        return;
+      }
+    }
+    deps.engine->Cancel(key, id);
+  }
+
+  // From the reactor's OnCancel: stop waiting, free the queue slot, finish with the right code.
+  void OnCancelled() {
+    cancelled.store(true);
+    std::string key;
+    std::uint64_t id = 0;
+    {
+      std::lock_guard<std::mutex> lock(waiter_mu_);
+      key = std::move(waiter_key_);
+      id = std::exchange(waiter_id_, 0);
+    }
+    if (id != 0) deps.engine->Cancel(key, id);
+    if (Claim()) {
+      const bool expired = deadline != std::chrono::system_clock::time_point::max() &&
+                           std::chrono::system_clock::now() >= deadline;
+      Complete(expired ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded")
+                       : grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client"));
+    }
+  }
+
+  const ServiceDeps& deps;
+  const std::string method;
+  const Clock::time_point start;
+  const std::chrono::system_clock::time_point deadline;
+  const std::string peer;
+  std::string request_id;
+  std::string expected_sha256;  // Check only; written before any asynchronous work starts
+  std::atomic<bool> cancelled{false};
+  // Set by the reactor: sends the status (and on OK the response) to the client.
+  std::function<void(const grpc::Status&)> finisher;
+
+ private:
+  std::atomic<bool> finished_{false};
+  mutable std::mutex fields_mu_;
+  Fields fields_;
+  std::mutex waiter_mu_;
+  std::string waiter_key_;
+  std::uint64_t waiter_id_ = 0;
+};
+
+template <typename Resp>
+class CheckerService::Call final : public CheckerService::CallBase {
+ public:
+  using CallBase::CallBase;
+  Resp response;  // copied to gRPC's response on OK
+};
+
+namespace {
+
+class UnaryReactor final : public grpc::ServerUnaryReactor {
+ public:
+  explicit UnaryReactor(std::shared_ptr<CheckerService::CallBase> call) : call_(std::move(call)) {}
+  void OnCancel() override { call_->OnCancelled(); }
+  void OnDone() override { delete this; }
+
+ private:
+  std::shared_ptr<CheckerService::CallBase> call_;
+};
+
+template <typename Resp>
+std::pair<UnaryReactor*, std::shared_ptr<CheckerService::Call<Resp>>> StartUnary(
+    const ServiceDeps& d, const char* method, grpc::CallbackServerContext* ctx, Resp* resp) {
+  auto call = std::make_shared<CheckerService::Call<Resp>>(d, method, ctx);
+  auto* reactor = new UnaryReactor(call);
+  auto* raw = call.get();
+  call->finisher = [reactor, resp, raw](const grpc::Status& s) {
+    if (s.ok()) *resp = std::move(raw->response);
+    reactor->Finish(s);
+  };
+  return {reactor, std::move(call)};
+}
+
+grpc::Status Admit(const ServiceDeps& d, const grpc::CallbackServerContext* ctx) {
+  if (d.draining->load()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
+  }
+  if (!d.auth_token.empty()) {
+    const std::string header = MetadataValue(ctx, "authorization");
+    const std::string expected = "Bearer " + d.auth_token;
+    if (header.size() != expected.size() ||
+        CRYPTO_memcmp(header.data(), expected.data(), expected.size()) != 0) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "missing or wrong bearer token (authorization metadata)");
+    }
+  }
+  return grpc::Status::OK;
+}
+
+// Fills `resp` with `report` in the requested format; the report's file name becomes `name`
+// when not empty.
+void BuildResponse(const ServiceDeps& d, const std::string& request_id, const std::string& name,
+                   const v1::CheckOptions& options, const v1::Report& report,
+                   v1::CacheResult cache, v1::CheckResponse* resp) {
+  resp->set_request_id(request_id);
+  resp->set_sha256(report.model().sha256());
+  resp->set_verdict(report.verdict());
+  resp->set_cache(cache);
+  resp->set_rule_set_version(report.rule_set_version());
+  if (options.format() == v1::REPORT_FORMAT_JSON) {
+    const auto t0 = Clock::now();
+    Report core = service::FromProto(report);
+    if (!name.empty()) core.model.file = name;
+    resp->set_report_json(RenderJson(core));
+    d.metrics->ObserveStage("render", SecondsSince(t0));
+  } else {
+    *resp->mutable_report() = report;
+    if (!name.empty()) resp->mutable_report()->mutable_model()->set_file(name);
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// Check and Upload pipeline
+
+void CheckerService::StoreResult(const ServiceDeps& d, const CheckJob& job,
+                                 const std::shared_ptr<const v1::Report>& report) {
+  const auto t0 = Clock::now();
+  try {
+    StoredReport r;
+    r.cache_key = job.key;
+    r.sha256 = job.sha256;
+    r.options = job.options_key;
+    r.rule_set_version = std::string(kRuleSetVersion);
+    r.verdict = VerdictLabel(report->verdict());
+    r.report = report->SerializeAsString();
+    d.store->PutReport(r);
+  } catch (const StoreError& e) {
+    d.metrics->CountStoreError();
+    d.logger->Warn("store write failed", {{"error", e.what()}, {"model_sha256", job.sha256}});
+  }
+  d.cache->Put(job.key, report);
+  d.metrics->cache_bytes().Set(static_cast<double>(d.cache->bytes()));
+  d.metrics->cache_entries().Set(static_cast<double>(d.cache->entries()));
+  d.metrics->ObserveStage("store", SecondsSince(t0));
+}
+
+void CheckerService::RecordHistory(const CheckCall& call, const v1::Report* report) {
+  const auto fields = call.Snapshot();
+  HistoryRow row;
+  row.time_ms = NowMs();
+  row.request_id = call.request_id;
+  row.method = call.method;
+  row.source = fields.source;
+  row.sha256 = fields.sha256;
+  row.verdict = fields.verdict;
+  row.cache = fields.cache;
+  row.errors = fields.errors;
+  row.warnings = fields.warnings;
+  row.duration_ms = SecondsSince(call.start) * 1e3;
+  row.labels = fields.labels;
+  if (report != nullptr) {
+    std::map<std::pair<std::string, std::string>, std::uint64_t> tally;
+    for (const auto& f : report->findings()) {
+      const char* sev = f.severity() == v1::SEVERITY_ERROR  ? "error"
+                        : f.severity() == v1::SEVERITY_WARN ? "warn"
+                                                            : "info";
+      ++tally[{f.rule(), sev}];
+    }
+    for (const auto& [k, n] : tally) row.rules.push_back(RuleTally{k.first, k.second, n});
+  }
+  try {
+    d_.store->AppendHistory(row);
+  } catch (const StoreError& e) {
+    d_.metrics->CountStoreError();
+    d_.logger->Warn("history write failed",
+                    {{"error", e.what()}, {"request_id", call.request_id}});
+  }
+}
+
+void CheckerService::Respond(const std::shared_ptr<CheckCall>& call,
+                             std::shared_ptr<const v1::Report> report, v1::CacheResult cache) {
+  if (call->cancelled.load() || call->finished()) return;
+  const auto fields = call->Snapshot();
+  try {
+    BuildResponse(d_, call->request_id, fields.name, fields.options, *report, cache,
+                  &call->response);
+  } catch (const std::exception& e) {
+    call->Finish(grpc::Status(grpc::StatusCode::INTERNAL,
+                              std::string("cannot encode the report: ") + e.what()));
+    return;
+  }
+  call->Update([&](CallBase::Fields& f) {
+    f.verdict = VerdictLabel(report->verdict());
+    f.cache = CacheLabel(cache);
+    f.errors = report->summary().errors();
+    f.warnings = report->summary().warnings();
+  });
+  if (!call->Claim()) return;
+  RecordHistory(*call, report.get());
+  d_.metrics->CountCheck(VerdictLabel(report->verdict()), fields.source);
+  d_.metrics->CountFindings(*report);
+  call->Complete(grpc::Status::OK);
+}
+
+void CheckerService::RecordInputError(const std::shared_ptr<CheckCall>& call,
+                                      const std::string& message) {
+  call->Update([](CallBase::Fields& f) {
+    f.verdict = "invalid_input";
+    f.cache = "miss";
+  });
+  if (!call->Claim()) return;
+  RecordHistory(*call, nullptr);
+  d_.metrics->CountCheck("invalid_input", call->Snapshot().source);
+  call->Complete(Invalid("not a readable ONNX model: " + message));
+}
+
+void CheckerService::Process(std::shared_ptr<CheckCall> call, LoadedModel model) {
+  if (call->cancelled.load() || call->finished()) return;
+  const auto fields = call->Snapshot();
+  call->Update([&](CallBase::Fields& f) {
+    f.sha256 = model.sha256;
+    f.size_bytes = model.bytes->size();
+  });
+  const std::string& expected = call->expected_sha256;
+  if (!expected.empty() && expected != model.sha256) {
+    call->Finish(Invalid("sha256 mismatch: declared " + expected + ", received bytes hash to " +
+                         model.sha256));
+    return;
+  }
+  const std::string key = service::CacheKey(model.sha256, fields.options);
+  if (auto hit = d_.cache->Get(key)) {
+    d_.metrics->CountCacheLookup("memory_hit");
+    Respond(call, std::move(hit), v1::CACHE_RESULT_MEMORY_HIT);
+    return;
+  }
+  try {
+    if (auto blob = d_.store->GetReport(key)) {
+      auto report = std::make_shared<v1::Report>();
+      if (report->ParseFromString(*blob)) {
+        d_.cache->Put(key, report);
+        d_.metrics->cache_bytes().Set(static_cast<double>(d_.cache->bytes()));
+        d_.metrics->cache_entries().Set(static_cast<double>(d_.cache->entries()));
+        d_.metrics->CountCacheLookup("store_hit");
+        Respond(call, std::move(report), v1::CACHE_RESULT_STORE_HIT);
+        return;
+      }
+      d_.metrics->CountStoreError();
+      d_.logger->Warn("stored report unreadable; checking again", {{"model_sha256", model.sha256}});
+    }
+  } catch (const StoreError& e) {
+    d_.metrics->CountStoreError();
+    d_.logger->Warn("store read failed", {{"error", e.what()}, {"model_sha256", model.sha256}});
+  }
+
+  CheckJob job;
+  job.key = key;
+  job.sha256 = model.sha256;
+  job.name = fields.name;
+  job.options_key = service::OptionsKey(fields.options);
+  job.options = service::CoreOptions(fields.options);
+  job.bytes = std::move(model.bytes);
+  auto ticket = d_.engine->Submit(std::move(job), [this, call](const CheckOutcome& o) {
+    switch (o.kind) {
+      case CheckOutcome::Kind::kReport:
+        Respond(call, o.report, o.shared ? v1::CACHE_RESULT_SHARED : v1::CACHE_RESULT_MISS);
+        break;
+      case CheckOutcome::Kind::kInputError:
+        RecordInputError(call, o.error);
+        break;
+      case CheckOutcome::Kind::kShutdown:
+        call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, o.error));
+        break;
+      case CheckOutcome::Kind::kInternalError:
+        call->Finish(grpc::Status(grpc::StatusCode::INTERNAL, "checker failed: " + o.error));
+        break;
+    }
+  });
+  switch (ticket.status) {
+    case CheckEngine::SubmitStatus::kQueued:
+      d_.metrics->CountCacheLookup("miss");
+      call->SetWaiter(key, ticket.waiter);
+      break;
+    case CheckEngine::SubmitStatus::kJoined:
+      d_.metrics->CountCacheLookup("shared");
+      call->SetWaiter(key, ticket.waiter);
+      break;
+    case CheckEngine::SubmitStatus::kQueueFull:
+      d_.metrics->CountCacheLookup("miss");
+      call->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                "the check queue is full (" +
+                                    std::to_string(d_.config->queue_capacity) +
+                                    " waiting); retry later"));
+      break;
+    case CheckEngine::SubmitStatus::kStopped:
+      call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+      break;
+  }
+}
+
+grpc::ServerUnaryReactor* CheckerService::Check(grpc::CallbackServerContext* ctx,
+                                                const v1::CheckRequest* req,
+                                                v1::CheckResponse* resp) {
+  auto [reactor, call] = StartUnary(d_, "Check", ctx, resp);
+  if (auto s = Admit(d_, ctx); !s.ok()) {
+    call->Finish(s);
+    return reactor;
+  }
+  grpc::Status status = ValidateLabels(req->labels(), "labels");
+  if (status.ok()) status = ValidateOptions(req->options());
+  if (status.ok() && !req->expected_sha256().empty() &&
+      !service::IsSha256Hex(req->expected_sha256())) {
+    status = Invalid("expected_sha256 must be 64 lowercase hex characters");
+  }
+  if (!status.ok()) {
+    call->Finish(status);
+    return reactor;
+  }
+  call->expected_sha256 = req->expected_sha256();
+  call->Update([&](CallBase::Fields& f) {
+    f.labels = std::map<std::string, std::string>(req->labels().begin(), req->labels().end());
+    f.options = req->options();
+  });
+
+  switch (req->model_case()) {
+    case v1::CheckRequest::kContent: {
+      const std::string& content = req->content();
+      call->Update([&](CallBase::Fields& f) {
+        f.source = "inline";
+        f.name = req->name().empty() ? "inline.onnx" : req->name();
+      });
+      if (content.size() > d_.config->max_inline_bytes) {
+        call->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                  "inline content is " + std::to_string(content.size()) +
+                                      " bytes, over the limit of " +
+                                      std::to_string(d_.config->max_inline_bytes) +
+                                      "; use Upload"));
+        return reactor;
+      }
+      Reservation reservation(d_.budget);
+      try {
+        reservation.Grow(content.size());
+      } catch (const SourceError& e) {
+        call->Finish(e.status());
+        return reactor;
+      }
+      auto bytes = AccountedBytes(std::string(content), std::move(reservation));
+      boost::asio::post(*d_.io, [this, call = call, bytes = std::move(bytes)]() mutable {
+        const auto t0 = Clock::now();
+        LoadedModel model;
+        model.sha256 = service::Sha256Hex(*bytes);
+        model.bytes = std::move(bytes);
+        d_.metrics->ObserveStage("load", SecondsSince(t0));
+        Process(call, std::move(model));
+      });
+      return reactor;
+    }
+    case v1::CheckRequest::kPath: {
+      call->Update([&](CallBase::Fields& f) {
+        f.source = "path";
+        f.name = req->name().empty() ? req->path() : req->name();
+      });
+      boost::asio::post(*d_.io, [this, call = call, path = req->path()]() {
+        if (call->cancelled.load()) return;
+        const auto t0 = Clock::now();
+        try {
+          LoadedModel model = d_.paths->Load(path, d_.config->max_model_bytes, *d_.budget);
+          d_.metrics->ObserveStage("load", SecondsSince(t0));
+          Process(call, std::move(model));
+        } catch (const SourceError& e) {
+          call->Finish(e.status());
+        }
+      });
+      return reactor;
+    }
+    case v1::CheckRequest::kUrl: {
+      ParsedUrl parsed;
+      try {
+        parsed = ParseUrl(req->url());
+      } catch (const SourceError& e) {
+        call->Update([&](CallBase::Fields& f) { f.source = "url"; });
+        call->Finish(e.status());
+        return reactor;
+      }
+      call->Update([&](CallBase::Fields& f) {
+        f.source = "url";
+        f.url = parsed.Redacted();
+        f.name = req->name().empty() ? parsed.FileName() : req->name();
+      });
+      boost::asio::post(*d_.io, [this, call = call, url = req->url()]() {
+        if (call->cancelled.load()) return;
+        const auto t0 = Clock::now();
+        UrlPolicy policy;
+        policy.allow_hosts = d_.config->url_allow_hosts;
+        policy.timeout = std::chrono::seconds(d_.config->url_timeout_seconds);
+        policy.max_redirects = d_.config->url_max_redirects;
+        policy.max_bytes = d_.config->max_model_bytes;
+        try {
+          LoadedModel model = FetchUrl(url, policy, *d_.budget, call->cancelled);
+          d_.metrics->ObserveStage("load", SecondsSince(t0));
+          Process(call, std::move(model));
+        } catch (const SourceError& e) {
+          call->Finish(e.status());
+        }
+      });
+      return reactor;
+    }
+    case v1::CheckRequest::MODEL_NOT_SET:
+      break;
+  }
+  call->Finish(Invalid("one of path, url or content is required"));
+  return reactor;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Upload: client streaming. Reads are serialised by gRPC; OnCancel may run concurrently and only
+// touches the thread-safe call state.
+
+class CheckerService::UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
+ public:
+  UploadReactor(CheckerService* service, std::shared_ptr<CheckCall> call)
+      : service_(service), call_(std::move(call)), reservation_(service->d_.budget) {}
+
+  void Begin() { StartRead(&msg_); }
+
+  void OnReadDone(bool ok) override {
+    if (call_->finished() || call_->cancelled.load()) return;  // stop reading
+    if (!ok) {
+      EndOfStream();
+      return;
+    }
+    const auto& d = service_->d_;
+    if (!have_metadata_) {
+      if (msg_.part_case() != v1::UploadRequest::kMetadata) {
+        Fail(Invalid("the first Upload message must carry metadata"));
+        return;
+      }
+      const auto& m = msg_.metadata();
+      grpc::Status s = ValidateLabels(m.labels(), "metadata.labels");
+      if (s.ok()) s = ValidateOptions(m.options());
+      if (s.ok() && !m.sha256().empty() && !service::IsSha256Hex(m.sha256())) {
+        s = Invalid("metadata.sha256 must be 64 lowercase hex characters");
+      }
+      call_->Update([&](CallBase::Fields& f) {
+        f.source = "upload";
+        f.name = m.file_name().empty() ? "upload.onnx" : m.file_name();
+        f.labels = std::map<std::string, std::string>(m.labels().begin(), m.labels().end());
+        f.options = m.options();
+        f.size_bytes = m.size_bytes();
+      });
+      if (!s.ok()) {
+        Fail(s);
+        return;
+      }
+      if (m.size_bytes() > d.config->max_model_bytes) {
+        Fail(TooBig(m.size_bytes()));
+        return;
+      }
+      declared_size_ = m.size_bytes();
+      declared_sha256_ = m.sha256();
+      have_metadata_ = true;
+      if (declared_size_ > 0) data_.reserve(declared_size_);
+    } else {
+      if (msg_.part_case() != v1::UploadRequest::kChunk) {
+        Fail(Invalid("only the first Upload message may carry metadata"));
+        return;
+      }
+      const std::string& chunk = msg_.chunk();
+      d.metrics->AddUploadBytes(static_cast<double>(chunk.size()));
+      if (data_.size() + chunk.size() > d.config->max_model_bytes) {
+        Fail(TooBig(data_.size() + chunk.size()));
+        return;
+      }
+      if (declared_size_ > 0 && data_.size() + chunk.size() > declared_size_) {
+        Fail(Invalid("received more bytes than the declared size_bytes " +
+                     std::to_string(declared_size_)));
+        return;
+      }
+      try {
+        reservation_.Grow(chunk.size());
+      } catch (const SourceError& e) {
+        Fail(e.status());
+        return;
+      }
+      hasher_.Update(chunk);
+      data_.append(chunk);
+    }
+    StartRead(&msg_);
+  }
+
+  void OnCancel() override { call_->OnCancelled(); }
+  void OnDone() override { delete this; }
+
+ private:
+  grpc::Status TooBig(std::uint64_t size) const {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "model is " + std::to_string(size) + " bytes or more, over the limit of " +
+                            std::to_string(service_->d_.config->max_model_bytes));
+  }
+  void Fail(const grpc::Status& s) {
+    call_->Finish(s);
+    data_.clear();
+    data_.shrink_to_fit();
+    reservation_.Reset();
+  }
+  void EndOfStream() {
+    if (!have_metadata_) {
+      Fail(Invalid("empty Upload stream: metadata and model bytes expected"));
+      return;
+    }
+    if (declared_size_ > 0 && data_.size() != declared_size_) {
+      Fail(Invalid("received " + std::to_string(data_.size()) + " bytes, declared size_bytes " +
+                   std::to_string(declared_size_)));
+      return;
+    }
+    LoadedModel model;
+    model.sha256 = hasher_.HexDigest();
+    call_->Update([&](CallBase::Fields& f) {
+      f.sha256 = model.sha256;
+      f.size_bytes = data_.size();
+    });
+    if (!declared_sha256_.empty() && declared_sha256_ != model.sha256) {
+      Fail(Invalid("sha256 mismatch: declared " + declared_sha256_ +
+                   ", received bytes hash to " + model.sha256));
+      return;
+    }
+    model.bytes = AccountedBytes(std::move(data_), std::move(reservation_));
+    boost::asio::post(*service_->d_.io,
+                      [service = service_, call = call_, model = std::move(model)]() mutable {
+                        service->Process(call, std::move(model));
+                      });
+  }
+
+  CheckerService* service_;
+  std::shared_ptr<CheckCall> call_;
+  v1::UploadRequest msg_;
+  bool have_metadata_ = false;
+  std::uint64_t declared_size_ = 0;
+  std::string declared_sha256_;
+  std::string data_;
+  service::Sha256 hasher_;
+  Reservation reservation_;
+};
+
+grpc::ServerReadReactor<v1::UploadRequest>* CheckerService::Upload(
+    grpc::CallbackServerContext* ctx, v1::CheckResponse* resp) {
+  auto call = std::make_shared<CheckCall>(d_, "Upload", ctx);
+  auto* reactor = new UploadReactor(this, call);
+  auto* raw = call.get();
+  call->finisher = [reactor, resp, raw](const grpc::Status& s) {
+    if (s.ok()) *resp = std::move(raw->response);
+    reactor->Finish(s);
+  };
+  if (auto s = Admit(d_, ctx); !s.ok()) {
+    call->Finish(s);
+    return reactor;
+  }
+  reactor->Begin();
+  return reactor;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Lookups
+
+grpc::ServerUnaryReactor* CheckerService::GetReport(grpc::CallbackServerContext* ctx,
+                                                    const v1::GetReportRequest* req,
+                                                    v1::CheckResponse* resp) {
+  auto [reactor, call] = StartUnary(d_, "GetReport", ctx, resp);
+  if (auto s = Admit(d_, ctx); !s.ok()) {
+    call->Finish(s);
+    return reactor;
+  }
+  if (!service::IsSha256Hex(req->sha256())) {
+    call->Finish(Invalid("sha256 must be 64 lowercase hex characters"));
+    return reactor;
+  }
+  if (auto s = ValidateOptions(req->options()); !s.ok()) {
+    call->Finish(s);
+    return reactor;
+  }
+  call->Update([&](CallBase::Fields& f) {
+    f.sha256 = req->sha256();
+    f.options = req->options();
+    f.name = req->name();
+  });
+  boost::asio::post(*d_.io, [this, call = call, sha = req->sha256()]() {
+    if (call->cancelled.load()) return;
+    const auto fields = call->Snapshot();
+    const std::string key = service::CacheKey(sha, fields.options);
+    std::shared_ptr<const v1::Report> report = d_.cache->Get(key);
+    v1::CacheResult cache = v1::CACHE_RESULT_MEMORY_HIT;
+    if (report == nullptr) {
+      try {
+        if (auto blob = d_.store->GetReport(key)) {
+          auto parsed = std::make_shared<v1::Report>();
+          if (parsed->ParseFromString(*blob)) {
+            d_.cache->Put(key, parsed);
+            report = std::move(parsed);
+            cache = v1::CACHE_RESULT_STORE_HIT;
+          }
+        }
+      } catch (const StoreError& e) {
+        d_.metrics->CountStoreError();
+        call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                  std::string("store unavailable: ") + e.what()));
+        return;
+      }
+    }
+    d_.metrics->CountCacheLookup(report == nullptr ? "miss" : CacheLabel(cache));
+    if (report == nullptr) {
+      call->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                                "no report for this sha256 with these options and rule set " +
+                                    std::string(kRuleSetVersion)));
+      return;
+    }
+    try {
+      BuildResponse(d_, call->request_id, fields.name, fields.options, *report, cache,
+                    &call->response);
+    } catch (const std::exception& e) {
+      call->Finish(grpc::Status(grpc::StatusCode::INTERNAL,
+                                std::string("cannot encode the report: ") + e.what()));
+      return;
+    }
+    call->Update([&](CallBase::Fields& f) {
+      f.verdict = VerdictLabel(report->verdict());
+      f.cache = CacheLabel(cache);
+      f.errors = report->summary().errors();
+      f.warnings = report->summary().warnings();
+    });
+    call->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CheckerService::GetStats(grpc::CallbackServerContext* ctx,
+                                                   const v1::GetStatsRequest* req,
+                                                   v1::GetStatsResponse* resp) {
+  auto [reactor, call] = StartUnary(d_, "GetStats", ctx, resp);
+  if (auto s = Admit(d_, ctx); !s.ok()) {
+    call->Finish(s);
+    return reactor;
+  }
+  StatsQuery q;
+  if (req->has_until() && !TimestampValid(req->until())) {
+    call->Finish(Invalid("until is not a valid timestamp"));
+    return reactor;
+  }
+  if (req->has_since() && !TimestampValid(req->since())) {
+    call->Finish(Invalid("since is not a valid timestamp"));
+    return reactor;
+  }
+  if (req->has_window() && (!DurationValid(req->window()) ||
+                            TimeUtil::DurationToMilliseconds(req->window()) < 0)) {
+    call->Finish(Invalid("window must be a non-negative duration"));
+    return reactor;
+  }
+  q.until_ms = req->has_until() ? TimeUtil::TimestampToMilliseconds(req->until()) : NowMs();
+  if (req->has_since()) {
+    q.since_ms = TimeUtil::TimestampToMilliseconds(req->since());
+  } else if (req->has_window()) {
+    q.since_ms = q.until_ms - TimeUtil::DurationToMilliseconds(req->window());
+  }
+  if (!req->group_by().empty() && !ValidToken(req->group_by(), 63, false)) {
+    call->Finish(Invalid("group_by must be a label key ([A-Za-z0-9_.-]{1,63})"));
+    return reactor;
+  }
+  if (auto s = ValidateLabels(req->label_filter(), "label_filter"); !s.ok()) {
+    call->Finish(s);
+    return reactor;
+  }
+  if (req->top_rules() > 100) {
+    call->Finish(Invalid("top_rules is at most 100"));
+    return reactor;
+  }
+  q.group_by = req->group_by();
+  q.label_filter =
+      std::map<std::string, std::string>(req->label_filter().begin(), req->label_filter().end());
+  q.top_rules = req->top_rules() == 0 ? 10 : req->top_rules();
+
+  boost::asio::post(*d_.io, [this, call = call, q = std::move(q)]() {
+    if (call->cancelled.load()) return;
+    StatsResult r;
+    try {
+      r = d_.store->QueryStats(q);
+    } catch (const StoreError& e) {
+      d_.metrics->CountStoreError();
+      call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                std::string("store unavailable: ") + e.what()));
+      return;
+    }
+    auto fill = [](const VerdictTally& t, v1::VerdictCounts* out) {
+      out->set_requests(t.requests());
+      out->set_conformant(t.conformant);
+      out->set_non_conformant(t.non_conformant);
+      out->set_not_applicable(t.not_applicable);
+      out->set_invalid_input(t.invalid_input);
+      const std::uint64_t decided = t.conformant + t.non_conformant;
+      out->set_pass_rate(decided == 0 ? 0.0
+                                      : static_cast<double>(t.conformant) /
+                                            static_cast<double>(decided));
+    };
+    auto& out = call->response;
+    if (q.since_ms) *out.mutable_since() = TimeUtil::MillisecondsToTimestamp(*q.since_ms);
+    *out.mutable_until() = TimeUtil::MillisecondsToTimestamp(q.until_ms);
+    fill(r.total, out.mutable_total());
+    for (const auto& [value, tally] : r.groups) {
+      auto* g = out.add_groups();
+      g->set_label_value(value);
+      fill(tally, g->mutable_counts());
+    }
+    for (const auto& rs : r.top_failing_rules) {
+      auto* rc = out.add_top_failing_rules();
+      rc->set_rule(rs.rule);
+      rc->set_requests(rs.requests);
+      rc->set_findings(rs.findings);
+    }
+    call->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CheckerService::ListRules(grpc::CallbackServerContext* ctx,
+                                                    const v1::ListRulesRequest* /*req*/,
+                                                    v1::ListRulesResponse* resp) {
+  auto [reactor, call] = StartUnary(d_, "ListRules", ctx, resp);
+  if (auto s = Admit(d_, ctx); !s.ok()) {
+    call->Finish(s);
+    return reactor;
+  }
+  for (const auto& rule : Rules()) service::RuleToProto(rule, call->response.add_rules());
+  call->response.set_rule_set_version(std::string(kRuleSetVersion));
+  call->response.set_tool_version(std::string(ToolVersion()));
+  call->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace axqc::server

@@ -1,0 +1,79 @@
+// The axqc.v1.Checker gRPC service on the callback API. Request handling:
+//   RPC arrives -> admission (draining? auth?) -> source work on the I/O pool (read file / fetch URL
+//   / verify upload, sha256) -> cache: memory LRU, then the store -> check engine (bounded queue,
+//   single flight) -> response + history row + metrics + one JSON log line.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include <boost/asio/thread_pool.hpp>
+
+#include "axqc/v1/axqc.grpc.pb.h"
+#include "check_engine.h"
+#include "config.h"
+#include "logger.h"
+#include "lru_cache.h"
+#include "metrics.h"
+#include "model_source.h"
+#include "store.h"
+
+namespace axqc::server {
+
+struct ServiceDeps {
+  const ServerConfig* config = nullptr;
+  Logger* logger = nullptr;
+  Metrics* metrics = nullptr;
+  ReportStore* store = nullptr;
+  LruCache* cache = nullptr;
+  CheckEngine* engine = nullptr;
+  ByteBudget* budget = nullptr;
+  const PathResolver* paths = nullptr;
+  boost::asio::thread_pool* io = nullptr;
+  const std::atomic<bool>* draining = nullptr;
+  std::string auth_token;  // empty: no authentication
+};
+
+class CheckerService final : public v1::Checker::CallbackService {
+ public:
+  explicit CheckerService(ServiceDeps deps) : d_(std::move(deps)) {}
+
+  grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* ctx, const v1::CheckRequest* req,
+                                  v1::CheckResponse* resp) override;
+  grpc::ServerReadReactor<v1::UploadRequest>* Upload(grpc::CallbackServerContext* ctx,
+                                                     v1::CheckResponse* resp) override;
+  grpc::ServerUnaryReactor* GetReport(grpc::CallbackServerContext* ctx,
+                                      const v1::GetReportRequest* req,
+                                      v1::CheckResponse* resp) override;
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* ctx,
+                                     const v1::GetStatsRequest* req,
+                                     v1::GetStatsResponse* resp) override;
+  grpc::ServerUnaryReactor* ListRules(grpc::CallbackServerContext* ctx,
+                                      const v1::ListRulesRequest* req,
+                                      v1::ListRulesResponse* resp) override;
+
+  // Persists and caches a fresh report (the engine's result sink).
+  static void StoreResult(const ServiceDeps& d, const CheckJob& job,
+                          const std::shared_ptr<const v1::Report>& report);
+
+  class CallBase;
+  template <typename Resp>
+  class Call;
+  class UploadReactor;
+
+ private:
+  using CheckCall = Call<v1::CheckResponse>;
+  void Process(std::shared_ptr<CheckCall> call, LoadedModel model);
+  void Respond(const std::shared_ptr<CheckCall>& call, std::shared_ptr<const v1::Report> report,
+               v1::CacheResult cache);
+  void RecordInputError(const std::shared_ptr<CheckCall>& call, const std::string& message);
+  void RecordHistory(const CheckCall& call, const v1::Report* report);
+
+  ServiceDeps d_;
+};
+
+// Name of a gRPC status code as used in logs and the requests_total metric ("OK", "NOT_FOUND").
+const char* StatusCodeName(grpc::StatusCode code);
+
+}  // namespace axqc::server

@@ -1,0 +1,352 @@
+#include "sqlite_store.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <limits>
+#include <utility>
+
+namespace axqc::server {
+
+namespace {
+
+[[noreturn]] void Fail(sqlite3* db, const std::string& what) {
+  throw StoreError("sqlite: " + what + ": " + (db != nullptr ? sqlite3_errmsg(db) : "out of memory"));
+}
+
+void Exec(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err != nullptr ? err : "unknown error";
+    sqlite3_free(err);
+    throw StoreError(std::string("sqlite: ") + msg + " in: " + sql);
+  }
+}
+
+// RAII prepared statement with 1-based binds.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const std::string& sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &stmt_, nullptr) !=
+        SQLITE_OK) {
+      Fail(db, "prepare");
+    }
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  Stmt& Bind(int i, const std::string& v) {
+    Check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    return *this;
+  }
+  Stmt& BindBlob(int i, const std::string& v) {
+    Check(sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    return *this;
+  }
+  Stmt& Bind(int i, std::int64_t v) {
+    Check(sqlite3_bind_int64(stmt_, i, v));
+    return *this;
+  }
+  Stmt& Bind(int i, double v) {
+    Check(sqlite3_bind_double(stmt_, i, v));
+    return *this;
+  }
+  // True when a row is available.
+  bool Step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    Fail(db_, "step");
+  }
+  void Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  std::int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
+  std::string Text(int col) {
+    const auto* p = sqlite3_column_blob(stmt_, col);
+    const int n = sqlite3_column_bytes(stmt_, col);
+    return p == nullptr ? std::string() : std::string(static_cast<const char*>(p), n);
+  }
+
+ private:
+  void Check(int rc) {
+    if (rc != SQLITE_OK) Fail(db_, "bind");
+  }
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+sqlite3* Open(const std::string& path, int flags) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+    std::string msg = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close_v2(db);
+    throw StoreError("sqlite: cannot open " + path + ": " + msg);
+  }
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_extended_result_codes(db, 1);
+  return db;
+}
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS reports (
+  cache_key        TEXT PRIMARY KEY,
+  sha256           TEXT NOT NULL,
+  options          TEXT NOT NULL,
+  rule_set_version TEXT NOT NULL,
+  verdict          TEXT NOT NULL,
+  report           BLOB NOT NULL,
+  created_ms       INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS reports_sha256 ON reports(sha256);
+CREATE TABLE IF NOT EXISTS history (
+  id          INTEGER PRIMARY KEY,
+  ts_ms       INTEGER NOT NULL,
+  request_id  TEXT NOT NULL,
+  method      TEXT NOT NULL,
+  source      TEXT NOT NULL,
+  sha256      TEXT NOT NULL,
+  verdict     TEXT NOT NULL,
+  cache       TEXT NOT NULL,
+  errors      INTEGER NOT NULL,
+  warnings    INTEGER NOT NULL,
+  duration_ms REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS history_ts ON history(ts_ms);
+CREATE TABLE IF NOT EXISTS history_labels (
+  history_id INTEGER NOT NULL REFERENCES history(id) ON DELETE CASCADE,
+  key        TEXT NOT NULL,
+  value      TEXT NOT NULL,
+  PRIMARY KEY (history_id, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS history_labels_kv ON history_labels(key, value);
+CREATE TABLE IF NOT EXISTS history_rules (
+  history_id INTEGER NOT NULL REFERENCES history(id) ON DELETE CASCADE,
+  rule       TEXT NOT NULL,
+  severity   TEXT NOT NULL,
+  count      INTEGER NOT NULL,
+  PRIMARY KEY (history_id, rule, severity)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS history_rules_rule ON history_rules(severity, rule);
+)sql";
+
+std::int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void VerdictTally::Add(const std::string& verdict, std::uint64_t n) {
+  if (verdict == "conformant") {
+    conformant += n;
+  } else if (verdict == "non_conformant") {
+    non_conformant += n;
+  } else if (verdict == "not_applicable") {
+    not_applicable += n;
+  } else {
+    invalid_input += n;
+  }
+}
+
+SqliteStore::SqliteStore(const std::string& path) : path_(path) {
+  const bool memory = path == ":memory:";
+  writer_ = Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  try {
+    if (!memory) {
+      Exec(writer_, "PRAGMA journal_mode=WAL");
+      Exec(writer_, "PRAGMA synchronous=NORMAL");
+    }
+    Exec(writer_, "PRAGMA foreign_keys=ON");
+    int version = 0;
+    {
+      Stmt s(writer_, "PRAGMA user_version");
+      if (s.Step()) version = static_cast<int>(s.Int(0));
+    }
+    if (version > kSchemaVersion) {
+      throw StoreError("sqlite: " + path + " has schema version " + std::to_string(version) +
+                       ", newer than this server's " + std::to_string(kSchemaVersion));
+    }
+    Exec(writer_, "BEGIN IMMEDIATE");
+    try {
+      Exec(writer_, kSchema);
+      Exec(writer_, ("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
+      Exec(writer_, "COMMIT");
+    } catch (...) {
+      sqlite3_exec(writer_, "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+    reader_ = memory ? writer_ : Open(path, SQLITE_OPEN_READONLY);
+  } catch (...) {
+    sqlite3_close_v2(writer_);
+    writer_ = nullptr;
+    throw;
+  }
+}
+
+SqliteStore::~SqliteStore() {
+  if (reader_ != nullptr && reader_ != writer_) sqlite3_close_v2(reader_);
+  if (writer_ != nullptr) {
+    // The last connection to close checkpoints the WAL into the database file.
+    sqlite3_close_v2(writer_);
+  }
+}
+
+std::optional<std::string> SqliteStore::GetReport(const std::string& cache_key) {
+  std::lock_guard<std::mutex> lock(ReaderMutex());
+  Stmt s(reader_, "SELECT report FROM reports WHERE cache_key = ?1");
+  s.Bind(1, cache_key);
+  if (!s.Step()) return std::nullopt;
+  return s.Text(0);
+}
+
+void SqliteStore::PutReport(const StoredReport& r) {
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  Stmt s(writer_,
+         "INSERT OR REPLACE INTO reports (cache_key, sha256, options, rule_set_version, verdict, "
+         "report, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+  s.Bind(1, r.cache_key)
+      .Bind(2, r.sha256)
+      .Bind(3, r.options)
+      .Bind(4, r.rule_set_version)
+      .Bind(5, r.verdict)
+      .BindBlob(6, r.report)
+      .Bind(7, NowMs());
+  s.Step();
+}
+
+void SqliteStore::AppendHistory(const HistoryRow& row) {
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  Exec(writer_, "BEGIN IMMEDIATE");
+  try {
+    {
+      Stmt s(writer_,
+             "INSERT INTO history (ts_ms, request_id, method, source, sha256, verdict, cache, "
+             "errors, warnings, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+      s.Bind(1, row.time_ms)
+          .Bind(2, row.request_id)
+          .Bind(3, row.method)
+          .Bind(4, row.source)
+          .Bind(5, row.sha256)
+          .Bind(6, row.verdict)
+          .Bind(7, row.cache)
+          .Bind(8, static_cast<std::int64_t>(row.errors))
+          .Bind(9, static_cast<std::int64_t>(row.warnings))
+          .Bind(10, row.duration_ms);
+      s.Step();
+    }
+    const std::int64_t id = sqlite3_last_insert_rowid(writer_);
+    if (!row.labels.empty()) {
+      Stmt s(writer_, "INSERT INTO history_labels (history_id, key, value) VALUES (?1, ?2, ?3)");
+      for (const auto& [k, v] : row.labels) {
+        s.Bind(1, id).Bind(2, k).Bind(3, v);
+        s.Step();
+        s.Reset();
+      }
+    }
+    if (!row.rules.empty()) {
+      Stmt s(writer_,
+             "INSERT INTO history_rules (history_id, rule, severity, count) VALUES (?1, ?2, ?3, "
+             "?4) ON CONFLICT (history_id, rule, severity) DO UPDATE SET count = count + "
+             "excluded.count");
+      for (const auto& t : row.rules) {
+        s.Bind(1, id).Bind(2, t.rule).Bind(3, t.severity).Bind(4, static_cast<std::int64_t>(t.count));
+        s.Step();
+        s.Reset();
+      }
+    }
+    Exec(writer_, "COMMIT");
+  } catch (...) {
+    sqlite3_exec(writer_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+StatsResult SqliteStore::QueryStats(const StatsQuery& q) {
+  // Window and label filters shared by all three queries; ?1 = since, ?2 = until, then filters.
+  std::string where = "h.ts_ms >= ?1 AND h.ts_ms < ?2";
+  int next = 3;
+  for (std::size_t i = 0; i < q.label_filter.size(); ++i) {
+    where += " AND EXISTS (SELECT 1 FROM history_labels f WHERE f.history_id = h.id AND f.key = ?" +
+             std::to_string(next) + " AND f.value = ?" + std::to_string(next + 1) + ")";
+    next += 2;
+  }
+  auto bind_common = [&](Stmt& s) {
+    s.Bind(1, q.since_ms.value_or(std::numeric_limits<std::int64_t>::min())).Bind(2, q.until_ms);
+    int i = 3;
+    for (const auto& [k, v] : q.label_filter) {
+      s.Bind(i, k).Bind(i + 1, v);
+      i += 2;
+    }
+    return i;
+  };
+
+  StatsResult out;
+  std::lock_guard<std::mutex> lock(ReaderMutex());
+  // One read transaction: the three queries see the same snapshot.
+  Exec(reader_, "BEGIN");
+  try {
+    {
+      Stmt s(reader_, "SELECT h.verdict, COUNT(*) FROM history h WHERE " + where +
+                          " GROUP BY h.verdict");
+      bind_common(s);
+      while (s.Step()) out.total.Add(s.Text(0), static_cast<std::uint64_t>(s.Int(1)));
+    }
+    if (!q.group_by.empty()) {
+      const std::string key_param = "?" + std::to_string(next);
+      Stmt s(reader_, "SELECT COALESCE(g.value, ''), h.verdict, COUNT(*) FROM history h "
+                      "LEFT JOIN history_labels g ON g.history_id = h.id AND g.key = " +
+                          key_param + " WHERE " + where +
+                          " GROUP BY 1, 2 ORDER BY 1");
+      const int i = bind_common(s);
+      s.Bind(i, q.group_by);
+      while (s.Step()) {
+        const std::string value = s.Text(0);
+        if (out.groups.empty() || out.groups.back().first != value) {
+          out.groups.emplace_back(value, VerdictTally{});
+        }
+        out.groups.back().second.Add(s.Text(1), static_cast<std::uint64_t>(s.Int(2)));
+      }
+    }
+    if (q.top_rules > 0) {
+      const std::string limit_param = "?" + std::to_string(next);
+      Stmt s(reader_,
+             "SELECT r.rule, COUNT(*), SUM(r.count) FROM history_rules r JOIN history h ON "
+             "h.id = r.history_id WHERE r.severity = 'error' AND " +
+                 where + " GROUP BY r.rule ORDER BY 2 DESC, 3 DESC, 1 ASC LIMIT " + limit_param);
+      const int i = bind_common(s);
+      s.Bind(i, static_cast<std::int64_t>(q.top_rules));
+      while (s.Step()) {
+        out.top_failing_rules.push_back(RuleStat{s.Text(0), static_cast<std::uint64_t>(s.Int(1)),
+                                                 static_cast<std::uint64_t>(s.Int(2))});
+      }
+    }
+    Exec(reader_, "COMMIT");
+  } catch (...) {
+    sqlite3_exec(reader_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  return out;
+}
+
+void SqliteStore::Flush() {
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  if (path_ == ":memory:") return;
+  Exec(writer_, "PRAGMA wal_checkpoint(TRUNCATE)");
+}
+
+std::unique_ptr<ReportStore> OpenStore(const std::string& location) {
+  std::string path = location;
+  if (path.rfind("sqlite:", 0) == 0) path = path.substr(7);
+  if (path.find("://") != std::string::npos) {
+    throw StoreError("unsupported store location '" + location +
+                     "' (this build has the embedded SQLite store only)");
+  }
+  if (path.empty()) throw StoreError("empty store path");
+  return std::make_unique<SqliteStore>(path);
+}
+
+}  // namespace axqc::server

@@ -1,0 +1,44 @@
+// The embedded default store: one SQLite file in WAL mode holding reports (by cache key) and the
+// request history. A writer connection and a reader connection (WAL lets GetStats queries run
+// beside writes), each serialised by its own mutex.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "store.h"
+
+struct sqlite3;
+
+namespace axqc::server {
+
+class SqliteStore final : public ReportStore {
+ public:
+  // Opens or creates the database at `path` (":memory:" for a private in-memory database) and
+  // migrates its schema. Throws StoreError.
+  explicit SqliteStore(const std::string& path);
+  ~SqliteStore() override;
+  SqliteStore(const SqliteStore&) = delete;
+  SqliteStore& operator=(const SqliteStore&) = delete;
+
+  std::optional<std::string> GetReport(const std::string& cache_key) override;
+  void PutReport(const StoredReport& report) override;
+  void AppendHistory(const HistoryRow& row) override;
+  StatsResult QueryStats(const StatsQuery& query) override;
+  void Flush() override;
+  std::string Describe() const override { return "sqlite:" + path_; }
+
+  // Schema version written to PRAGMA user_version.
+  static constexpr int kSchemaVersion = 1;
+
+ private:
+  std::string path_;
+  sqlite3* writer_ = nullptr;
+  sqlite3* reader_ = nullptr;  // == writer_ for ":memory:"
+  std::mutex writer_mu_;
+  std::mutex reader_mu_;
+  std::mutex& ReaderMutex() { return reader_ == writer_ ? writer_mu_ : reader_mu_; }
+};
+
+}  // namespace axqc::server

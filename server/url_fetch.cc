@@ -1,0 +1,379 @@
+#include "url_fetch.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <functional>
+#include <memory>
+#include <optional>
+
+// GCC's -Wnull-dereference fires inside Asio's scheduler (scheduler.ipp) when run_for() is
+// inlined here; the diagnostic is a false positive in third-party code.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#pragma GCC diagnostic pop
+
+#include "sha256.h"
+
+namespace axqc::server {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
+namespace {
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+[[noreturn]] void Bad(const std::string& msg) {
+  throw SourceError(grpc::StatusCode::INVALID_ARGUMENT, msg);
+}
+
+bool ValidPort(const std::string& p) {
+  unsigned v = 0;
+  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), v);
+  return ec == std::errc() && ptr == p.data() + p.size() && v >= 1 && v <= 65535;
+}
+
+// Result of one request/response exchange.
+struct Hop {
+  beast::error_code ec;
+  const char* stage = "";
+  unsigned status = 0;
+  std::string location;
+  std::string body;
+};
+
+// One GET over plain TCP or TLS, driven by callbacks on a private io_context.
+template <bool kTls>
+class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
+ public:
+  using Stream =
+      std::conditional_t<kTls, beast::ssl_stream<beast::tcp_stream>, beast::tcp_stream>;
+
+  GetOp(net::io_context& ioc, net::ssl::context* tls, ParsedUrl url,
+        std::chrono::steady_clock::time_point deadline, std::uint64_t max_bytes, Hop* out)
+      : resolver_(ioc),
+        stream_(MakeStream(ioc, tls)),
+        url_(std::move(url)),
+        deadline_(deadline),
+        out_(out) {
+    parser_.body_limit(max_bytes);
+    parser_.header_limit(64 * 1024);
+  }
+
+  void Start() {
+    resolver_.async_resolve(url_.host, url_.port,
+                            [self = this->shared_from_this()](beast::error_code ec,
+                                                              tcp::resolver::results_type r) {
+                              self->OnResolve(ec, std::move(r));
+                            });
+  }
+
+ private:
+  static Stream MakeStream(net::io_context& ioc, net::ssl::context* tls) {
+    if constexpr (kTls) {
+      return Stream(ioc, *tls);
+    } else {
+      (void)tls;
+      return Stream(ioc);
+    }
+  }
+  beast::tcp_stream& Tcp() { return beast::get_lowest_layer(stream_); }
+  bool Fail(beast::error_code ec, const char* stage) {
+    if (!ec) return false;
+    out_->ec = ec;
+    out_->stage = stage;
+    return true;
+  }
+
+  void OnResolve(beast::error_code ec, tcp::resolver::results_type results) {
+    if (Fail(ec, "resolve")) return;
+    Tcp().expires_at(deadline_);
+    Tcp().async_connect(results, [self = this->shared_from_this()](
+                                     beast::error_code e, const tcp::endpoint&) {
+      self->OnConnect(e);
+    });
+  }
+
+  void OnConnect(beast::error_code ec) {
+    if (Fail(ec, "connect")) return;
+    if constexpr (kTls) {
+      // SSL_set_tlsext_host_name without its C cast.
+      if (SSL_ctrl(stream_.native_handle(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                   static_cast<void*>(const_cast<char*>(url_.host.c_str()))) != 1) {
+        Fail(beast::error_code(static_cast<int>(::ERR_get_error()), net::error::get_ssl_category()),
+             "tls");
+        return;
+      }
+      stream_.set_verify_mode(net::ssl::verify_peer);
+      stream_.set_verify_callback(net::ssl::host_name_verification(url_.host));
+      Tcp().expires_at(deadline_);
+      stream_.async_handshake(net::ssl::stream_base::client,
+                              [self = this->shared_from_this()](beast::error_code e) {
+                                self->OnReady(e);
+                              });
+    } else {
+      OnReady(ec);
+    }
+  }
+
+  void OnReady(beast::error_code ec) {
+    if (Fail(ec, "tls handshake")) return;
+    req_.method(http::verb::get);
+    req_.target(url_.target);
+    req_.version(11);
+    req_.set(http::field::host, url_.HostHeader());
+    req_.set(http::field::user_agent, "axqc-server");
+    req_.set(http::field::accept, "*/*");
+    req_.set(http::field::connection, "close");
+    Tcp().expires_at(deadline_);
+    http::async_write(stream_, req_,
+                      [self = this->shared_from_this()](beast::error_code e, std::size_t) {
+                        self->OnWrite(e);
+                      });
+  }
+
+  void OnWrite(beast::error_code ec) {
+    if (Fail(ec, "write")) return;
+    Tcp().expires_at(deadline_);
+    http::async_read_header(stream_, buffer_, parser_,
+                            [self = this->shared_from_this()](beast::error_code e, std::size_t) {
+                              self->OnHeader(e);
+                            });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (Fail(ec, "read")) return;
+    const auto& h = parser_.get();
+    out_->status = h.result_int();
+    if (out_->status != 200) {
+      if (auto it = h.find(http::field::location); it != h.end()) {
+        out_->location = std::string(it->value());
+      }
+      return;  // the body of a non-200 answer is not read
+    }
+    Tcp().expires_at(deadline_);
+    http::async_read(stream_, buffer_, parser_,
+                     [self = this->shared_from_this()](beast::error_code e, std::size_t) {
+                       self->OnBody(e);
+                     });
+  }
+
+  void OnBody(beast::error_code ec) {
+    if (Fail(ec, "read")) return;
+    out_->body = std::move(parser_.get().body());
+  }
+
+  tcp::resolver resolver_;
+  Stream stream_;
+  ParsedUrl url_;
+  std::chrono::steady_clock::time_point deadline_;
+  Hop* out_;
+  beast::flat_buffer buffer_;
+  http::request<http::empty_body> req_;
+  http::response_parser<http::string_body> parser_;
+};
+
+Hop RunHop(const ParsedUrl& url, std::chrono::steady_clock::time_point deadline,
+           std::uint64_t max_bytes, const std::atomic<bool>& cancelled) {
+  net::io_context ioc;
+  Hop hop;
+  std::optional<net::ssl::context> tls;
+  if (url.scheme == "https") {
+    tls.emplace(net::ssl::context::tls_client);
+    tls->set_default_verify_paths();
+    tls->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                     net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                     net::ssl::context::no_tlsv1_1);
+    std::make_shared<GetOp<true>>(ioc, &*tls, url, deadline, max_bytes, &hop)->Start();
+  } else {
+    std::make_shared<GetOp<false>>(ioc, nullptr, url, deadline, max_bytes, &hop)->Start();
+  }
+  // Poll so that a cancelled request stops the fetch within ~50 ms.
+  while (!ioc.stopped()) {
+    ioc.run_for(std::chrono::milliseconds(50));
+    if (cancelled.load()) {
+      ioc.stop();
+      throw SourceError(grpc::StatusCode::CANCELLED, "request cancelled while fetching the URL");
+    }
+    if (std::chrono::steady_clock::now() > deadline + std::chrono::seconds(1)) {
+      ioc.stop();
+      throw SourceError(grpc::StatusCode::UNAVAILABLE, "timed out fetching " + url.Redacted());
+    }
+  }
+  return hop;
+}
+
+ParsedUrl ResolveLocation(const ParsedUrl& base, const std::string& location) {
+  if (location.find("://") != std::string::npos) return ParseUrl(location);
+  if (location.rfind("//", 0) == 0) return ParseUrl(base.scheme + ":" + location);
+  ParsedUrl out = base;
+  if (!location.empty() && location[0] == '/') {
+    out.target = location;
+  } else {
+    std::string dir = base.target.substr(0, base.target.find('?'));
+    dir = dir.substr(0, dir.rfind('/') + 1);
+    out.target = dir + location;
+  }
+  if (const auto hash = out.target.find('#'); hash != std::string::npos) out.target.resize(hash);
+  return out;
+}
+
+}  // namespace
+
+std::string ParsedUrl::HostHeader() const {
+  const std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  return explicit_port ? h + ":" + port : h;
+}
+
+std::string ParsedUrl::Redacted() const {
+  return scheme + "://" + HostHeader() + target.substr(0, target.find('?'));
+}
+
+std::string ParsedUrl::FileName() const {
+  std::string path = target.substr(0, target.find('?'));
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const auto slash = path.rfind('/');
+  std::string last = slash == std::string::npos ? path : path.substr(slash + 1);
+  return last.empty() ? host : last;
+}
+
+ParsedUrl ParseUrl(const std::string& url) {
+  ParsedUrl out;
+  const auto sep = url.find("://");
+  if (sep == std::string::npos) Bad("not an http(s) URL");
+  out.scheme = Lower(url.substr(0, sep));
+  if (out.scheme != "http" && out.scheme != "https") Bad("URL scheme must be http or https");
+  std::string rest = url.substr(sep + 3);
+  if (const auto hash = rest.find('#'); hash != std::string::npos) rest.resize(hash);
+  const auto path_start = rest.find_first_of("/?");
+  std::string authority = rest.substr(0, path_start);
+  out.target = path_start == std::string::npos ? "/" : rest.substr(path_start);
+  if (out.target[0] == '?') out.target = "/" + out.target;
+  if (authority.find('@') != std::string::npos) {
+    Bad("credentials in URLs are not accepted");
+  }
+  for (char c : url) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) Bad("URL contains a space or control character");
+  }
+  std::string port;
+  if (!authority.empty() && authority[0] == '[') {
+    const auto close = authority.find(']');
+    if (close == std::string::npos) Bad("malformed IPv6 host in URL");
+    out.host = authority.substr(1, close - 1);
+    const std::string after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') Bad("malformed URL authority");
+      port = after.substr(1);
+    }
+  } else {
+    const auto colon = authority.rfind(':');
+    out.host = authority.substr(0, colon);
+    if (colon != std::string::npos) port = authority.substr(colon + 1);
+  }
+  out.host = Lower(out.host);
+  if (out.host.empty()) Bad("URL has no host");
+  if (!port.empty()) {
+    if (!ValidPort(port)) Bad("URL has an invalid port");
+    out.port = port;
+    out.explicit_port = true;
+  } else {
+    out.port = out.scheme == "https" ? "443" : "80";
+  }
+  return out;
+}
+
+bool HostAllowed(const ParsedUrl& url, const std::vector<std::string>& allow_hosts) {
+  for (const auto& entry_raw : allow_hosts) {
+    const std::string entry = Lower(entry_raw);
+    std::string host = entry;
+    std::string port;
+    if (!entry.empty() && entry[0] == '[') {
+      const auto close = entry.find(']');
+      if (close == std::string::npos) continue;
+      host = entry.substr(1, close - 1);
+      if (close + 1 < entry.size() && entry[close + 1] == ':') port = entry.substr(close + 2);
+    } else if (std::count(entry.begin(), entry.end(), ':') == 1) {
+      const auto colon = entry.find(':');
+      host = entry.substr(0, colon);
+      port = entry.substr(colon + 1);
+    }
+    if (host == url.host && (port.empty() || port == url.port)) return true;
+  }
+  return false;
+}
+
+LoadedModel FetchUrl(const std::string& url_text, const UrlPolicy& policy, ByteBudget& budget,
+                     const std::atomic<bool>& cancelled) {
+  if (policy.allow_hosts.empty()) {
+    throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
+                      "URL references are disabled on this server (no --url-allow-host)");
+  }
+  ParsedUrl url = ParseUrl(url_text);
+  const auto deadline = std::chrono::steady_clock::now() + policy.timeout;
+  for (unsigned redirects = 0;; ++redirects) {
+    if (!HostAllowed(url, policy.allow_hosts)) {
+      throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
+                        "URL host " + url.HostHeader() + " is not in the server's allowlist");
+    }
+    Hop hop = RunHop(url, deadline, policy.max_bytes, cancelled);
+    if (hop.ec) {
+      if (hop.ec == http::error::body_limit) {
+        throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "model at " + url.Redacted() + " is over the limit of " +
+                              std::to_string(policy.max_bytes) + " bytes");
+      }
+      if (hop.ec == beast::error::timeout) {
+        throw SourceError(grpc::StatusCode::UNAVAILABLE, "timed out fetching " + url.Redacted());
+      }
+      throw SourceError(grpc::StatusCode::UNAVAILABLE, std::string("fetching ") + url.Redacted() +
+                                                           ": " + hop.stage + ": " +
+                                                           hop.ec.message());
+    }
+    if (hop.status == 200) {
+      Reservation reservation(&budget);
+      reservation.Grow(hop.body.size());
+      LoadedModel out;
+      out.sha256 = service::Sha256Hex(hop.body);
+      out.bytes = AccountedBytes(std::move(hop.body), std::move(reservation));
+      return out;
+    }
+    const bool redirect = hop.status == 301 || hop.status == 302 || hop.status == 303 ||
+                          hop.status == 307 || hop.status == 308;
+    if (redirect && !hop.location.empty()) {
+      if (redirects >= policy.max_redirects) {
+        throw SourceError(grpc::StatusCode::UNAVAILABLE,
+                          "too many redirects fetching " + url.Redacted());
+      }
+      ParsedUrl next = ResolveLocation(url, hop.location);
+      if (url.scheme == "https" && next.scheme != "https") {
+        throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
+                          "redirect from https to http refused");
+      }
+      url = std::move(next);
+      continue;
+    }
+    if (hop.status == 404 || hop.status == 410) {
+      throw SourceError(grpc::StatusCode::NOT_FOUND,
+                        "HTTP " + std::to_string(hop.status) + " for " + url.Redacted());
+    }
+    throw SourceError(grpc::StatusCode::UNAVAILABLE,
+                      "HTTP " + std::to_string(hop.status) + " for " + url.Redacted());
+  }
+}
+
+}  // namespace axqc::server

@@ -1,0 +1,49 @@
+// URL references: http(s) GET with Boost.Beast, only to allowlisted hosts (every redirect target
+// too), with an overall timeout, a body limit and cancellation.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model_source.h"
+
+namespace axqc::server {
+
+struct ParsedUrl {
+  std::string scheme;  // "http" or "https"
+  std::string host;    // without IPv6 brackets, lowercase
+  std::string port;    // explicit or the scheme's default
+  bool explicit_port = false;
+  std::string target;  // path and query, starts with '/'
+  std::string HostHeader() const;
+  // scheme://host[:port]/path without the query string: safe to log.
+  std::string Redacted() const;
+  // Last path segment, or the host when the path is "/".
+  std::string FileName() const;
+};
+
+// Throws SourceError(INVALID_ARGUMENT): not http(s), userinfo present, bad port, no host.
+ParsedUrl ParseUrl(const std::string& url);
+
+// Allowlist entries: "host" (any port) or "host:port"; IPv6 as "[::1]" or "[::1]:port".
+// Host names compare case-insensitively.
+bool HostAllowed(const ParsedUrl& url, const std::vector<std::string>& allow_hosts);
+
+struct UrlPolicy {
+  std::vector<std::string> allow_hosts;
+  std::chrono::milliseconds timeout{60000};
+  unsigned max_redirects = 3;
+  std::uint64_t max_bytes = 0;
+};
+
+// Fetches the URL. Throws SourceError: PERMISSION_DENIED (host or a redirect target not allowed,
+// URLs disabled), NOT_FOUND (HTTP 404/410), RESOURCE_EXHAUSTED (body over max_bytes),
+// CANCELLED (`cancelled` became true), UNAVAILABLE (network errors, timeout, other HTTP statuses),
+// INVALID_ARGUMENT (malformed URL).
+LoadedModel FetchUrl(const std::string& url, const UrlPolicy& policy, ByteBudget& budget,
+                     const std::atomic<bool>& cancelled);
+
+}  // namespace axqc::server
