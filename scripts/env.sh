@@ -1,0 +1,16 @@
+# Sourced by the scripts: runs setup (idempotent) and exports the dependency locations.
+# shellcheck shell=bash
+AXQC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export AXQC_ROOT
+setup_out=$("$AXQC_ROOT/scripts/setup")
+AXQC_ONNX_PREFIX=$(printf '%s\n' "$setup_out" | sed -n 's/^AXQC_ONNX_PREFIX=//p')
+AXQC_ONNX_SOURCE=$(printf '%s\n' "$setup_out" | sed -n 's/^AXQC_ONNX_SOURCE=//p')
+export AXQC_ONNX_PREFIX AXQC_ONNX_SOURCE
+export AXQC_ONNX_TEST_DATA=${AXQC_ONNX_TEST_DATA:-$AXQC_ONNX_SOURCE/onnx/backend/test/data}
+export CCACHE_DIR=${CCACHE_DIR:-${AXQC_DEPS_DIR:-/opt/axqc-deps}/ccache}
+export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+
+axqc_build() {  # axqc_build PRESET
+  cmake --preset "$1" -DCMAKE_PREFIX_PATH="$AXQC_ONNX_PREFIX" >/dev/null
+  cmake --build --preset "$1"
+}

@@ -1,0 +1,326 @@
+// ONNX base rules (2.1, 2.2), input errors, the CLI and the bundled examples.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "axqc/render.h"
+#include "check_helpers.h"
+
+namespace axqc::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(OnnxBase, ConformantConvHasNoFindings) {
+  auto r = RunCheck(ConvModel());
+  EXPECT_CLEAN(r);
+  EXPECT_TRUE(r.findings.empty()) << Dump(r);
+  EXPECT_EQ(r.model.q_count, 3u);  // x, w, y
+  EXPECT_EQ(r.model.dq_count, 4u);  // x, w, b, y
+  EXPECT_EQ(r.summary.owned_qdq_edges, 4u);
+}
+
+TEST(OnnxBase, ConstantNodeIsAnError) {
+  auto b = ConvModel();
+  onnx::TensorProto t = ModelBuilder::MakeF32("", {}, {1.0f});
+  b.Node("Constant", {}, {"c"}, {ModelBuilder::AttrT("value", t)}, "const1");
+  b.Node("Add", {"c", "c"}, {"c2"}, {}, "add_c");
+  auto r = RunCheck(b);
+  EXPECT_FINDING(r, "onnx/constant-node", "const1", "must be graph initializers");
+  EXPECT_EQ(r.verdict, Verdict::kNonConformant);
+}
+
+TEST(OnnxBase, InvalidModelFromCheckerAndShapeInference) {
+  auto b = ConvModel();
+  b.Node("Add", {"x", "missing_tensor"}, {"bad"}, {}, "dangling");
+  auto r = RunCheck(b);
+  ASSERT_TRUE(Has(r, "onnx/invalid-model")) << Dump(r);
+  EXPECT_EQ(r.verdict, Verdict::kNonConformant);
+  // Strict shape inference: Conv channel mismatch between input and weight.
+  ModelBuilder c;
+  c.Input("x", TP::FLOAT, {1, 3, 8, 8});
+  c.InitF32Fill("w", {4, 5, 3, 3}, 0.1f);
+  c.Node("Conv", {"x", "w"}, {"y"}, {}, "conv");
+  c.Output("y", TP::FLOAT, {1, 4, 6, 6});
+  auto r2 = RunCheck(c.AutoValueInfo(false));
+  auto f = Find(r2, "onnx/invalid-model");
+  ASSERT_EQ(f.size(), 1u) << Dump(r2);
+  EXPECT_NE(f[0]->message.find("shape inference"), std::string::npos) << f[0]->message;
+}
+
+TEST(OnnxBase, OpsetNewerThanLibraryIsReportedNotCrashed) {
+  ModelBuilder b(99);
+  b.Input("x", TP::FLOAT, {1});
+  b.Node("Relu", {"x"}, {"y"}, {}, "relu");
+  b.Output("y", TP::FLOAT, {1});
+  auto r = RunCheck(b.AutoValueInfo(false));
+  auto f = Find(r, "onnx/invalid-model");
+  ASSERT_FALSE(f.empty()) << Dump(r);
+  EXPECT_NE(f[0]->message.find("opset 99"), std::string::npos) << f[0]->message;
+  EXPECT_NE(f[0]->message.find("opset 21"), std::string::npos) << f[0]->message;
+}
+
+TEST(OnnxBase, Int4RawDataSizeIsValidated) {
+  auto b = ConvModel({.w = QParams::PerChannel(QType::kS4, {}, 0), .int_weight = true});
+  EXPECT_EQ(RunCheck(b).verdict, Verdict::kConformant) << Dump(RunCheck(b));
+  // 8x4x3x3 = 288 INT4 values need 144 bytes; give 145.
+  auto t = ModelBuilder::MakeInt("w4", TP::INT4, {8, 4, 3, 3}, std::vector<int64_t>(288, 1));
+  t.mutable_raw_data()->push_back('\0');
+  auto b2 = ConvModel();
+  b2.InitTensor(t);
+  auto r = RunCheck(b2);
+  auto f = Find(r, "onnx/invalid-model");
+  ASSERT_FALSE(f.empty()) << Dump(r);
+  EXPECT_NE(f[0]->message.find("145 bytes"), std::string::npos) << f[0]->message;
+  EXPECT_NE(f[0]->message.find("144"), std::string::npos) << f[0]->message;
+}
+
+TEST(OnnxBase, ValueInfoMissingOnlyWithCheckValue) {
+  auto b = ConvModel();
+  b.DropValueInfo("conv_out");
+  auto off = RunCheck(b, false);
+  EXPECT_NO_RULE(off, "onnx/value-info-missing");
+  EXPECT_EQ(off.verdict, Verdict::kConformant);
+  auto on = RunCheck(b, true);
+  EXPECT_FINDING(on, "onnx/value-info-missing", "conv", "'conv_out'");
+  EXPECT_EQ(on.verdict, Verdict::kNonConformant);  // error severity even though [cv]
+  EXPECT_EQ(Find(on, "onnx/value-info-missing").size(), 1u) << Dump(on);
+}
+
+TEST(Scope, FloatModelIsNotApplicable) {
+  ModelBuilder b;
+  b.Input("x", TP::FLOAT, {1, 3, 8, 8});
+  b.InitF32Fill("w", {4, 3, 3, 3}, 0.1f);
+  b.Node("Conv", {"x", "w"}, {"c"}, {}, "conv");
+  b.Node("Relu", {"c"}, {"y"}, {}, "relu");
+  b.Output("y");
+  auto r = RunCheck(b);
+  EXPECT_EQ(r.verdict, Verdict::kNotApplicable) << Dump(r);
+  ASSERT_EQ(r.findings.size(), 1u) << Dump(r);
+  EXPECT_EQ(r.findings[0].rule, "scope/no-quantized-edge");
+  EXPECT_EQ(ExitCodeFor(r.verdict), 3);
+}
+
+TEST(Scope, QdqBetweenGraphInputAndOutputOnlyIsNotApplicable) {
+  ModelBuilder b;
+  b.Input("x", TP::FLOAT, {1, 4});
+  b.Output(b.QDQ("x", "x", QParams::U8()));
+  auto r = RunCheck(b);
+  EXPECT_EQ(r.verdict, Verdict::kNotApplicable) << Dump(r);
+  EXPECT_NE(r.findings.back().message.find("1 Q/DQ edge"), std::string::npos) << Dump(r);
+}
+
+TEST(InputErrors, EmptyRandomTruncated) {
+  EXPECT_THROW(CheckBytes("", "empty.onnx", {}), InputError);
+  std::string junk(1000, '\0');
+  for (std::size_t i = 0; i < junk.size(); ++i) junk[i] = static_cast<char>((i * 7919) % 251);
+  EXPECT_THROW(CheckBytes(junk, "junk.onnx", {}), InputError);
+  auto bytes = ConvModel().Serialize();
+  try {
+    CheckBytes(bytes.substr(0, bytes.size() / 2), "half.onnx", {});
+    FAIL() << "truncated model accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("half.onnx"), std::string::npos) << e.what();
+  }
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / ("axqc-test-" + std::to_string(::getpid()) + "-" +
+                                         std::to_string(counter_++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+TEST(InputErrors, DirectoryAndMissingFile) {
+  TempDir d;
+  EXPECT_THROW(CheckFile(d.path().string(), {}), InputError);
+  EXPECT_THROW(CheckFile((d.path() / "nope.onnx").string(), {}), InputError);
+}
+
+onnx::ModelProto WithExternalWeight(const std::string& location) {
+  auto m = ConvModel().Build();
+  for (auto& t : *m.mutable_graph()->mutable_initializer()) {
+    if (t.name() != "w") continue;
+    t.clear_raw_data();
+    t.clear_float_data();
+    t.set_data_location(TP::EXTERNAL);
+    auto* kv = t.add_external_data();
+    kv->set_key("location");
+    kv->set_value(location);
+  }
+  return m;
+}
+
+TEST(InputErrors, ExternalDataEscapingTheDirectory) {
+  TempDir d;
+  fs::create_directories(d.path() / "m");
+  {
+    std::ofstream(d.path() / "secret.bin") << std::string(8 * 4 * 9 * 4, 'x');
+  }
+  fs::create_symlink(d.path() / "secret.bin", d.path() / "m" / "link.bin");
+  for (const std::string loc : {"../secret.bin", "/etc/passwd", "link.bin", "absent.bin"}) {
+    auto path = (d.path() / "m" / "model.onnx").string();
+    ModelBuilder::SaveModel(WithExternalWeight(loc), path);
+    try {
+      CheckFile(path, {});
+      FAIL() << "accepted external data location " << loc;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("external data"), std::string::npos) << e.what();
+    }
+  }
+  // In-memory models cannot use external data at all.
+  std::string bytes;
+  WithExternalWeight("w.bin").SerializeToString(&bytes);
+  EXPECT_THROW(CheckBytes(bytes, "mem.onnx", {}), InputError);
+}
+
+TEST(InputErrors, ExternalDataPastEndOfFile) {
+  TempDir d;
+  auto m = WithExternalWeight("w.bin");
+  for (auto& t : *m.mutable_graph()->mutable_initializer()) {
+    if (t.name() != "w") continue;
+    auto* kv = t.add_external_data();
+    kv->set_key("offset");
+    kv->set_value("4096");
+  }
+  std::ofstream(d.path() / "w.bin") << std::string(100, 'x');
+  auto path = (d.path() / "model.onnx").string();
+  ModelBuilder::SaveModel(m, path);
+  try {
+    CheckFile(path, {});
+    FAIL() << "accepted an offset past the end";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("past the end"), std::string::npos) << e.what();
+  }
+}
+
+TEST(InputErrors, ExternalDataInsideDirectoryIsRead) {
+  TempDir d;
+  auto b = ConvModel();
+  auto path = (d.path() / "model.onnx").string();
+  b.SaveWithExternalData(path, "weights.bin", 64);
+  auto r = CheckFile(path, {.check_value = true});
+  EXPECT_EQ(r.verdict, Verdict::kConformant) << Dump(r);
+}
+
+TEST(Report, GroupsIdenticalFindings) {
+  ModelBuilder b;
+  b.Input("x", TP::FLOAT, {1, 4, 8, 8});
+  std::string cur = b.QDQ("x", "x", QParams::U8());
+  for (int i = 0; i < 12; ++i) {
+    std::string n = std::to_string(i);
+    b.Node("Sigmoid", {cur}, {"s" + n}, {}, "sig" + n);
+    b.Node("Tanh", {"s" + n}, {"t" + n}, {}, "tanh" + n);  // Sigmoid output not quantized
+    cur = b.QDQ("t" + n, "t" + n, QParams::U8());
+  }
+  b.Output(cur);
+  CheckOptions o;
+  o.max_locations = 5;
+  auto r = CheckBytes(b.Serialize(), "g.onnx", o);
+  ASSERT_EQ(r.summary.by_rule["op/output-not-quantized"], 12u) << Dump(r);
+  const FindingGroup* g = nullptr;
+  for (const auto& gr : r.groups) {
+    if (gr.rule == "op/output-not-quantized") g = &gr;
+  }
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->count, 12u);
+  EXPECT_EQ(g->first.size(), 5u);
+  EXPECT_EQ(g->first[0].nodes[0], "sig0");
+  EXPECT_EQ(r.summary.errors_by_op["Sigmoid"], 12u);
+}
+
+TEST(Report, JsonRoundTripAndSchemaKeys) {
+  auto r = RunCheck(ConvModel({.w = QParams::S8()}));
+  auto j = ReportToJson(r);
+  for (const char* k : {"schema", "tool", "rule_set_version", "verdict", "check_value", "model",
+                        "summary", "groups", "findings", "units"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  EXPECT_EQ(j["schema"], "axqc.report/v1");
+  EXPECT_EQ(j["verdict"], "non_conformant");
+  EXPECT_EQ(j["findings"][0]["rule"], "role/weight-type");
+  auto back = ReportFromJson(j);
+  EXPECT_EQ(back.verdict, r.verdict);
+  EXPECT_EQ(back.findings.size(), r.findings.size());
+  EXPECT_EQ(ReportToJson(back)["groups"], j["groups"]);
+}
+
+// ---- CLI (the real binary)
+
+std::string Bin() {
+  const char* b = std::getenv("AXQC_BIN");
+  return b ? b : "axqc";
+}
+
+int Exec(const std::string& cmd, std::string* out = nullptr) {
+  std::string full = cmd + " 2>/dev/null";
+  FILE* p = ::popen(full.c_str(), "r");
+  if (!p) return -1;
+  std::string s;
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) s.append(buf, n);
+  int st = ::pclose(p);
+  if (out) *out = s;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+std::string Example(const std::string& name) {
+  const char* d = std::getenv("AXQC_EXAMPLES_DIR");
+  return std::string(d ? d : "examples") + "/" + name;
+}
+
+TEST(Cli, ExitCodesPerVerdict) {
+  EXPECT_EQ(Exec(Bin() + " check " + Example("conformant_cnn.onnx")), 0);
+  EXPECT_EQ(Exec(Bin() + " check " + Example("broken_weight_per_tensor.onnx")), 1);
+  EXPECT_EQ(Exec(Bin() + " check " + Example("float_only.onnx")), 3);
+  EXPECT_EQ(Exec(Bin() + " check /nonexistent.onnx"), 2);
+  EXPECT_EQ(Exec(Bin() + " check --format yaml " + Example("conformant_cnn.onnx")), 2);
+  EXPECT_EQ(Exec(Bin() + " frobnicate"), 2);
+  // Several models: the worst wins (input error > non_conformant > not_applicable > ok).
+  EXPECT_EQ(Exec(Bin() + " check " + Example("conformant_cnn.onnx") + " " +
+                 Example("float_only.onnx")),
+            3);
+  EXPECT_EQ(Exec(Bin() + " check " + Example("float_only.onnx") + " " +
+                 Example("broken_missing_qdq.onnx")),
+            1);
+  TempDir d;
+  std::ofstream(d.path() / "empty.onnx").close();
+  EXPECT_EQ(Exec(Bin() + " check " + Example("broken_missing_qdq.onnx") + " " +
+                 (d.path() / "empty.onnx").string()),
+            2);
+}
+
+TEST(Cli, JsonOutputAndRules) {
+  std::string out;
+  ASSERT_EQ(Exec(Bin() + " check --format json " + Example("broken_missing_qdq.onnx"), &out), 1);
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["verdict"], "non_conformant");
+  EXPECT_EQ(j["summary"]["by_rule"]["op/output-not-quantized"], 1);
+  EXPECT_EQ(j["findings"][0]["nodes"][0], "add");
+  ASSERT_EQ(Exec(Bin() + " rules --format json", &out), 0);
+  auto rules = nlohmann::json::parse(out);
+  EXPECT_EQ(rules["rules"].size(), Rules().size());
+  ASSERT_EQ(Exec(Bin() + " --version", &out), 0);
+  EXPECT_NE(out.find("axqc 0.1.0"), std::string::npos) << out;
+  TempDir d;
+  auto file = (d.path() / "r.json").string();
+  ASSERT_EQ(Exec(Bin() + " check -c --format json -o " + file + " " + Example("conformant_cnn.onnx")), 0);
+  std::ifstream in(file);
+  auto jr = nlohmann::json::parse(in);
+  EXPECT_EQ(jr["verdict"], "conformant");
+  EXPECT_EQ(jr["check_value"], true);
+}
+
+}  // namespace
+}  // namespace axqc::test
