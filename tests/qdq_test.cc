@@ -276,8 +276,8 @@ TEST(Qdq, ConstForms) {
   ok.InitInt("ci", TP::UINT8, {1, 4}, {1, 2, 3, 4});
   auto ci = ok.Dequantize("ci", "ci", QParams::U8());
   ok.Node("Add", {x2, c}, {"a"}, {}, "add");
-  ok.Node("Mul", {"a_dq", ci}, {"m"}, {}, "mul");
-  ok.QDQ("a", "a", QParams::U8());
+  auto a = ok.QDQ("a", "a", QParams::U8());
+  ok.Node("Mul", {a, ci}, {"m"}, {}, "mul");
   ok.Output(ok.QDQ("m", "y", QParams::U8()));
   EXPECT_CLEAN(RunCheck(ok));
   // Weight without Q/DQ.

@@ -56,21 +56,27 @@ inline bool Has(const Report& r, const std::string& rule) { return !Find(r, rule
 // `needle`.
 #define EXPECT_FINDING(report, rule, node, needle)                                      \
   do {                                                                                  \
-    const auto* f_ = ::axqc::test::At(report, rule, node);                              \
+    const auto& r_ = (report);                                                          \
+    const auto* f_ = ::axqc::test::At(r_, rule, node);                                  \
     ASSERT_NE(f_, nullptr) << "expected " << rule << " at " << node << "\n"             \
-                           << ::axqc::test::Dump(report);                               \
+                           << ::axqc::test::Dump(r_);                                   \
     EXPECT_NE(f_->message.find(needle), std::string::npos)                              \
         << "message: " << f_->message << "\nexpected to contain: " << needle;           \
     EXPECT_EQ(f_->severity, ::axqc::FindRule(rule)->severity);                          \
   } while (0)
 
-#define EXPECT_NO_RULE(report, rule) \
-  EXPECT_FALSE(::axqc::test::Has(report, rule)) << "unexpected " << rule << "\n" << ::axqc::test::Dump(report)
+#define EXPECT_NO_RULE(report, rule)                                                       \
+  do {                                                                                     \
+    const auto& r_ = (report);                                                             \
+    EXPECT_FALSE(::axqc::test::Has(r_, rule)) << "unexpected " << rule << "\n"             \
+                                              << ::axqc::test::Dump(r_);                   \
+  } while (0)
 
-#define EXPECT_CLEAN(report)                                                                  \
-  do {                                                                                        \
-    EXPECT_EQ((report).verdict, ::axqc::Verdict::kConformant) << ::axqc::test::Dump(report); \
-    EXPECT_EQ((report).summary.warnings, 0u) << ::axqc::test::Dump(report);                  \
+#define EXPECT_CLEAN(report)                                                        \
+  do {                                                                              \
+    const auto& r_ = (report);                                                      \
+    EXPECT_EQ(r_.verdict, ::axqc::Verdict::kConformant) << ::axqc::test::Dump(r_); \
+    EXPECT_EQ(r_.summary.warnings, 0u) << ::axqc::test::Dump(r_);                  \
   } while (0)
 
 // A conformant Conv block: x [1,C,H,W] -> Q/DQ U8 -> Conv (S8 per-channel, INT32 bias) -> Q/DQ
