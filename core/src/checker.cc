@@ -5,6 +5,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <cctype>
 #include <unordered_set>
 
 #include "context.h"
@@ -45,8 +46,9 @@ std::string LibraryVersion() { return AXQC_ONNX_VERSION; }
 // in place so the inferred value_info feeds the later stages without copying the model.
 void ValidateOnnx(LoadedModel& m, Emitter& out) {
   auto& model = m.proto;
-  auto invalid = [&](const std::string& msg, const std::string& key) {
-    out.Emit({.rule = "onnx/invalid-model", .node = -1, .message = msg, .group_key = key});
+  auto invalid = [&](std::string msg, const std::string& key) {
+    while (!msg.empty() && std::isspace(static_cast<unsigned char>(msg.back()))) msg.pop_back();
+    out.Emit({.rule = "onnx/invalid-model", .node = -1, .message = std::move(msg), .group_key = key});
   };
   bool too_new = false;
   if (model.ir_version() > onnx::IR_VERSION) {
