@@ -39,7 +39,8 @@ void ActivationType(Context& c, int node, int dq, const QuantParams& p, const Op
   const std::string tname = std::string(Info(*p.qtype).name);
   const std::string who = spec.op_type.empty() ? std::string("operator")
                                                : std::string(spec.op_type) + " '" + c.Name(node) + "'";
-  std::string rule(spec.rule.empty() ? "role/activation-type" : spec.rule);
+  std::string rule(spec.rule.empty() || spec.cls == OpClass::kPassive ? "role/activation-type"
+                                                                     : spec.rule);
   if (!spec.data_types.Has(*p.qtype)) {
     std::string why;
     if (*p.qtype == QType::kU4 && rule == "role/activation-type") {
