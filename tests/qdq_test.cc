@@ -290,6 +290,21 @@ TEST(Qdq, ConstForms) {
   EXPECT_FINDING(RunCheck(w), "qdq/const-form", "conv", "weight 'wf'");
 }
 
+TEST(Qdq, TypedAndPackedFourBitStorageIsRead) {
+  // S4 weight stored in typed int32_data (packed), per-channel zero_point with a non-zero entry:
+  // the value must be read to be reported under -c.
+  auto w = QParams::PerChannel(QType::kS4, Scales(8), 0);
+  w.storage = modelgen::Storage::kTyped;
+  w.zero_point = {0, 0, 0, 0, 0, 0, 0, -3};
+  auto r = RunCheck(ConvModel({.w = w, .int_weight = true}), true);
+  EXPECT_FINDING(r, "qdq/zero-point-value", "w_dq", "zero_point[7] = -3");
+  // A one-element (odd count) UINT4 zero_point in raw storage is read: no value-unreadable note,
+  // and an in-range value gives no warning.
+  auto r2 = RunCheck(ConvModel({.in = QParams::U4(0.02f, 15)}), true);
+  EXPECT_NO_RULE(r2, "qdq/value-unreadable");
+  EXPECT_CLEAN(r2);
+}
+
 TEST(Qdq, IntegerType) {
   auto p = QParams::U8();
   p.elem_type_override = TP::FLOAT8E4M3FN;
