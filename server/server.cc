@@ -1,5 +1,9 @@
 #include "server.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -202,7 +206,46 @@ Server::~Server() {
   engine_.reset();
   io_.reset();
   store_.reset();
+  StopExposer();
+}
+
+void Server::StopExposer() {
+  if (exposer_ == nullptr) return;
+  // civetweb's listener thread notices the stop flag only when its poll() returns, which takes up
+  // to two seconds on an idle port. Connecting to the port while the exposer is being destroyed
+  // wakes it, so shutdown takes milliseconds.
+  std::atomic<bool> stopped{false};
+  std::thread waker([&] {
+    std::string host = "127.0.0.1";
+    const auto colon = config_.metrics_listen.rfind(':');
+    if (colon != std::string::npos && colon > 0) {
+      std::string h = config_.metrics_listen.substr(0, colon);
+      if (h.size() >= 2 && h.front() == '[') h = h.substr(1, h.size() - 2);
+      if (h == "::") {
+        host = "::1";
+      } else if (h != "0.0.0.0" && !h.empty()) {
+        host = h;
+      }
+    }
+    const std::string port = std::to_string(metrics_port_);
+    while (!stopped.load()) {
+      addrinfo hints{};
+      hints.ai_socktype = SOCK_STREAM;
+      addrinfo* res = nullptr;
+      if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &res) == 0 && res != nullptr) {
+        const int fd = ::socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
+        if (fd >= 0) {
+          (void)::connect(fd, res->ai_addr, res->ai_addrlen);
+          ::close(fd);
+        }
+        ::freeaddrinfo(res);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
   exposer_.reset();
+  stopped.store(true);
+  waker.join();
 }
 
 }  // namespace axqc::server

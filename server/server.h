@@ -59,6 +59,7 @@ class Server {
 
  private:
   Server() = default;
+  void StopExposer();
 
   ServerConfig config_;
   std::shared_ptr<Logger> logger_;

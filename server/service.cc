@@ -304,8 +304,11 @@ class CheckerService::CallBase : public std::enable_shared_from_this<CallBase> {
     }
     if (id != 0) deps.engine->Cancel(key, id);
     if (Claim()) {
+      // The client's own deadline fires first (the server's copy starts when the call arrives)
+      // and arrives as a cancellation shortly before the server's deadline: within a second of
+      // the deadline, count it as DEADLINE_EXCEEDED.
       const bool expired = deadline != std::chrono::system_clock::time_point::max() &&
-                           std::chrono::system_clock::now() >= deadline;
+                           std::chrono::system_clock::now() + std::chrono::seconds(1) >= deadline;
       Complete(expired ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded")
                        : grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client"));
     }
@@ -701,15 +704,18 @@ grpc::ServerUnaryReactor* CheckerService::Check(grpc::CallbackServerContext* ctx
 
 class CheckerService::UploadReactor final : public grpc::ServerReadReactor<v1::UploadRequest> {
  public:
-  UploadReactor(CheckerService* service, std::shared_ptr<CheckCall> call)
-      : service_(service), call_(std::move(call)), reservation_(service->d_.budget) {}
+  UploadReactor(CheckerService* service, grpc::CallbackServerContext* ctx,
+                std::shared_ptr<CheckCall> call)
+      : service_(service), ctx_(ctx), call_(std::move(call)), reservation_(service->d_.budget) {}
 
   void Begin() { StartRead(&msg_); }
 
   void OnReadDone(bool ok) override {
     if (call_->finished() || call_->cancelled.load()) return;  // stop reading
     if (!ok) {
-      EndOfStream();
+      // A failed read is either the client's half-close or a cancellation (then OnCancel
+      // finishes the call).
+      if (!ctx_->IsCancelled()) EndOfStream();
       return;
     }
     const auto& d = service_->d_;
@@ -815,6 +821,7 @@ class CheckerService::UploadReactor final : public grpc::ServerReadReactor<v1::U
   }
 
   CheckerService* service_;
+  grpc::CallbackServerContext* ctx_;
   std::shared_ptr<CheckCall> call_;
   v1::UploadRequest msg_;
   bool have_metadata_ = false;
@@ -828,7 +835,7 @@ class CheckerService::UploadReactor final : public grpc::ServerReadReactor<v1::U
 grpc::ServerReadReactor<v1::UploadRequest>* CheckerService::Upload(
     grpc::CallbackServerContext* ctx, v1::CheckResponse* resp) {
   auto call = std::make_shared<CheckCall>(d_, "Upload", ctx);
-  auto* reactor = new UploadReactor(this, call);
+  auto* reactor = new UploadReactor(this, ctx, call);
   auto* raw = call.get();
   call->finisher = [reactor, resp, raw](const grpc::Status& s) {
     if (s.ok()) *resp = std::move(raw->response);
@@ -937,7 +944,8 @@ grpc::ServerUnaryReactor* CheckerService::GetStats(grpc::CallbackServerContext* 
     call->Finish(Invalid("window must be a non-negative duration"));
     return reactor;
   }
-  q.until_ms = req->has_until() ? TimeUtil::TimestampToMilliseconds(req->until()) : NowMs();
+  // Unset `until` means "up to and including now".
+  q.until_ms = req->has_until() ? TimeUtil::TimestampToMilliseconds(req->until()) : NowMs() + 1;
   if (req->has_since()) {
     q.since_ms = TimeUtil::TimestampToMilliseconds(req->since());
   } else if (req->has_window()) {

@@ -1,0 +1,153 @@
+// Runs the real axqc-server binary: configuration from flags, environment and a config file, a
+// check over gRPC, /metrics over HTTP, JSON-lines logs on stderr, SIGTERM -> graceful exit 0.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include "server_test_util.h"
+#include "sha256.h"
+
+extern char** environ;
+
+namespace axqc::test {
+namespace {
+
+using HealthResp = grpc::health::v1::HealthCheckResponse;
+
+class ServerProcess {
+ public:
+  ServerProcess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
+                const fs::path& stderr_path) {
+    std::vector<std::string> argv_s = {AXQC_SERVER_BIN};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_s;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::string(*e).rfind("AXQC_", 0) != 0) env_s.emplace_back(*e);
+    }
+    env_s.insert(env_s.end(), extra_env.begin(), extra_env.end());
+    std::vector<char*> envp;
+    for (auto& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int rc = posix_spawn(&pid_, AXQC_SERVER_BIN, &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) throw std::runtime_error("posix_spawn failed");
+  }
+  ~ServerProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  // Sends `sig` and waits up to `timeout` for the exit; returns the exit status or -1.
+  int Stop(int sig, std::chrono::seconds timeout) {
+    ::kill(pid_, sig);
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+  // Waits for the process to exit by itself.
+  int Wait() {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+TEST(ServerBinary, ServesChecksMetricsAndStopsGracefullyOnSigterm) {
+  TempDir dir;
+  const std::string model = NonConformantModel("bin");
+  WriteFile(dir / "models/m.onnx", model);
+  WriteFile(dir / "axqc.json", R"({"queue-capacity": 17, "workers": 1, "log-level": "info"})");
+  const fs::path ready = dir / "ready.json";
+  const fs::path err = dir / "stderr.log";
+  ServerProcess proc({"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+                      "--ready-file", ready.string(), "--allowed-root", (dir / "models").string(),
+                      "--config", (dir / "axqc.json").string()},
+                     {"AXQC_WORKERS=3", "AXQC_STORE_PATH=" + (dir / "store.sqlite3").string()},
+                     err);
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready); }, std::chrono::seconds(20)))
+      << ReadFile(err);
+  const auto ports = nlohmann::json::parse(ReadFile(ready));
+  const int grpc_port = ports.at("grpc_port");
+  const int metrics_port = ports.at("metrics_port");
+  ASSERT_GT(grpc_port, 0);
+  ASSERT_GT(metrics_port, 0);
+
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1::Checker::NewStub(channel);
+  auto health = grpc::health::v1::Health::NewStub(channel);
+  EXPECT_EQ(HealthStatus(*health), HealthResp::SERVING);
+  v1::CheckResponse resp;
+  grpc::Status s = CheckPath(*stub, "m.onnx", &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_NON_CONFORMANT);
+  EXPECT_EQ(resp.sha256(), service::Sha256Hex(model));
+  s = CheckPath(*stub, "../axqc.json", &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+
+  const Scrape m = ScrapeMetrics(metrics_port);
+  EXPECT_EQ(m.http_status, 200);
+  EXPECT_EQ(m.Value("axqc_workers"), 3);          // environment beats the config file
+  EXPECT_EQ(m.Value("axqc_queue_capacity"), 17);  // config file
+  EXPECT_EQ(m.Value("axqc_checks_total", {{"verdict", "non_conformant"}, {"source", "path"}}), 1);
+  EXPECT_EQ(m.Value("axqc_requests_total", {{"method", "Check"}, {"code", "PERMISSION_DENIED"}}),
+            1);
+
+  EXPECT_EQ(proc.Stop(SIGTERM, std::chrono::seconds(20)), 0);
+  // JSON lines on stderr.
+  std::istringstream lines(ReadFile(err));
+  std::string line;
+  std::vector<std::string> msgs;
+  while (std::getline(lines, line)) {
+    const auto j = nlohmann::json::parse(line);
+    msgs.push_back(j.at("msg"));
+    if (j.at("msg") == "request" && j.at("code") == "OK") {
+      EXPECT_EQ(j.at("model_sha256"), service::Sha256Hex(model));
+      EXPECT_EQ(j.at("verdict"), "non_conformant");
+    }
+  }
+  const std::vector<std::string> want = {"serving", "request", "request", "signal received",
+                                         "shutdown started", "shutdown complete"};
+  EXPECT_EQ(msgs, want);
+  EXPECT_TRUE(fs::exists(dir / "store.sqlite3"));
+}
+
+TEST(ServerBinary, BadConfigurationExitsWithAMessage) {
+  TempDir dir;
+  const fs::path err = dir / "stderr.log";
+  ServerProcess bad_flag({"--workers", "lots"}, {}, err);
+  EXPECT_EQ(bad_flag.Wait(), 2);
+  EXPECT_NE(ReadFile(err).find("workers (flag --workers)"), std::string::npos) << ReadFile(err);
+
+  ServerProcess missing_root({"--listen", "127.0.0.1:0", "--metrics-listen", "",
+                              "--store-path", ":memory:", "--allowed-root", "/nonexistent-axqc"},
+                             {}, err);
+  EXPECT_EQ(missing_root.Wait(), 1);
+  const auto j = nlohmann::json::parse(ReadFile(err));
+  EXPECT_EQ(j.at("msg"), "startup failed");
+  EXPECT_NE(j.at("error").get<std::string>().find("/nonexistent-axqc"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace axqc::test

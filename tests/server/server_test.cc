@@ -1,0 +1,1021 @@
+// axqc-server end to end: a real server on a loopback port, a real client channel through the
+// generated stub, the real checker (axqc_core) unless a test gates it.
+#include <google/protobuf/util/message_differencer.h>
+#include <nlohmann/json.hpp>
+
+// GCC's -Wnull-dereference misfires inside Asio's scheduler (third-party code).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+#pragma GCC diagnostic pop
+
+#include "axqc/catalog.h"
+#include "axqc/render.h"
+#include "report_proto.h"
+#include "server_test_util.h"
+#include "sha256.h"
+
+namespace axqc::test {
+namespace {
+
+using google::protobuf::util::MessageDifferencer;
+using grpc::StatusCode;
+using HealthResp = grpc::health::v1::HealthCheckResponse;
+
+// The report the server must return for `bytes` under display name `name`.
+v1::Report Expected(const std::string& bytes, const std::string& name, bool check_value = false) {
+  Report r = DirectReport(bytes, name, check_value);
+  if (r.model.sha256.empty()) r.model.sha256 = service::Sha256Hex(bytes);
+  return service::ToProto(r);
+}
+
+std::size_t ErrorFindings(const Report& r, const std::string& rule) {
+  std::size_t n = 0;
+  for (const auto& f : r.findings) {
+    if (f.rule == rule && f.severity == Severity::kError) ++n;
+  }
+  return n;
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  TempDir dir_;
+};
+
+// ------------------------------------------------------------------------------------------------
+// The test models are what the tests assume they are.
+
+TEST_F(ServerTest, TestModelsHaveTheExpectedVerdicts) {
+  const Report ok = DirectReport(ConformantModel(), "ok.onnx");
+  EXPECT_EQ(ok.verdict, Verdict::kConformant);
+  EXPECT_EQ(ok.summary.errors, 0u);
+  const Report bad = DirectReport(NonConformantModel(), "bad.onnx");
+  EXPECT_EQ(bad.verdict, Verdict::kNonConformant);
+  EXPECT_GE(ErrorFindings(bad, "role/weight-type"), 1u);
+  EXPECT_NE(service::Sha256Hex(ConformantModel("a")), service::Sha256Hex(ConformantModel("b")));
+  EXPECT_THROW(DirectReport(NotOnnxBytes(), "x.onnx"), InputError);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Upload
+
+TEST_F(ServerTest, UploadConformantModel) {
+  TestServer ts(dir_);
+  const std::string model = ConformantModel();
+  v1::CheckResponse resp;
+  UploadArgs a;
+  a.file_name = "detector-int8.onnx";
+  a.declared_size = model.size();
+  a.declared_sha256 = service::Sha256Hex(model);
+  a.chunk = 700;  // several chunks
+  const grpc::Status s = Upload(ts.stub(), model, &resp, a);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
+  EXPECT_EQ(resp.cache(), v1::CACHE_RESULT_MISS);
+  EXPECT_EQ(resp.sha256(), service::Sha256Hex(model));
+  EXPECT_EQ(resp.rule_set_version(), std::string(kRuleSetVersion));
+  EXPECT_EQ(resp.request_id().size(), 16u);
+  ASSERT_TRUE(resp.has_report());
+  EXPECT_EQ(resp.report().model().file(), "detector-int8.onnx");
+  EXPECT_EQ(resp.report().model().size_bytes(), model.size());
+  EXPECT_EQ(resp.report().summary().errors(), 0u);
+  EXPECT_TRUE(MessageDifferencer::Equals(resp.report(), Expected(model, "detector-int8.onnx")))
+      << resp.report().DebugString();
+  EXPECT_EQ(ts.Metrics().Value("axqc_upload_bytes_total"), static_cast<double>(model.size()));
+}
+
+TEST_F(ServerTest, UploadNonConformantModelIsAnOkRpcWithFindings) {
+  TestServer ts(dir_);
+  const std::string model = NonConformantModel();
+  v1::CheckResponse resp;
+  UploadArgs a;
+  a.file_name = "broken.onnx";
+  const grpc::Status s = Upload(ts.stub(), model, &resp, a);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_NON_CONFORMANT);
+  const v1::Report expected = Expected(model, "broken.onnx");
+  EXPECT_TRUE(MessageDifferencer::Equals(resp.report(), expected));
+  const Report direct = DirectReport(model, "broken.onnx");
+  std::size_t weight_type = 0;
+  for (const auto& f : resp.report().findings()) {
+    if (f.rule() == "role/weight-type") {
+      ++weight_type;
+      EXPECT_EQ(f.severity(), v1::SEVERITY_ERROR);
+      EXPECT_EQ(f.section(), FindRule("role/weight-type")->section);
+    }
+  }
+  EXPECT_EQ(weight_type, ErrorFindings(direct, "role/weight-type"));
+  EXPECT_EQ(resp.report().summary().errors(), direct.summary.errors);
+}
+
+TEST_F(ServerTest, UploadJsonFormatIsTheCliJson) {
+  TestServer ts(dir_);
+  const std::string model = NonConformantModel();
+  v1::CheckResponse resp;
+  UploadArgs a;
+  a.file_name = "broken.onnx";
+  a.format = v1::REPORT_FORMAT_JSON;
+  ASSERT_TRUE(Upload(ts.stub(), model, &resp, a).ok());
+  EXPECT_FALSE(resp.has_report());
+  Report direct = DirectReport(model, "broken.onnx");
+  if (direct.model.sha256.empty()) direct.model.sha256 = service::Sha256Hex(model);
+  EXPECT_EQ(resp.report_json(), RenderJson(direct));
+  const auto j = nlohmann::json::parse(resp.report_json());
+  EXPECT_EQ(j.at("verdict"), "non_conformant");
+}
+
+TEST_F(ServerTest, OversizedModelsAreRefused) {
+  TestServer ts(dir_, {[](server::ServerConfig& c) {
+                         c.max_model_bytes = 4096;
+                         c.max_inline_bytes = 2048;
+                       },
+                       {}});
+  const std::string big(10000, 'x');
+  v1::CheckResponse resp;
+  // Streamed past the cap.
+  grpc::Status s = Upload(ts.stub(), big, &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_NE(s.error_message().find("over the limit of 4096"), std::string::npos);
+  // Declared size over the cap: refused before any byte.
+  UploadArgs a;
+  a.declared_size = 5000;
+  s = Upload(ts.stub(), "", &resp, a);
+  EXPECT_EQ(s.error_code(), StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(s.error_message().find("5000"), std::string::npos);
+  // Inline content over the inline cap.
+  s = CheckInline(ts.stub(), std::string(3000, 'x'), &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(s.error_message().find("use Upload"), std::string::npos);
+  // A file over the cap.
+  WriteFile(dir_ / "root/big.onnx", big);
+  s = CheckPath(ts.stub(), "big.onnx", &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::RESOURCE_EXHAUSTED);
+  const Scrape m = ts.Metrics();
+  EXPECT_EQ(m.Value("axqc_requests_total", {{"method", "Upload"}, {"code", "RESOURCE_EXHAUSTED"}}),
+            2);
+  EXPECT_EQ(m.Value("axqc_requests_total", {{"method", "Check"}, {"code", "RESOURCE_EXHAUSTED"}}),
+            2);
+  EXPECT_EQ(m.Value("axqc_inflight_model_bytes"), 0);
+}
+
+TEST_F(ServerTest, WrongDeclaredSha256OrSizeIsInvalidArgument) {
+  TestServer ts(dir_);
+  const std::string model = ConformantModel();
+  v1::CheckResponse resp;
+  UploadArgs a;
+  a.declared_sha256 = service::Sha256Hex("other bytes");
+  grpc::Status s = Upload(ts.stub(), model, &resp, a);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("sha256 mismatch: declared " + a.declared_sha256 +
+                                   ", received bytes hash to " + service::Sha256Hex(model)),
+            std::string::npos)
+      << s.error_message();
+
+  UploadArgs sized;
+  sized.declared_size = model.size() + 1;
+  s = Upload(ts.stub(), model, &resp, sized);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("declared size_bytes"), std::string::npos);
+
+  UploadArgs malformed;
+  malformed.declared_sha256 = "ABC";
+  s = Upload(ts.stub(), model, &resp, malformed);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+
+  // Path reference pinned to the wrong hash.
+  WriteFile(dir_ / "root/m.onnx", model);
+  grpc::ClientContext ctx;
+  v1::CheckRequest req;
+  req.set_path("m.onnx");
+  req.set_expected_sha256(service::Sha256Hex("x"));
+  s = ts.stub().Check(&ctx, req, &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("sha256 mismatch"), std::string::npos);
+  // Nothing was checked.
+  EXPECT_EQ(ts.Metrics().Value("axqc_check_duration_seconds_count", {{"stage", "check"}}), 0);
+}
+
+TEST_F(ServerTest, NonOnnxBytesAreInvalidArgument) {
+  TestServer ts(dir_);
+  v1::CheckResponse resp;
+  grpc::Status s = CheckInline(ts.stub(), NotOnnxBytes(), &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("not a readable ONNX model"), std::string::npos);
+  s = Upload(ts.stub(), NotOnnxBytes(), &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  const Scrape m = ts.Metrics();
+  EXPECT_EQ(m.Value("axqc_checks_total", {{"verdict", "invalid_input"}, {"source", "inline"}}), 1);
+  EXPECT_EQ(m.Value("axqc_checks_total", {{"verdict", "invalid_input"}, {"source", "upload"}}), 1);
+}
+
+TEST_F(ServerTest, ClientCancellingMidUploadLeavesServerHealthy) {
+  TestServer ts(dir_);
+  const std::string model = ConformantModel();
+  {
+    grpc::ClientContext ctx;
+    v1::CheckResponse resp;
+    auto writer = ts.stub().Upload(&ctx, &resp);
+    v1::UploadRequest first;
+    first.mutable_metadata()->set_file_name("m.onnx");
+    first.mutable_metadata()->set_size_bytes(model.size());
+    ASSERT_TRUE(writer->Write(first));
+    v1::UploadRequest chunk;
+    chunk.set_chunk(model.substr(0, 1000));
+    ASSERT_TRUE(writer->Write(chunk));
+    ASSERT_TRUE(WaitFor([&] { return ts.Metrics().Value("axqc_upload_bytes_total") == 1000; }));
+    ctx.TryCancel();
+    const grpc::Status s = writer->Finish();
+    EXPECT_EQ(s.error_code(), StatusCode::CANCELLED);
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    return ts.Metrics().Value("axqc_requests_total",
+                              {{"method", "Upload"}, {"code", "CANCELLED"}}) == 1;
+  }));
+  EXPECT_TRUE(WaitFor([&] { return ts.Metrics().Value("axqc_inflight_model_bytes") == 0; }));
+  EXPECT_EQ(HealthStatus(ts.health()), HealthResp::SERVING);
+  v1::CheckResponse resp;
+  ASSERT_TRUE(Upload(ts.stub(), model, &resp).ok());
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
+  EXPECT_EQ(resp.cache(), v1::CACHE_RESULT_MISS);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Path references
+
+TEST_F(ServerTest, CheckByPathRelativeAndAbsolute) {
+  TestServer ts(dir_);
+  const std::string model = NonConformantModel();
+  WriteFile(dir_ / "root/models/m.onnx", model);
+  v1::CheckResponse resp;
+  grpc::Status s = CheckPath(ts.stub(), "models/m.onnx", &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_NON_CONFORMANT);
+  EXPECT_EQ(resp.report().model().file(), "models/m.onnx");
+  EXPECT_TRUE(MessageDifferencer::Equals(resp.report(), Expected(model, "models/m.onnx")));
+
+  const std::string abs = (dir_ / "root/models/m.onnx").string();
+  s = CheckPath(ts.stub(), abs, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.report().model().file(), abs);
+  EXPECT_EQ(resp.cache(), v1::CACHE_RESULT_MEMORY_HIT);
+  EXPECT_EQ(ts.Metrics().Value("axqc_checks_total",
+                               {{"verdict", "non_conformant"}, {"source", "path"}}),
+            2);
+
+  s = CheckPath(ts.stub(), "models/missing.onnx", &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::NOT_FOUND);
+  s = CheckPath(ts.stub(), "models", &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(ServerTest, PathTraversalIsRefused) {
+  TestServer ts(dir_);
+  WriteFile(dir_ / "outside.onnx", ConformantModel());
+  WriteFile(dir_ / "root/sub/in.onnx", ConformantModel());
+  v1::CheckResponse resp;
+  for (const std::string& p : std::vector<std::string>{"../outside.onnx", "sub/../../outside.onnx",
+                                                       "sub/../in.onnx",
+                                                       (dir_ / "root/../outside.onnx").string()}) {
+    const grpc::Status s = CheckPath(ts.stub(), p, &resp);
+    EXPECT_EQ(s.error_code(), StatusCode::PERMISSION_DENIED) << p;
+    EXPECT_NE(s.error_message().find("'..'"), std::string::npos) << s.error_message();
+  }
+  // Absolute paths outside the root, existing or not: refused without revealing existence.
+  for (const std::string& p : std::vector<std::string>{(dir_ / "outside.onnx").string(),
+                                                       "/etc/passwd", "/nonexistent/x.onnx"}) {
+    const grpc::Status s = CheckPath(ts.stub(), p, &resp);
+    EXPECT_EQ(s.error_code(), StatusCode::PERMISSION_DENIED) << p;
+    EXPECT_NE(s.error_message().find("outside the server's allowed roots"), std::string::npos);
+  }
+  EXPECT_EQ(ts.Metrics().Value("axqc_requests_total",
+                               {{"method", "Check"}, {"code", "PERMISSION_DENIED"}}),
+            7);
+}
+
+TEST_F(ServerTest, SymlinkEscapeIsRefused) {
+  TestServer ts(dir_);
+  const std::string model = ConformantModel();
+  WriteFile(dir_ / "outside/secret.onnx", model);
+  WriteFile(dir_ / "root/real.onnx", model);
+  fs::create_symlink(dir_ / "outside/secret.onnx", dir_ / "root/link.onnx");
+  fs::create_directory_symlink(dir_ / "outside", dir_ / "root/linkdir");
+  fs::create_symlink("real.onnx", dir_ / "root/inside-link.onnx");
+  v1::CheckResponse resp;
+  for (const std::string& p : std::vector<std::string>{"link.onnx", "linkdir/secret.onnx"}) {
+    const grpc::Status s = CheckPath(ts.stub(), p, &resp);
+    EXPECT_EQ(s.error_code(), StatusCode::PERMISSION_DENIED) << p;
+    EXPECT_NE(s.error_message().find("symbolic link"), std::string::npos) << s.error_message();
+  }
+  // A symlink that stays inside the root is fine.
+  const grpc::Status s = CheckPath(ts.stub(), "inside-link.onnx", &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
+}
+
+TEST_F(ServerTest, PathReferencesDisabledWithoutRoots) {
+  TestServer ts(dir_, {[](server::ServerConfig& c) { c.allowed_roots.clear(); }, {}});
+  v1::CheckResponse resp;
+  const grpc::Status s = CheckPath(ts.stub(), "/tmp/x.onnx", &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(s.error_message().find("disabled"), std::string::npos);
+}
+
+// ------------------------------------------------------------------------------------------------
+// URL references against a loopback HTTP server.
+
+class HttpModelServer {
+ public:
+  explicit HttpModelServer(std::string model)
+      : model_(std::move(model)), acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+    port_ = acceptor_.local_endpoint().port();
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~HttpModelServer() {
+    stop_ = true;
+    boost::system::error_code ec;
+    // Wake the blocking accept.
+    boost::asio::ip::tcp::socket s(io_);
+    s.connect({boost::asio::ip::make_address("127.0.0.1"), port_}, ec);
+    thread_.join();
+  }
+  int port() const { return port_; }
+  std::string Url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + path;
+  }
+  std::atomic<int> requests{0};
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      boost::asio::ip::tcp::socket sock(io_);
+      boost::system::error_code ec;
+      acceptor_.accept(sock, ec);
+      if (ec || stop_) continue;
+      boost::asio::streambuf buf;
+      boost::asio::read_until(sock, buf, "\r\n\r\n", ec);
+      if (ec) continue;
+      std::istream in(&buf);
+      std::string method, target;
+      in >> method >> target;
+      ++requests;
+      std::string resp;
+      if (target == "/m.onnx" || target == "/m.onnx?token=SECRET") {
+        resp = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(model_.size()) +
+               "\r\nConnection: close\r\n\r\n" + model_;
+      } else if (target == "/redirect") {
+        resp = "HTTP/1.1 302 Found\r\nLocation: /m.onnx\r\nContent-Length: 0\r\n\r\n";
+      } else if (target == "/redirect-away") {
+        resp = "HTTP/1.1 302 Found\r\nLocation: http://localhost:" + std::to_string(port_) +
+               "/m.onnx\r\nContent-Length: 0\r\n\r\n";
+      } else if (target == "/big") {
+        resp = "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + std::string(100000, 'x');
+      } else {
+        resp = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+      }
+      boost::asio::write(sock, boost::asio::buffer(resp), ec);
+      sock.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
+    }
+  }
+  std::string model_;
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  unsigned short port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+grpc::Status CheckUrl(v1::Checker::Stub& stub, const std::string& url, v1::CheckResponse* resp) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::CheckRequest req;
+  req.set_url(url);
+  return stub.Check(&ctx, req, resp);
+}
+
+TEST_F(ServerTest, UrlReferenceOnlyToAllowlistedHosts) {
+  const std::string model = ConformantModel("url");
+  HttpModelServer http(model);
+  TestServer ts(dir_, {[](server::ServerConfig& c) {
+                         c.url_allow_hosts = {"127.0.0.1"};
+                         c.max_model_bytes = 50000;
+                         c.max_inline_bytes = 50000;
+                       },
+                       {}});
+  v1::CheckResponse resp;
+  grpc::Status s = CheckUrl(ts.stub(), http.Url("/m.onnx?token=SECRET"), &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
+  EXPECT_EQ(resp.report().model().file(), "m.onnx");
+  EXPECT_EQ(resp.sha256(), service::Sha256Hex(model));
+
+  s = CheckUrl(ts.stub(), http.Url("/redirect"), &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.cache(), v1::CACHE_RESULT_MEMORY_HIT);
+
+  s = CheckUrl(ts.stub(), http.Url("/missing.onnx"), &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::NOT_FOUND) << s.error_message();
+  s = CheckUrl(ts.stub(), http.Url("/big"), &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+
+  const int before = http.requests.load();
+  // Not in the allowlist: refused before any connection.
+  s = CheckUrl(ts.stub(), "http://localhost:" + std::to_string(http.port()) + "/m.onnx", &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::PERMISSION_DENIED);
+  s = CheckUrl(ts.stub(), "http://example.invalid/m.onnx", &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(http.requests.load(), before);
+  // A redirect to a host outside the allowlist is refused too.
+  s = CheckUrl(ts.stub(), http.Url("/redirect-away"), &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(http.requests.load(), before + 1);
+  // Malformed.
+  s = CheckUrl(ts.stub(), "ftp://127.0.0.1/m.onnx", &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  s = CheckUrl(ts.stub(), "http://user:pw@127.0.0.1/m.onnx", &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  // The query string (a token) never reaches the log.
+  const std::string log = ts.Log();
+  EXPECT_EQ(log.find("SECRET"), std::string::npos);
+  EXPECT_NE(log.find("\"url\":\"http://127.0.0.1:" + std::to_string(http.port()) + "/m.onnx\""),
+            std::string::npos);
+}
+
+TEST_F(ServerTest, UrlReferencesDisabledWithoutAllowlist) {
+  TestServer ts(dir_);
+  v1::CheckResponse resp;
+  const grpc::Status s = CheckUrl(ts.stub(), "http://127.0.0.1:1/m.onnx", &resp);
+  EXPECT_EQ(s.error_code(), StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(s.error_message().find("disabled"), std::string::npos);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Cache and store
+
+TEST_F(ServerTest, SecondIdenticalRequestIsACacheHit) {
+  TestServer ts(dir_);
+  const std::string model = ConformantModel();
+  v1::CheckResponse first;
+  v1::CheckResponse second;
+  ASSERT_TRUE(CheckInline(ts.stub(), model, &first).ok());
+  ASSERT_TRUE(CheckInline(ts.stub(), model, &second).ok());
+  EXPECT_EQ(first.cache(), v1::CACHE_RESULT_MISS);
+  EXPECT_EQ(second.cache(), v1::CACHE_RESULT_MEMORY_HIT);
+  EXPECT_TRUE(MessageDifferencer::Equals(first.report(), second.report()));
+  // check_value is part of the cache key.
+  v1::CheckResponse cv;
+  ASSERT_TRUE(CheckInline(ts.stub(), model, &cv, {}, /*check_value=*/true).ok());
+  EXPECT_EQ(cv.cache(), v1::CACHE_RESULT_MISS);
+  EXPECT_TRUE(cv.report().check_value());
+
+  const Scrape m = ts.Metrics();
+  EXPECT_EQ(m.Value("axqc_cache_lookups_total", {{"result", "miss"}}), 2);
+  EXPECT_EQ(m.Value("axqc_cache_lookups_total", {{"result", "memory_hit"}}), 1);
+  EXPECT_EQ(m.Value("axqc_cache_lookups_total", {{"result", "store_hit"}}), 0);
+  EXPECT_EQ(m.Value("axqc_check_duration_seconds_count", {{"stage", "check"}}), 2);
+  EXPECT_EQ(m.Value("axqc_checks_total", {{"verdict", "conformant"}, {"source", "inline"}}), 3);
+  EXPECT_EQ(m.Value("axqc_cache_entries"), 2);
+  EXPECT_GT(m.Value("axqc_cache_memory_bytes"), 0);
+}
+
+TEST_F(ServerTest, RestartOnTheSameStoreIsStillAHit) {
+  const std::string model = NonConformantModel();
+  v1::CheckResponse before;
+  {
+    TestServer ts(dir_);
+    ASSERT_TRUE(CheckInline(ts.stub(), model, &before, {{"project", "p"}}).ok());
+    EXPECT_EQ(before.cache(), v1::CACHE_RESULT_MISS);
+  }
+  TestServer ts(dir_);
+  v1::CheckResponse after;
+  ASSERT_TRUE(CheckInline(ts.stub(), model, &after, {{"project", "p"}}).ok());
+  EXPECT_EQ(after.cache(), v1::CACHE_RESULT_STORE_HIT);
+  EXPECT_TRUE(MessageDifferencer::Equals(before.report(), after.report()));
+  // Now in memory.
+  ASSERT_TRUE(CheckInline(ts.stub(), model, &after).ok());
+  EXPECT_EQ(after.cache(), v1::CACHE_RESULT_MEMORY_HIT);
+  const Scrape m = ts.Metrics();
+  EXPECT_EQ(m.Value("axqc_cache_lookups_total", {{"result", "store_hit"}}), 1);
+  EXPECT_EQ(m.Value("axqc_cache_lookups_total", {{"result", "memory_hit"}}), 1);
+  EXPECT_EQ(m.Value("axqc_check_duration_seconds_count", {{"stage", "check"}}), 0);
+  // The history survived the restart too.
+  grpc::ClientContext ctx;
+  v1::GetStatsRequest req;
+  v1::GetStatsResponse stats;
+  ASSERT_TRUE(ts.stub().GetStats(&ctx, req, &stats).ok());
+  EXPECT_EQ(stats.total().requests(), 3u);
+  EXPECT_EQ(stats.total().non_conformant(), 3u);
+}
+
+TEST_F(ServerTest, GetReportByHash) {
+  TestServer ts(dir_);
+  const std::string model = ConformantModel();
+  const std::string sha = service::Sha256Hex(model);
+  {
+    grpc::ClientContext ctx;
+    v1::GetReportRequest req;
+    req.set_sha256(sha);
+    v1::CheckResponse resp;
+    const grpc::Status s = ts.stub().GetReport(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), StatusCode::NOT_FOUND);
+  }
+  v1::CheckResponse checked;
+  ASSERT_TRUE(CheckInline(ts.stub(), model, &checked).ok());
+  {
+    grpc::ClientContext ctx;
+    v1::GetReportRequest req;
+    req.set_sha256(sha);
+    req.set_name("renamed.onnx");
+    req.mutable_options()->set_format(v1::REPORT_FORMAT_JSON);
+    v1::CheckResponse resp;
+    ASSERT_TRUE(ts.stub().GetReport(&ctx, req, &resp).ok());
+    EXPECT_EQ(resp.cache(), v1::CACHE_RESULT_MEMORY_HIT);
+    EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
+    Report direct = DirectReport(model, "renamed.onnx");
+    if (direct.model.sha256.empty()) direct.model.sha256 = sha;
+    EXPECT_EQ(resp.report_json(), RenderJson(direct));
+  }
+  {
+    // Other options: not found.
+    grpc::ClientContext ctx;
+    v1::GetReportRequest req;
+    req.set_sha256(sha);
+    req.mutable_options()->set_check_value(true);
+    v1::CheckResponse resp;
+    EXPECT_EQ(ts.stub().GetReport(&ctx, req, &resp).error_code(), StatusCode::NOT_FOUND);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::GetReportRequest req;
+    req.set_sha256("not-a-hash");
+    v1::CheckResponse resp;
+    EXPECT_EQ(ts.stub().GetReport(&ctx, req, &resp).error_code(), StatusCode::INVALID_ARGUMENT);
+  }
+  // Lookups leave no history row.
+  grpc::ClientContext ctx;
+  v1::GetStatsResponse stats;
+  ASSERT_TRUE(ts.stub().GetStats(&ctx, v1::GetStatsRequest(), &stats).ok());
+  EXPECT_EQ(stats.total().requests(), 1u);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Worker pool: queue bound, single flight, cancellation
+
+TEST_F(ServerTest, QueueFullIsResourceExhaustedAndIdenticalRequestsShareOneCheck) {
+  auto gate = std::make_shared<Gate>();
+  TestServer ts(dir_, {[](server::ServerConfig& c) {
+                         c.workers = 1;
+                         c.queue_capacity = 1;
+                       },
+                       {GatedCheck(gate)}});
+  const std::string a = ConformantModel("a");
+  const std::string b = ConformantModel("b");
+  const std::string c = ConformantModel("c");
+  v1::CheckResponse ra, rb, ra2;
+  grpc::Status sa, sb, sa2;
+  std::thread ta([&] { sa = CheckInline(ts.stub(), a, &ra); });
+  ASSERT_TRUE(WaitFor([&] { return gate->calls.load() == 1; }));  // a runs (blocked)
+  std::thread tb([&] { sb = CheckInline(ts.stub(), b, &rb); });
+  ASSERT_TRUE(WaitFor([&] { return ts.server().metrics().queue_depth().Value() == 1; }));
+  // The queue is full: a third model is refused at once.
+  v1::CheckResponse rc;
+  const grpc::Status sc = CheckInline(ts.stub(), c, &rc);
+  EXPECT_EQ(sc.error_code(), StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(sc.error_message().find("queue is full"), std::string::npos);
+  // The same model as the running check joins it (single flight), queue full or not.
+  std::thread ta2([&] { sa2 = CheckInline(ts.stub(), a, &ra2); });
+  ASSERT_TRUE(WaitFor([&] {
+    return ts.Metrics().Value("axqc_cache_lookups_total", {{"result", "shared"}}) == 1;
+  }));
+  const Scrape during = ts.Metrics();
+  EXPECT_EQ(during.Value("axqc_queue_depth"), 1);
+  EXPECT_EQ(during.Value("axqc_busy_workers"), 1);
+  gate->Open();
+  ta.join();
+  tb.join();
+  ta2.join();
+  ASSERT_TRUE(sa.ok()) << sa.error_message();
+  ASSERT_TRUE(sb.ok()) << sb.error_message();
+  ASSERT_TRUE(sa2.ok()) << sa2.error_message();
+  EXPECT_EQ(gate->calls.load(), 2);  // a and b; the second a shared the first
+  EXPECT_EQ(ra.cache(), v1::CACHE_RESULT_MISS);
+  EXPECT_EQ(ra2.cache(), v1::CACHE_RESULT_SHARED);
+  EXPECT_EQ(rb.cache(), v1::CACHE_RESULT_MISS);
+  EXPECT_TRUE(MessageDifferencer::Equals(ra.report(), ra2.report()));
+  const Scrape after = ts.Metrics();
+  EXPECT_EQ(after.Value("axqc_queue_depth"), 0);
+  EXPECT_EQ(after.Value("axqc_busy_workers"), 0);
+  EXPECT_EQ(after.Value("axqc_requests_total", {{"method", "Check"}, {"code", "OK"}}), 3);
+  EXPECT_EQ(after.Value("axqc_requests_total",
+                        {{"method", "Check"}, {"code", "RESOURCE_EXHAUSTED"}}),
+            1);
+  EXPECT_EQ(after.Value("axqc_queue_wait_seconds_count"), 2);
+}
+
+TEST_F(ServerTest, ExpiredRequestStopsWaitingAndFreesItsQueueSlot) {
+  auto gate = std::make_shared<Gate>();
+  TestServer ts(dir_, {[](server::ServerConfig& c) {
+                         c.workers = 1;
+                         c.queue_capacity = 1;
+                       },
+                       {GatedCheck(gate)}});
+  v1::CheckResponse ra, rb, rc;
+  grpc::Status sa, sc;
+  std::thread ta([&] { sa = CheckInline(ts.stub(), ConformantModel("a"), &ra); });
+  ASSERT_TRUE(WaitFor([&] { return gate->calls.load() == 1; }));
+  // b waits in the queue until its deadline.
+  const auto t0 = std::chrono::steady_clock::now();
+  const grpc::Status sb = CheckInline(ts.stub(), ConformantModel("b"), &rb, {}, false,
+                                      std::chrono::milliseconds(300));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(sb.error_code(), StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_LT(waited, std::chrono::seconds(3));
+  // Its slot is free again: the queue takes another model.
+  ASSERT_TRUE(WaitFor([&] { return ts.server().metrics().queue_depth().Value() == 0; }));
+  std::thread tc([&] { sc = CheckInline(ts.stub(), ConformantModel("c"), &rc); });
+  ASSERT_TRUE(WaitFor([&] { return ts.server().metrics().queue_depth().Value() == 1; }));
+  gate->Open();
+  ta.join();
+  tc.join();
+  EXPECT_TRUE(sa.ok());
+  EXPECT_TRUE(sc.ok()) << sc.error_message();
+  EXPECT_EQ(gate->calls.load(), 2);  // b never ran
+  ASSERT_TRUE(WaitFor([&] {
+    return ts.Metrics().Value("axqc_requests_total",
+                              {{"method", "Check"}, {"code", "DEADLINE_EXCEEDED"}}) == 1;
+  }));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Stats
+
+TEST_F(ServerTest, GetStatsAfterAKnownSequenceReturnsExactCounts) {
+  TestServer ts(dir_);
+  const std::string ok = ConformantModel("s1");
+  const std::string ok2 = ConformantModel("s2");
+  const std::string bad = NonConformantModel("s3");
+  const std::string bad2 = NonConformantModel("s4");
+  const Report bad_report = DirectReport(bad, "x");
+  const std::size_t weight_type_per_bad = ErrorFindings(bad_report, "role/weight-type");
+  ASSERT_GE(weight_type_per_bad, 1u);
+  v1::CheckResponse r;
+  // project a: conformant x2 (the second from the cache), non-conformant x1
+  ASSERT_TRUE(CheckInline(ts.stub(), ok, &r, {{"project", "a"}}).ok());
+  ASSERT_TRUE(CheckInline(ts.stub(), ok, &r, {{"project", "a"}, {"model", "m1"}}).ok());
+  ASSERT_TRUE(CheckInline(ts.stub(), bad, &r, {{"project", "a"}}).ok());
+  // project b: non-conformant x1 (upload), invalid input x1
+  UploadArgs ua;
+  ua.labels = {{"project", "b"}};
+  ASSERT_TRUE(Upload(ts.stub(), bad2, &r, ua).ok());
+  EXPECT_EQ(CheckInline(ts.stub(), NotOnnxBytes(), &r, {{"project", "b"}}).error_code(),
+            StatusCode::INVALID_ARGUMENT);
+  // no project: conformant x1
+  ASSERT_TRUE(CheckInline(ts.stub(), ok2, &r).ok());
+  // Errors before the checker leave no row.
+  EXPECT_EQ(CheckPath(ts.stub(), "missing.onnx", &r).error_code(), StatusCode::NOT_FOUND);
+
+  grpc::ClientContext ctx;
+  v1::GetStatsRequest req;
+  req.set_group_by("project");
+  v1::GetStatsResponse stats;
+  ASSERT_TRUE(ts.stub().GetStats(&ctx, req, &stats).ok());
+  EXPECT_EQ(stats.total().requests(), 6u);
+  EXPECT_EQ(stats.total().conformant(), 3u);
+  EXPECT_EQ(stats.total().non_conformant(), 2u);
+  EXPECT_EQ(stats.total().not_applicable(), 0u);
+  EXPECT_EQ(stats.total().invalid_input(), 1u);
+  EXPECT_DOUBLE_EQ(stats.total().pass_rate(), 3.0 / 5.0);
+  ASSERT_EQ(stats.groups_size(), 3);
+  EXPECT_EQ(stats.groups(0).label_value(), "");
+  EXPECT_EQ(stats.groups(0).counts().requests(), 1u);
+  EXPECT_EQ(stats.groups(0).counts().conformant(), 1u);
+  EXPECT_DOUBLE_EQ(stats.groups(0).counts().pass_rate(), 1.0);
+  EXPECT_EQ(stats.groups(1).label_value(), "a");
+  EXPECT_EQ(stats.groups(1).counts().requests(), 3u);
+  EXPECT_EQ(stats.groups(1).counts().conformant(), 2u);
+  EXPECT_EQ(stats.groups(1).counts().non_conformant(), 1u);
+  EXPECT_DOUBLE_EQ(stats.groups(1).counts().pass_rate(), 2.0 / 3.0);
+  EXPECT_EQ(stats.groups(2).label_value(), "b");
+  EXPECT_EQ(stats.groups(2).counts().requests(), 2u);
+  EXPECT_EQ(stats.groups(2).counts().non_conformant(), 1u);
+  EXPECT_EQ(stats.groups(2).counts().invalid_input(), 1u);
+  EXPECT_DOUBLE_EQ(stats.groups(2).counts().pass_rate(), 0.0);
+  // Failing rules: every error rule of the broken model, each in 2 requests.
+  std::map<std::string, std::size_t> expected_rules;
+  for (const auto& f : bad_report.findings) {
+    if (f.severity == Severity::kError) ++expected_rules[f.rule];
+  }
+  ASSERT_EQ(static_cast<std::size_t>(stats.top_failing_rules_size()), expected_rules.size());
+  for (const auto& rc : stats.top_failing_rules()) {
+    ASSERT_TRUE(expected_rules.count(rc.rule())) << rc.rule();
+    EXPECT_EQ(rc.requests(), 2u) << rc.rule();
+    EXPECT_EQ(rc.findings(), 2 * expected_rules[rc.rule()]) << rc.rule();
+  }
+
+  // Filtered by label.
+  {
+    grpc::ClientContext c2;
+    v1::GetStatsRequest q;
+    (*q.mutable_label_filter())["project"] = "a";
+    (*q.mutable_label_filter())["model"] = "m1";
+    v1::GetStatsResponse s2;
+    ASSERT_TRUE(ts.stub().GetStats(&c2, q, &s2).ok());
+    EXPECT_EQ(s2.total().requests(), 1u);
+    EXPECT_EQ(s2.total().conformant(), 1u);
+    EXPECT_EQ(s2.top_failing_rules_size(), 0);
+  }
+  // A window in the past is empty; a window covering now has everything.
+  {
+    grpc::ClientContext c3;
+    v1::GetStatsRequest q;
+    q.mutable_since()->set_seconds(0);
+    q.mutable_until()->set_seconds(1000);
+    v1::GetStatsResponse s3;
+    ASSERT_TRUE(ts.stub().GetStats(&c3, q, &s3).ok());
+    EXPECT_EQ(s3.total().requests(), 0u);
+    EXPECT_EQ(s3.until().seconds(), 1000);
+  }
+  {
+    grpc::ClientContext c4;
+    v1::GetStatsRequest q;
+    q.mutable_window()->set_seconds(3600);
+    q.set_top_rules(1);
+    v1::GetStatsResponse s4;
+    ASSERT_TRUE(ts.stub().GetStats(&c4, q, &s4).ok());
+    EXPECT_EQ(s4.total().requests(), 6u);
+    EXPECT_EQ(s4.top_failing_rules_size(), 1);
+    EXPECT_EQ(s4.until().seconds() - s4.since().seconds(), 3600);
+  }
+  {
+    grpc::ClientContext c5;
+    v1::GetStatsRequest q;
+    q.set_group_by("bad key!");
+    v1::GetStatsResponse s5;
+    EXPECT_EQ(ts.stub().GetStats(&c5, q, &s5).error_code(), StatusCode::INVALID_ARGUMENT);
+  }
+}
+
+TEST_F(ServerTest, ListRulesIsTheCatalog) {
+  TestServer ts(dir_);
+  grpc::ClientContext ctx;
+  v1::ListRulesResponse resp;
+  ASSERT_TRUE(ts.stub().ListRules(&ctx, v1::ListRulesRequest(), &resp).ok());
+  ASSERT_EQ(static_cast<std::size_t>(resp.rules_size()), Rules().size());
+  for (std::size_t i = 0; i < Rules().size(); ++i) {
+    const auto& want = Rules()[i];
+    const auto& got = resp.rules(static_cast<int>(i));
+    EXPECT_EQ(got.id(), want.id);
+    EXPECT_EQ(got.severity(), service::SeverityToProto(want.severity));
+    EXPECT_EQ(got.check_value(), want.check_value);
+    EXPECT_EQ(got.section(), want.section);
+  }
+  EXPECT_EQ(resp.rule_set_version(), std::string(kRuleSetVersion));
+  EXPECT_EQ(resp.tool_version(), std::string(ToolVersion()));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Metrics
+
+TEST_F(ServerTest, MetricsEndpointHasTheExpectedSeriesAndValues) {
+  TestServer ts(dir_);
+  const std::string ok = ConformantModel("m1");
+  const std::string bad = NonConformantModel("m2");
+  v1::CheckResponse r;
+  ASSERT_TRUE(CheckInline(ts.stub(), ok, &r).ok());
+  ASSERT_TRUE(CheckInline(ts.stub(), ok, &r).ok());
+  UploadArgs ua;
+  ASSERT_TRUE(Upload(ts.stub(), bad, &r, ua).ok());
+  EXPECT_EQ(CheckInline(ts.stub(), NotOnnxBytes(), &r).error_code(), StatusCode::INVALID_ARGUMENT);
+  grpc::ClientContext ctx;
+  v1::ListRulesResponse rules;
+  ASSERT_TRUE(ts.stub().ListRules(&ctx, v1::ListRulesRequest(), &rules).ok());
+
+  const Scrape m = ts.Metrics();
+  EXPECT_EQ(m.http_status, 200);
+  EXPECT_EQ(m.Get("axqc_checks_total", {{"verdict", "conformant"}, {"source", "inline"}}), 2.0);
+  EXPECT_EQ(m.Get("axqc_checks_total", {{"verdict", "non_conformant"}, {"source", "upload"}}),
+            1.0);
+  EXPECT_EQ(m.Get("axqc_checks_total", {{"verdict", "invalid_input"}, {"source", "inline"}}), 1.0);
+  EXPECT_EQ(m.Get("axqc_requests_total", {{"method", "Check"}, {"code", "OK"}}), 2.0);
+  EXPECT_EQ(m.Get("axqc_requests_total", {{"method", "Check"}, {"code", "INVALID_ARGUMENT"}}),
+            1.0);
+  EXPECT_EQ(m.Get("axqc_requests_total", {{"method", "Upload"}, {"code", "OK"}}), 1.0);
+  EXPECT_EQ(m.Get("axqc_requests_total", {{"method", "ListRules"}, {"code", "OK"}}), 1.0);
+  EXPECT_EQ(m.Get("axqc_upload_bytes_total"), static_cast<double>(bad.size()));
+  EXPECT_EQ(m.Get("axqc_cache_lookups_total", {{"result", "miss"}}), 3.0);
+  EXPECT_EQ(m.Get("axqc_cache_lookups_total", {{"result", "memory_hit"}}), 1.0);
+  const Report bad_report = DirectReport(bad, "x");
+  std::map<std::pair<std::string, std::string>, double> findings;
+  for (const auto& f : bad_report.findings) {
+    ++findings[{f.rule, std::string(SeverityName(f.severity))}];
+  }
+  ASSERT_FALSE(findings.empty());
+  for (const auto& [k, n] : findings) {
+    EXPECT_EQ(m.Get("axqc_rule_findings_total", {{"rule", k.first}, {"severity", k.second}}), n)
+        << k.first;
+  }
+  EXPECT_EQ(m.Get("axqc_check_duration_seconds_count", {{"stage", "check"}}), 3.0);
+  EXPECT_EQ(m.Get("axqc_check_duration_seconds_count", {{"stage", "load"}}), 3.0);
+  EXPECT_EQ(m.Get("axqc_check_duration_seconds_count", {{"stage", "store"}}), 2.0);
+  EXPECT_EQ(m.Get("axqc_queue_wait_seconds_count"), 3.0);
+  EXPECT_EQ(m.Get("axqc_queue_wait_seconds_bucket", {{"le", "+Inf"}}), 3.0);
+  EXPECT_EQ(m.Get("axqc_queue_depth"), 0.0);
+  EXPECT_EQ(m.Get("axqc_busy_workers"), 0.0);
+  EXPECT_EQ(m.Get("axqc_workers"), 2.0);
+  EXPECT_EQ(m.Get("axqc_queue_capacity"), 8.0);
+  EXPECT_EQ(m.Get("axqc_inflight_model_bytes"), 0.0);
+  EXPECT_EQ(m.Get("axqc_build_info", {{"version", std::string(ToolVersion())},
+                                      {"rule_set_version", std::string(kRuleSetVersion)}}),
+            1.0);
+  EXPECT_NE(m.body.find("# TYPE axqc_check_duration_seconds histogram"), std::string::npos);
+  EXPECT_NE(m.body.find("# TYPE axqc_checks_total counter"), std::string::npos);
+  EXPECT_NE(m.body.find("# TYPE axqc_queue_depth gauge"), std::string::npos);
+  // No label value is a hash or a model name.
+  EXPECT_EQ(m.body.find(service::Sha256Hex(ok)), std::string::npos);
+  EXPECT_EQ(m.body.find("model.onnx"), std::string::npos);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Health, shutdown, auth, logs
+
+TEST_F(ServerTest, HealthTurnsNotServingOnShutdown) {
+  TestServer ts(dir_, {[](server::ServerConfig& c) { c.shutdown_delay_seconds = 1.0; }, {}});
+  EXPECT_EQ(HealthStatus(ts.health()), HealthResp::SERVING);
+  EXPECT_EQ(HealthStatus(ts.health(), "axqc.v1.Checker"), HealthResp::SERVING);
+  // A Watch stream sees the transition.
+  grpc::ClientContext watch_ctx;
+  grpc::health::v1::HealthCheckRequest wreq;
+  auto reader = ts.health().Watch(&watch_ctx, wreq);
+  HealthResp update;
+  ASSERT_TRUE(reader->Read(&update));
+  EXPECT_EQ(update.status(), HealthResp::SERVING);
+
+  std::thread stopper([&] { ts.Stop(); });
+  ASSERT_TRUE(reader->Read(&update));
+  EXPECT_EQ(update.status(), HealthResp::NOT_SERVING);
+  // During the shutdown delay the server still answers: health says NOT_SERVING and checks are
+  // refused as UNAVAILABLE.
+  EXPECT_EQ(HealthStatus(ts.health()), HealthResp::NOT_SERVING);
+  EXPECT_EQ(HealthStatus(ts.health(), "axqc.v1.Checker"), HealthResp::NOT_SERVING);
+  v1::CheckResponse r;
+  const grpc::Status s = CheckInline(ts.stub(), ConformantModel(), &r);
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE);
+  EXPECT_NE(s.error_message().find("shutting down"), std::string::npos);
+  watch_ctx.TryCancel();
+  stopper.join();
+  const std::string log = ts.Log();
+  EXPECT_NE(log.find("\"msg\":\"shutdown complete\""), std::string::npos);
+}
+
+TEST_F(ServerTest, ShutdownDrainsInFlightChecksAndFlushesTheStore) {
+  auto gate = std::make_shared<Gate>();
+  const std::string model = ConformantModel("drain");
+  grpc::Status s;
+  v1::CheckResponse r;
+  {
+    TestServer ts(dir_, {[](server::ServerConfig& c) { c.grace_period_seconds = 10; },
+                         {GatedCheck(gate)}});
+    std::thread client([&] { s = CheckInline(ts.stub(), model, &r); });
+    ASSERT_TRUE(WaitFor([&] { return gate->calls.load() == 1; }));
+    std::thread stopper([&] { ts.Stop(); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    gate->Open();  // the in-flight check finishes inside the grace period
+    stopper.join();
+    client.join();
+  }
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(r.verdict(), v1::VERDICT_CONFORMANT);
+  // The WAL was checkpointed into the database file on shutdown.
+  EXPECT_TRUE(!fs::exists(dir_ / "store.sqlite3-wal") ||
+              fs::file_size(dir_ / "store.sqlite3-wal") == 0);
+  // The report and the history row are in the store after the restart.
+  TestServer ts(dir_);
+  v1::CheckResponse again;
+  ASSERT_TRUE(CheckInline(ts.stub(), model, &again).ok());
+  EXPECT_EQ(again.cache(), v1::CACHE_RESULT_STORE_HIT);
+  grpc::ClientContext ctx;
+  v1::GetStatsResponse stats;
+  ASSERT_TRUE(ts.stub().GetStats(&ctx, v1::GetStatsRequest(), &stats).ok());
+  EXPECT_EQ(stats.total().requests(), 2u);
+}
+
+TEST_F(ServerTest, BearerTokenIsRequiredWhenConfigured) {
+  WriteFile(dir_ / "token", "s3cr3t-token\n");
+  TestServer ts(dir_, {[&](server::ServerConfig& c) { c.auth_token_file = (dir_ / "token").string(); },
+                       {}});
+  v1::CheckResponse r;
+  grpc::Status s = CheckInline(ts.stub(), ConformantModel(), &r);
+  EXPECT_EQ(s.error_code(), StatusCode::UNAUTHENTICATED);
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer wrong");
+    v1::ListRulesResponse lr;
+    EXPECT_EQ(ts.stub().ListRules(&ctx, v1::ListRulesRequest(), &lr).error_code(),
+              StatusCode::UNAUTHENTICATED);
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer s3cr3t-token");
+    v1::CheckRequest req;
+    req.set_content(ConformantModel());
+    s = ts.stub().Check(&ctx, req, &r);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(r.verdict(), v1::VERDICT_CONFORMANT);
+  }
+  // Health needs no token.
+  EXPECT_EQ(HealthStatus(ts.health()), HealthResp::SERVING);
+  EXPECT_EQ(ts.Log().find("s3cr3t-token"), std::string::npos);
+}
+
+TEST_F(ServerTest, LogsAreJsonLinesWithRequestIdShaDurationVerdict) {
+  TestServer ts(dir_);
+  const std::string model = ConformantModel("log");
+  v1::CheckResponse r;
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("x-request-id", "ci-run-42");
+    v1::CheckRequest req;
+    req.set_content(model);
+    req.set_name("log-model.onnx");
+    (*req.mutable_labels())["project"] = "detector";
+    ASSERT_TRUE(ts.stub().Check(&ctx, req, &r).ok());
+    EXPECT_EQ(r.request_id(), "ci-run-42");
+    const auto& md = ctx.GetServerInitialMetadata();
+    auto it = md.find("x-request-id");
+    ASSERT_NE(it, md.end());
+    EXPECT_EQ(std::string(it->second.data(), it->second.size()), "ci-run-42");
+  }
+  EXPECT_EQ(CheckInline(ts.stub(), NotOnnxBytes(), &r).error_code(), StatusCode::INVALID_ARGUMENT);
+  ts.Stop();
+
+  std::istringstream lines(ts.Log());
+  std::string line;
+  std::vector<nlohmann::json> requests;
+  int total = 0;
+  while (std::getline(lines, line)) {
+    ++total;
+    const auto j = nlohmann::json::parse(line);  // every line is one JSON object
+    ASSERT_TRUE(j.is_object());
+    ASSERT_TRUE(j.contains("ts") && j.contains("level") && j.contains("msg"));
+    if (j["msg"] == "request") requests.push_back(j);
+  }
+  EXPECT_GE(total, 5);  // serving, 2 requests, shutdown started, shutdown complete
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0]["request_id"], "ci-run-42");
+  EXPECT_EQ(requests[0]["method"], "Check");
+  EXPECT_EQ(requests[0]["code"], "OK");
+  EXPECT_EQ(requests[0]["model_sha256"], service::Sha256Hex(model));
+  EXPECT_EQ(requests[0]["verdict"], "conformant");
+  EXPECT_EQ(requests[0]["cache"], "miss");
+  EXPECT_EQ(requests[0]["source"], "inline");
+  EXPECT_EQ(requests[0]["model_name"], "log-model.onnx");
+  EXPECT_EQ(requests[0]["labels"]["project"], "detector");
+  EXPECT_GT(requests[0]["duration_ms"].get<double>(), 0.0);
+  EXPECT_EQ(requests[1]["code"], "INVALID_ARGUMENT");
+  EXPECT_EQ(requests[1]["verdict"], "invalid_input");
+  EXPECT_EQ(requests[1]["request_id"].get<std::string>().size(), 16u);
+  // Never model bytes: the doc string embedded in the model is not in the log.
+  EXPECT_EQ(ts.Log().find("axqc server test model log"), std::string::npos);
+}
+
+TEST_F(ServerTest, RequestValidation) {
+  TestServer ts(dir_);
+  v1::CheckResponse r;
+  {
+    grpc::ClientContext ctx;
+    EXPECT_EQ(ts.stub().Check(&ctx, v1::CheckRequest(), &r).error_code(),
+              StatusCode::INVALID_ARGUMENT);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::CheckRequest req;
+    req.set_content(ConformantModel());
+    (*req.mutable_labels())["bad key"] = "v";
+    EXPECT_EQ(ts.stub().Check(&ctx, req, &r).error_code(), StatusCode::INVALID_ARGUMENT);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::CheckRequest req;
+    req.set_content(ConformantModel());
+    req.mutable_options()->set_max_locations(5000);
+    EXPECT_EQ(ts.stub().Check(&ctx, req, &r).error_code(), StatusCode::INVALID_ARGUMENT);
+  }
+  {
+    // An Upload whose first message is a chunk.
+    grpc::ClientContext ctx;
+    auto w = ts.stub().Upload(&ctx, &r);
+    v1::UploadRequest chunk;
+    chunk.set_chunk("abc");
+    w->Write(chunk);
+    w->WritesDone();
+    const grpc::Status s = w->Finish();
+    EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("first Upload message must carry metadata"),
+              std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace axqc::test

@@ -1,0 +1,404 @@
+// Helpers of the axqc-server tests: temporary directories, test models, an in-process server on a
+// loopback port with a real client channel, a check gate, a Prometheus scrape over HTTP.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "axqc/checker.h"
+#include "axqc/v1/axqc.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "modelgen/model_builder.h"
+#include "server.h"
+
+namespace axqc::test {
+
+namespace fs = std::filesystem;
+using modelgen::ModelBuilder;
+using modelgen::QParams;
+using modelgen::QType;
+
+// A fresh directory under the system temp dir, removed at destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "axqc-server-test-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+  fs::path operator/(const std::string& rel) const { return path_ / rel; }
+
+ private:
+  fs::path path_;
+};
+
+inline void WriteFile(const fs::path& p, const std::string& bytes) {
+  fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + p.string());
+}
+
+inline std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+// ------------------------------------------------------------------------------------------------
+// Models. `tag` goes into the graph name, so different tags give different bytes (and sha256).
+
+inline std::vector<float> ChannelScales(int64_t n) {
+  std::vector<float> s;
+  for (int64_t i = 0; i < n; ++i) s.push_back(0.01f * static_cast<float>(i + 1));
+  return s;
+}
+
+// x -> Q/DQ U8 -> Conv (S8 per-channel weight, INT32 bias) -> Q/DQ U8 -> y.
+// Per-tensor weight (`broken`) violates role/weight-type (spec 4).
+inline std::string ConvModelBytes(const std::string& tag, bool broken) {
+  ModelBuilder b(21, 10, "g_" + tag);
+  b.DocString("axqc server test model " + tag);
+  const int64_t cin = 4;
+  const int64_t cout = 8;
+  b.Input("x", onnx::TensorProto::FLOAT, {1, cin, 8, 8});
+  const QParams in = QParams::U8(0.02f, 128);
+  const std::string x = b.QDQ("x", "x", in);
+  const std::vector<float> ws = ChannelScales(cout);
+  const QParams wp = broken ? QParams::S8(0.01f) : QParams::PerChannel(QType::kS8, ws, 0);
+  const std::string w = b.WeightQDQ("w", {cout, cin, 3, 3}, wp);
+  const std::vector<float> bias_scales =
+      modelgen::BiasScales(in.scale[0], broken ? std::vector<float>(cout, 0.01f) : ws);
+  const std::string bias = b.BiasInt32DQ("b", cout, bias_scales);
+  b.Node("Conv", {x, w, bias}, {"conv_out"}, {ModelBuilder::AttrInts("pads", {1, 1, 1, 1})},
+         "conv");
+  b.Output(b.QDQ("conv_out", "y", QParams::U8(0.05f, 0)));
+  return b.Serialize();
+}
+
+inline std::string ConformantModel(const std::string& tag = "ok") {
+  return ConvModelBytes(tag, false);
+}
+inline std::string NonConformantModel(const std::string& tag = "bad") {
+  return ConvModelBytes(tag, true);
+}
+// Starts with byte 0xff: field number 31, wire type 7 (invalid) -> no protobuf parser accepts it.
+inline std::string NotOnnxBytes() { return std::string("\xff\xff\xff\xff this is not an ONNX model", 32); }
+
+// The report the checker itself produces for `bytes` (what the server must return).
+inline Report DirectReport(const std::string& bytes, const std::string& name,
+                           bool check_value = false) {
+  CheckOptions o;
+  o.check_value = check_value;
+  return CheckBytes(bytes, name, o);
+}
+
+// ------------------------------------------------------------------------------------------------
+// A gate that holds checks until opened (to fill the queue deterministically).
+
+class Gate {
+ public:
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return open_; });
+  }
+  void Open() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  std::atomic<int> calls{0};
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+// Check function that counts calls and waits at the gate before running the real checker.
+inline server::CheckFn GatedCheck(std::shared_ptr<Gate> gate) {
+  return [gate](std::string_view bytes, const std::string& name, const CheckOptions& o) {
+    gate->calls.fetch_add(1);
+    gate->Wait();
+    return CheckBytes(bytes, name, o);
+  };
+}
+
+// Polls `pred` every 5 ms for up to `timeout`.
+inline bool WaitFor(const std::function<bool()>& pred,
+                    std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
+}
+
+// ------------------------------------------------------------------------------------------------
+// Prometheus scrape: HTTP/1.0 GET over a loopback socket, parsed into "name{k="v",...}" -> value
+// with labels sorted by name.
+
+inline std::string HttpGet(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    throw std::runtime_error("connect to 127.0.0.1:" + std::to_string(port) + " failed");
+  }
+  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  (void)::send(fd, req.data(), req.size(), 0);
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+struct Scrape {
+  int http_status = 0;
+  std::string body;
+  std::map<std::string, double> series;
+
+  std::optional<double> Get(const std::string& name,
+                            const std::map<std::string, std::string>& labels = {}) const {
+    std::string key = name;
+    if (!labels.empty()) {
+      key += "{";
+      bool first = true;
+      for (const auto& [k, v] : labels) {
+        if (!first) key += ",";
+        first = false;
+        key += k + "=\"" + v + "\"";
+      }
+      key += "}";
+    }
+    auto it = series.find(key);
+    if (it == series.end()) return std::nullopt;
+    return it->second;
+  }
+  // Value or 0 when absent (counters that never moved are absent).
+  double Value(const std::string& name, const std::map<std::string, std::string>& labels = {}) const {
+    return Get(name, labels).value_or(0.0);
+  }
+};
+
+inline Scrape ParseScrape(const std::string& response) {
+  Scrape s;
+  const auto header_end = response.find("\r\n\r\n");
+  const std::string status_line = response.substr(0, response.find("\r\n"));
+  if (status_line.size() > 12) s.http_status = std::atoi(status_line.substr(9, 3).c_str());
+  s.body = header_end == std::string::npos ? "" : response.substr(header_end + 4);
+  std::istringstream lines(s.body);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::string name;
+    std::map<std::string, std::string> labels;
+    std::size_t i = 0;
+    while (i < line.size() && line[i] != '{' && line[i] != ' ') name.push_back(line[i++]);
+    if (i < line.size() && line[i] == '{') {
+      ++i;
+      while (i < line.size() && line[i] != '}') {
+        std::string k;
+        while (line[i] != '=') k.push_back(line[i++]);
+        i += 2;  // ="
+        std::string v;
+        while (line[i] != '"') {
+          if (line[i] == '\\') ++i;
+          v.push_back(line[i++]);
+        }
+        ++i;  // closing quote
+        if (line[i] == ',') ++i;
+        labels[k] = v;
+      }
+      ++i;  // }
+    }
+    std::string key = name;
+    if (!labels.empty()) {
+      key += "{";
+      bool first = true;
+      for (const auto& [k, v] : labels) {
+        if (!first) key += ",";
+        first = false;
+        key += k + "=\"" + v + "\"";
+      }
+      key += "}";
+    }
+    std::istringstream rest(line.substr(i));
+    double value = 0;
+    rest >> value;
+    s.series[key] = value;
+  }
+  return s;
+}
+
+inline Scrape ScrapeMetrics(int port) { return ParseScrape(HttpGet(port, "/metrics")); }
+
+// ------------------------------------------------------------------------------------------------
+// An in-process server on 127.0.0.1:<picked port>, with its store, allowed root and log file in a
+// temp dir, and a client stub on a real channel.
+
+struct TestServerOptions {
+  std::function<void(server::ServerConfig&)> configure;
+  server::ServerHooks hooks;
+};
+
+class TestServer {
+ public:
+  // `dir` outlives the server; the store is dir/store.sqlite3, the allowed root dir/root.
+  TestServer(const TempDir& dir, TestServerOptions options = {}) : dir_(dir) {
+    config_.listen = "127.0.0.1:0";
+    config_.metrics_listen = "127.0.0.1:0";
+    config_.store_path = (dir / "store.sqlite3").string();
+    fs::create_directories(dir / "root");
+    config_.allowed_roots = {(dir / "root").string()};
+    config_.workers = 2;
+    config_.queue_capacity = 8;
+    config_.io_threads = 2;
+    config_.grace_period_seconds = 5;
+    config_.log_file = (dir / "server.log").string();
+    if (options.configure) options.configure(config_);
+    logger_ = std::make_shared<server::Logger>(server::LogLevel::kDebug, config_.log_file);
+    server_ = server::Server::Start(config_, logger_, std::move(options.hooks));
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->grpc_port()),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = v1::Checker::NewStub(channel_);
+    health_ = grpc::health::v1::Health::NewStub(channel_);
+  }
+  ~TestServer() { Stop(); }
+
+  void Stop() {
+    if (server_ != nullptr) {
+      server_->Shutdown();
+      server_.reset();
+    }
+  }
+
+  server::Server& server() { return *server_; }
+  v1::Checker::Stub& stub() { return *stub_; }
+  grpc::health::v1::Health::Stub& health() { return *health_; }
+  const server::ServerConfig& config() const { return config_; }
+  Scrape Metrics() { return ScrapeMetrics(server_->metrics_port()); }
+  std::string Log() const { return ReadFile(config_.log_file); }
+
+ private:
+  const TempDir& dir_;
+  server::ServerConfig config_;
+  std::shared_ptr<server::Logger> logger_;
+  std::unique_ptr<server::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Checker::Stub> stub_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+};
+
+// ------------------------------------------------------------------------------------------------
+// Client calls.
+
+inline grpc::Status CheckInline(v1::Checker::Stub& stub, const std::string& bytes,
+                                v1::CheckResponse* resp,
+                                std::map<std::string, std::string> labels = {},
+                                bool check_value = false,
+                                std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  v1::CheckRequest req;
+  req.set_content(bytes);
+  req.set_name("model.onnx");
+  for (const auto& [k, v] : labels) (*req.mutable_labels())[k] = v;
+  req.mutable_options()->set_check_value(check_value);
+  return stub.Check(&ctx, req, resp);
+}
+
+inline grpc::Status CheckPath(v1::Checker::Stub& stub, const std::string& path,
+                              v1::CheckResponse* resp) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::CheckRequest req;
+  req.set_path(path);
+  return stub.Check(&ctx, req, resp);
+}
+
+struct UploadArgs {
+  std::string file_name = "upload.onnx";
+  std::map<std::string, std::string> labels;
+  std::uint64_t declared_size = 0;
+  std::string declared_sha256;
+  std::size_t chunk = 1000;
+  v1::ReportFormat format = v1::REPORT_FORMAT_PROTOBUF;
+};
+
+inline grpc::Status Upload(v1::Checker::Stub& stub, const std::string& bytes,
+                           v1::CheckResponse* resp, const UploadArgs& a = {}) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto writer = stub.Upload(&ctx, resp);
+  v1::UploadRequest first;
+  auto* m = first.mutable_metadata();
+  m->set_file_name(a.file_name);
+  for (const auto& [k, v] : a.labels) (*m->mutable_labels())[k] = v;
+  m->set_size_bytes(a.declared_size);
+  m->set_sha256(a.declared_sha256);
+  m->mutable_options()->set_format(a.format);
+  bool ok = writer->Write(first);
+  for (std::size_t off = 0; ok && off < bytes.size(); off += a.chunk) {
+    v1::UploadRequest msg;
+    msg.set_chunk(bytes.substr(off, a.chunk));
+    ok = writer->Write(msg);
+  }
+  writer->WritesDone();
+  return writer->Finish();
+}
+
+inline grpc::health::v1::HealthCheckResponse::ServingStatus HealthStatus(
+    grpc::health::v1::Health::Stub& health, const std::string& service = "") {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::health::v1::HealthCheckRequest req;
+  req.set_service(service);
+  grpc::health::v1::HealthCheckResponse resp;
+  const grpc::Status s = health.Check(&ctx, req, &resp);
+  if (!s.ok()) return grpc::health::v1::HealthCheckResponse::UNKNOWN;
+  return resp.status();
+}
+
+}  // namespace axqc::test

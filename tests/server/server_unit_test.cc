@@ -1,0 +1,525 @@
+// Unit tests of the server's parts: report <-> protobuf, sha256, configuration, LRU, SQLite store,
+// URL parsing, path containment, check engine.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "axqc/render.h"
+#include "check_engine.h"
+#include "config.h"
+#include "lru_cache.h"
+#include "metrics.h"
+#include "model_source.h"
+#include "report_proto.h"
+#include "server_test_util.h"
+#include "sha256.h"
+#include "sqlite_store.h"
+#include "url_fetch.h"
+
+namespace axqc::test {
+namespace {
+
+// ------------------------------------------------------------------------------------------------
+// report <-> proto
+
+Report FullReport() {
+  Report r;
+  r.verdict = Verdict::kNonConformant;
+  r.check_value = true;
+  r.tool_version = "0.1.0";
+  r.rule_set_version = std::string(kRuleSetVersion);
+  r.model.file = "m.onnx";
+  r.model.sha256 = std::string(64, 'a');
+  r.model.size_bytes = 1234;
+  r.model.ir_version = 10;
+  r.model.opsets = {{"", 21}, {"com.microsoft", 1}};
+  r.model.producer_name = "p";
+  r.model.producer_version = "9";
+  r.model.node_count = 7;
+  r.model.q_count = 2;
+  r.model.dq_count = 3;
+  r.model.initializer_count = 4;
+  Finding f;
+  f.rule = "qdq/scale-value";
+  f.severity = Severity::kError;
+  f.section = "3.1";
+  f.message = "scale of x_q is 0";
+  f.group_key = "scale <= 0";
+  f.op_type = "QuantizeLinear";
+  f.nodes = {"x_q", "x_dq"};
+  f.tensors = {"x_scale"};
+  f.values = {{"scale[0]", "0"}, {"scale[1]", "-1"}};
+  Finding w = f;
+  w.rule = "qdq/zero-point-value";
+  w.severity = Severity::kWarn;
+  Finding i = f;
+  i.rule = "scope/no-quantized-edge";
+  i.severity = Severity::kInfo;
+  r.findings = {f, w, i};
+  FindingGroup g;
+  g.rule = f.rule;
+  g.severity = f.severity;
+  g.section = f.section;
+  g.summary = f.group_key;
+  g.count = 1;
+  g.first = {f};
+  r.groups = {g};
+  r.summary.errors = 1;
+  r.summary.warnings = 1;
+  r.summary.infos = 1;
+  r.summary.by_rule = {{"qdq/scale-value", 1}, {"qdq/zero-point-value", 1}};
+  r.summary.units_by_kind = {{"op", 3}, {"pattern:silu", 1}};
+  r.summary.units_by_op = {{"Conv", 2}};
+  r.summary.errors_by_op = {{"QuantizeLinear", 1}};
+  r.summary.qdq_edges = 5;
+  r.summary.owned_qdq_edges = 4;
+  UnitInfo u;
+  u.id = 3;
+  u.kind = "pattern:silu";
+  u.op_type = "Sigmoid";
+  u.mode = "quantized";
+  u.nodes = {"sig", "mul"};
+  u.input_qdq = {"a_dq"};
+  u.output_qdq = {"b_q"};
+  r.units = {u};
+  return r;
+}
+
+TEST(ReportProto, RoundTripIsLossless) {
+  const Report r = FullReport();
+  const v1::Report p = service::ToProto(r);
+  EXPECT_EQ(p.schema(), "axqc.report/v1");
+  EXPECT_EQ(p.verdict(), v1::VERDICT_NON_CONFORMANT);
+  EXPECT_EQ(p.findings_size(), 3);
+  EXPECT_EQ(p.findings(1).severity(), v1::SEVERITY_WARN);
+  EXPECT_EQ(p.findings(0).values(1).name(), "scale[1]");
+  EXPECT_EQ(p.findings(0).values(1).value(), "-1");
+  EXPECT_EQ(p.model().opsets(1).domain(), "com.microsoft");
+  EXPECT_EQ(p.summary().units_by_kind().at("pattern:silu"), 1u);
+  EXPECT_EQ(p.units(0).output_qdq(0), "b_q");
+  const Report back = service::FromProto(p);
+  // The JSON rendering covers every field of the report.
+  EXPECT_EQ(RenderJson(back), RenderJson(r));
+  EXPECT_EQ(back.model.opsets, r.model.opsets);
+  EXPECT_EQ(back.findings[0].values, r.findings[0].values);
+  EXPECT_EQ(back.summary.errors_by_op, r.summary.errors_by_op);
+  EXPECT_EQ(back.units[0].input_qdq, r.units[0].input_qdq);
+  EXPECT_EQ(back.groups[0].first[0].nodes, r.groups[0].first[0].nodes);
+}
+
+TEST(ReportProto, RealReportRoundTrip) {
+  const std::string model = NonConformantModel();
+  const Report r = DirectReport(model, "bad.onnx", true);
+  EXPECT_EQ(RenderJson(service::FromProto(service::ToProto(r))), RenderJson(r));
+}
+
+TEST(ReportProto, UnspecifiedEnumsAreRejected) {
+  v1::Report p;
+  EXPECT_THROW(service::FromProto(p), std::invalid_argument);
+}
+
+TEST(ReportProto, CacheKeyHasShaOptionsAndRuleSet) {
+  v1::CheckOptions o;
+  EXPECT_EQ(service::OptionsKey(o), "cv=0;ml=5");
+  o.set_check_value(true);
+  o.set_max_locations(7);
+  o.set_format(v1::REPORT_FORMAT_JSON);  // not part of the key
+  EXPECT_EQ(service::OptionsKey(o), "cv=1;ml=7");
+  EXPECT_EQ(service::CacheKey("abc", o), "abc|cv=1;ml=7|" + std::string(kRuleSetVersion));
+}
+
+// ------------------------------------------------------------------------------------------------
+// sha256
+
+TEST(Sha256, KnownVectorsAndStreaming) {
+  EXPECT_EQ(service::Sha256Hex(""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(service::Sha256Hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  service::Sha256 h;
+  h.Update("a");
+  h.Update("");
+  h.Update("bc");
+  EXPECT_EQ(h.HexDigest(), service::Sha256Hex("abc"));
+  EXPECT_THROW(h.Update("x"), std::logic_error);
+  EXPECT_TRUE(service::IsSha256Hex(service::Sha256Hex("abc")));
+  EXPECT_FALSE(service::IsSha256Hex(std::string(64, 'A')));
+  EXPECT_FALSE(service::IsSha256Hex("abc"));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Configuration
+
+server::EnvLookup Env(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(Config, DefaultsWhenNothingIsGiven) {
+  auto r = server::LoadConfig({"axqc-server"}, Env({}));
+  ASSERT_FALSE(r.exit_code);
+  EXPECT_EQ(r.config.listen, "127.0.0.1:50051");
+  EXPECT_EQ(r.config.metrics_listen, "127.0.0.1:9464");
+  EXPECT_EQ(r.config.workers, std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_EQ(r.config.queue_capacity, 64u);
+  EXPECT_EQ(r.config.cache_bytes, 256ull << 20);
+  EXPECT_EQ(r.config.store_path, "axqc-store.sqlite3");
+  EXPECT_TRUE(r.config.allowed_roots.empty());
+}
+
+TEST(Config, FlagsOverrideEnvironmentOverrideFile) {
+  TempDir dir;
+  WriteFile(dir / "c.json",
+            R"({"workers": 3, "queue-capacity": 5, "cache-bytes": "1MiB",
+                "allowed-root": ["/a", "/b"], "log_level": "debug", "listen": "0.0.0.0:1"})");
+  auto r = server::LoadConfig(
+      {"axqc-server", "--config", (dir / "c.json").string(), "--workers", "7", "--allowed-root",
+       "/x", "--allowed-root", "/y,/z"},
+      Env({{"AXQC_WORKERS", "4"}, {"AXQC_QUEUE_CAPACITY", "6"}, {"AXQC_URL_ALLOW_HOST", "h1, h2"}}));
+  ASSERT_FALSE(r.exit_code) << r.message;
+  EXPECT_EQ(r.config.workers, 7u);         // flag > env > file
+  EXPECT_EQ(r.config.queue_capacity, 6u);  // env > file
+  EXPECT_EQ(r.config.cache_bytes, 1u << 20);  // file
+  EXPECT_EQ(r.config.log_level, "debug");     // file, underscore spelling
+  EXPECT_EQ(r.config.listen, "0.0.0.0:1");
+  EXPECT_EQ(r.config.allowed_roots, (std::vector<std::string>{"/x", "/y", "/z"}));
+  EXPECT_EQ(r.config.url_allow_hosts, (std::vector<std::string>{"h1", "h2"}));
+}
+
+TEST(Config, KeyValueFileFromEnvironment) {
+  TempDir dir;
+  WriteFile(dir / "c.conf",
+            "# axqc-server\nmax-model-bytes = 2GiB\nmax-inflight-bytes=3GiB\n\nstore-path = "
+            "/var/lib/axqc/s.db\ngrace-period-seconds=2.5\nallowed-root = /m1,/m2\n");
+  auto r = server::LoadConfig({"axqc-server"}, Env({{"AXQC_CONFIG", (dir / "c.conf").string()}}));
+  ASSERT_FALSE(r.exit_code);
+  EXPECT_EQ(r.config.max_model_bytes, 2ull << 30);
+  EXPECT_EQ(r.config.store_path, "/var/lib/axqc/s.db");
+  EXPECT_DOUBLE_EQ(r.config.grace_period_seconds, 2.5);
+  EXPECT_EQ(r.config.allowed_roots, (std::vector<std::string>{"/m1", "/m2"}));
+}
+
+TEST(Config, ErrorsNameTheOptionAndItsSource) {
+  TempDir dir;
+  WriteFile(dir / "bad.conf", "workers = many\n");
+  try {
+    server::LoadConfig({"axqc-server", "--config", (dir / "bad.conf").string()}, Env({}));
+    FAIL() << "expected ConfigError";
+  } catch (const server::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("workers (config file"), std::string::npos) << e.what();
+  }
+  WriteFile(dir / "unknown.conf", "colour = blue\n");
+  EXPECT_THROW(server::LoadConfig({"axqc-server", "--config", (dir / "unknown.conf").string()},
+                                  Env({})),
+               server::ConfigError);
+  try {
+    server::LoadConfig({"axqc-server"}, Env({{"AXQC_CACHE_BYTES", "12 parsecs"}}));
+    FAIL() << "expected ConfigError";
+  } catch (const server::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("cache-bytes (environment AXQC_CACHE_BYTES)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(server::LoadConfig({"axqc-server", "--log-level", "loud"}, Env({})),
+               server::ConfigError);
+  EXPECT_THROW(
+      server::LoadConfig({"axqc-server", "--max-inline-bytes", "2GiB"}, Env({})),
+      server::ConfigError);
+  auto unknown_flag = server::LoadConfig({"axqc-server", "--frobnicate"}, Env({}));
+  ASSERT_TRUE(unknown_flag.exit_code);
+  EXPECT_NE(*unknown_flag.exit_code, 0);
+}
+
+TEST(Config, HelpVersionAndPrintConfig) {
+  auto help = server::LoadConfig({"axqc-server", "--help"}, Env({}));
+  ASSERT_TRUE(help.exit_code);
+  EXPECT_EQ(*help.exit_code, 0);
+  EXPECT_NE(help.message.find("--allowed-root"), std::string::npos);
+  EXPECT_NE(help.message.find("AXQC_ALLOWED_ROOT"), std::string::npos);
+  auto version = server::LoadConfig({"axqc-server", "--version"}, Env({}));
+  ASSERT_TRUE(version.exit_code);
+  EXPECT_NE(version.message.find(std::string(kRuleSetVersion)), std::string::npos);
+  auto printed =
+      server::LoadConfig({"axqc-server", "--print-config", "--workers", "3"}, Env({}));
+  ASSERT_TRUE(printed.exit_code);
+  const auto j = nlohmann::json::parse(printed.message);
+  EXPECT_EQ(j.at("workers"), "3");
+  EXPECT_EQ(server::OptionDocs().size(), j.size());
+}
+
+TEST(Config, ParseBytes) {
+  EXPECT_EQ(server::ParseBytes("0"), 0u);
+  EXPECT_EQ(server::ParseBytes("1000"), 1000u);
+  EXPECT_EQ(server::ParseBytes("64KiB"), 64u << 10);
+  EXPECT_EQ(server::ParseBytes("10 kB"), 10000u);
+  EXPECT_EQ(server::ParseBytes("3MB"), 3000000u);
+  EXPECT_EQ(server::ParseBytes("1gib"), 1ull << 30);
+  EXPECT_THROW(server::ParseBytes("MiB"), server::ConfigError);
+  EXPECT_THROW(server::ParseBytes("-1"), server::ConfigError);
+  EXPECT_THROW(server::ParseBytes("99999999999999999999"), server::ConfigError);
+  EXPECT_THROW(server::ParseBytes("20000000TiB"), server::ConfigError);
+}
+
+// ------------------------------------------------------------------------------------------------
+// LRU
+
+std::shared_ptr<const v1::Report> ReportOfSize(std::size_t message_bytes) {
+  auto r = std::make_shared<v1::Report>();
+  r->mutable_model()->set_file(std::string(message_bytes, 'x'));
+  return r;
+}
+
+TEST(LruCache, EvictsLeastRecentlyUsedWithinTheByteBound) {
+  const auto probe = ReportOfSize(1000);
+  server::LruCache sizing(1u << 30);
+  sizing.Put("k1", probe);
+  const std::size_t cost = sizing.bytes();
+  ASSERT_GT(cost, 1000u);
+
+  server::LruCache cache(3 * cost);  // room for exactly three entries of this size
+  cache.Put("k1", ReportOfSize(1000));
+  cache.Put("k2", ReportOfSize(1000));
+  cache.Put("k3", ReportOfSize(1000));
+  EXPECT_EQ(cache.entries(), 3u);
+  ASSERT_NE(cache.Get("k1"), nullptr);  // k1 becomes the most recent
+  cache.Put("k4", ReportOfSize(1000));  // evicts k2
+  EXPECT_EQ(cache.entries(), 3u);
+  EXPECT_EQ(cache.Get("k2"), nullptr);
+  EXPECT_NE(cache.Get("k1"), nullptr);
+  EXPECT_NE(cache.Get("k3"), nullptr);
+  EXPECT_NE(cache.Get("k4"), nullptr);
+  EXPECT_LE(cache.bytes(), 3 * cost);
+  cache.Put("huge", ReportOfSize(10 * cost));  // larger than the cache: not kept
+  EXPECT_EQ(cache.Get("huge"), nullptr);
+  EXPECT_EQ(cache.entries(), 3u);
+  server::LruCache off(0);
+  off.Put("k", ReportOfSize(1));
+  EXPECT_EQ(off.entries(), 0u);
+}
+
+// ------------------------------------------------------------------------------------------------
+// SQLite store
+
+server::HistoryRow Row(std::int64_t t, const std::string& verdict,
+                       std::map<std::string, std::string> labels,
+                       std::vector<server::RuleTally> rules = {}) {
+  server::HistoryRow r;
+  r.time_ms = t;
+  r.request_id = "r" + std::to_string(t);
+  r.method = "Check";
+  r.source = "inline";
+  r.sha256 = std::string(64, 'b');
+  r.verdict = verdict;
+  r.cache = "miss";
+  r.labels = std::move(labels);
+  r.rules = std::move(rules);
+  return r;
+}
+
+TEST(SqliteStore, ReportsPersistAcrossReopen) {
+  TempDir dir;
+  const std::string path = (dir / "s.db").string();
+  {
+    server::SqliteStore s(path);
+    EXPECT_FALSE(s.GetReport("k").has_value());
+    s.PutReport({"k", "sha", "cv=0;ml=5", "v", "conformant", std::string("\0bytes", 6)});
+    s.PutReport({"k", "sha", "cv=0;ml=5", "v", "conformant", std::string("\0newer", 6)});
+    EXPECT_EQ(s.GetReport("k").value(), std::string("\0newer", 6));
+    s.Flush();
+  }
+  server::SqliteStore again(path);
+  EXPECT_EQ(again.GetReport("k").value(), std::string("\0newer", 6));
+  EXPECT_EQ(again.Describe(), "sqlite:" + path);
+}
+
+TEST(SqliteStore, StatsCountsGroupsFiltersAndTopRules) {
+  server::SqliteStore s(":memory:");
+  s.AppendHistory(Row(100, "conformant", {{"project", "a"}}));
+  s.AppendHistory(Row(200, "non_conformant", {{"project", "a"}},
+                      {{"r1", "error", 2}, {"r2", "error", 1}, {"w1", "warn", 5}}));
+  s.AppendHistory(Row(300, "non_conformant", {{"project", "b"}, {"team", "t"}},
+                      {{"r2", "error", 3}}));
+  s.AppendHistory(Row(400, "invalid_input", {}));
+  s.AppendHistory(Row(500, "not_applicable", {{"project", "b"}}));
+
+  server::StatsQuery q;
+  q.until_ms = 1000;
+  q.group_by = "project";
+  auto r = s.QueryStats(q);
+  EXPECT_EQ(r.total.requests(), 5u);
+  EXPECT_EQ(r.total.conformant, 1u);
+  EXPECT_EQ(r.total.non_conformant, 2u);
+  EXPECT_EQ(r.total.invalid_input, 1u);
+  EXPECT_EQ(r.total.not_applicable, 1u);
+  ASSERT_EQ(r.groups.size(), 3u);
+  EXPECT_EQ(r.groups[0].first, "");
+  EXPECT_EQ(r.groups[0].second.invalid_input, 1u);
+  EXPECT_EQ(r.groups[1].first, "a");
+  EXPECT_EQ(r.groups[1].second.requests(), 2u);
+  EXPECT_EQ(r.groups[2].first, "b");
+  EXPECT_EQ(r.groups[2].second.non_conformant, 1u);
+  EXPECT_EQ(r.groups[2].second.not_applicable, 1u);
+  ASSERT_EQ(r.top_failing_rules.size(), 2u);  // warn rules are not failing rules
+  EXPECT_EQ(r.top_failing_rules[0].rule, "r2");
+  EXPECT_EQ(r.top_failing_rules[0].requests, 2u);
+  EXPECT_EQ(r.top_failing_rules[0].findings, 4u);
+  EXPECT_EQ(r.top_failing_rules[1].rule, "r1");
+  EXPECT_EQ(r.top_failing_rules[1].requests, 1u);
+
+  server::StatsQuery window;
+  window.since_ms = 200;
+  window.until_ms = 400;  // [200, 400)
+  auto w = s.QueryStats(window);
+  EXPECT_EQ(w.total.requests(), 2u);
+  EXPECT_EQ(w.total.non_conformant, 2u);
+
+  server::StatsQuery filtered;
+  filtered.until_ms = 1000;
+  filtered.label_filter = {{"project", "b"}, {"team", "t"}};
+  auto f = s.QueryStats(filtered);
+  EXPECT_EQ(f.total.requests(), 1u);
+  ASSERT_EQ(f.top_failing_rules.size(), 1u);
+  EXPECT_EQ(f.top_failing_rules[0].findings, 3u);
+}
+
+TEST(SqliteStore, RefusesANewerSchema) {
+  TempDir dir;
+  const std::string path = (dir / "s.db").string();
+  { server::SqliteStore s(path); }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version=99", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  EXPECT_THROW(server::SqliteStore s(path), server::StoreError);
+  EXPECT_THROW(server::OpenStore("postgres://db/axqc"), server::StoreError);
+}
+
+// ------------------------------------------------------------------------------------------------
+// URL parsing and the allowlist
+
+TEST(Url, ParseAndRedact) {
+  auto u = server::ParseUrl("HTTPS://Models.Example.com:8443/a/b/m.onnx?sig=abc#frag");
+  EXPECT_EQ(u.scheme, "https");
+  EXPECT_EQ(u.host, "models.example.com");
+  EXPECT_EQ(u.port, "8443");
+  EXPECT_EQ(u.target, "/a/b/m.onnx?sig=abc");
+  EXPECT_EQ(u.Redacted(), "https://models.example.com:8443/a/b/m.onnx");
+  EXPECT_EQ(u.FileName(), "m.onnx");
+  auto v6 = server::ParseUrl("http://[::1]:9000");
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(v6.target, "/");
+  EXPECT_EQ(v6.HostHeader(), "[::1]:9000");
+  EXPECT_EQ(server::ParseUrl("http://h").port, "80");
+  EXPECT_THROW(server::ParseUrl("file:///etc/passwd"), server::SourceError);
+  EXPECT_THROW(server::ParseUrl("http://u:p@h/x"), server::SourceError);
+  EXPECT_THROW(server::ParseUrl("http://h:99999/x"), server::SourceError);
+  EXPECT_THROW(server::ParseUrl("http:///x"), server::SourceError);
+  EXPECT_THROW(server::ParseUrl("http://h/a b"), server::SourceError);
+}
+
+TEST(Url, Allowlist) {
+  const std::vector<std::string> allow = {"models.example.com", "cdn.example.com:8443", "[::1]"};
+  EXPECT_TRUE(server::HostAllowed(server::ParseUrl("https://MODELS.example.com/x"), allow));
+  EXPECT_TRUE(server::HostAllowed(server::ParseUrl("http://models.example.com:81/x"), allow));
+  EXPECT_TRUE(server::HostAllowed(server::ParseUrl("https://cdn.example.com:8443/x"), allow));
+  EXPECT_FALSE(server::HostAllowed(server::ParseUrl("https://cdn.example.com/x"), allow));
+  EXPECT_FALSE(server::HostAllowed(server::ParseUrl("https://evil.com/models.example.com"), allow));
+  EXPECT_FALSE(server::HostAllowed(server::ParseUrl("https://models.example.com.evil.com/"), allow));
+  EXPECT_TRUE(server::HostAllowed(server::ParseUrl("http://[::1]:5/x"), allow));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Paths
+
+TEST(Paths, IsWithinComparesWholeComponents) {
+  EXPECT_TRUE(server::IsWithin("/srv/models/a.onnx", "/srv/models"));
+  EXPECT_TRUE(server::IsWithin("/srv/models/a.onnx", "/srv/models/"));
+  EXPECT_TRUE(server::IsWithin("/srv/models", "/srv/models"));
+  EXPECT_FALSE(server::IsWithin("/srv/models2/a.onnx", "/srv/models"));
+  EXPECT_FALSE(server::IsWithin("/srv", "/srv/models"));
+  EXPECT_TRUE(server::IsWithin("/anything", "/"));
+}
+
+TEST(Paths, MissingRootIsAStartupError) {
+  EXPECT_THROW(server::PathResolver({"/nonexistent/axqc-root"}), std::runtime_error);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Check engine
+
+TEST(CheckEngine, CancellingTheOnlyWaiterOfAQueuedCheckRemovesIt) {
+  server::Metrics metrics;
+  auto gate = std::make_shared<Gate>();
+  std::atomic<int> sunk{0};
+  server::CheckEngine engine(1, 4, GatedCheck(gate),
+                             [&](const server::CheckJob&, const auto&) { sunk.fetch_add(1); },
+                             &metrics);
+  auto job = [](const std::string& key, const std::string& bytes) {
+    server::CheckJob j;
+    j.key = key;
+    j.sha256 = key;
+    j.name = key;
+    j.bytes = std::make_shared<const std::string>(bytes);
+    return j;
+  };
+  std::atomic<int> done_a{0}, done_b{0};
+  auto ta = engine.Submit(job("a", ConformantModel("a")), [&](const auto&) { done_a++; });
+  ASSERT_EQ(ta.status, server::CheckEngine::SubmitStatus::kQueued);
+  ASSERT_TRUE(WaitFor([&] { return engine.busy_workers() == 1; }));
+  auto tb = engine.Submit(job("b", ConformantModel("b")), [&](const auto&) { done_b++; });
+  ASSERT_EQ(tb.status, server::CheckEngine::SubmitStatus::kQueued);
+  EXPECT_EQ(engine.queue_depth(), 1u);
+  EXPECT_EQ(metrics.queue_depth().Value(), 1);
+  EXPECT_TRUE(engine.Cancel("b", tb.waiter));
+  EXPECT_EQ(engine.queue_depth(), 0u);
+  EXPECT_EQ(metrics.queue_depth().Value(), 0);
+  EXPECT_FALSE(engine.Cancel("b", tb.waiter));
+  gate->Open();
+  ASSERT_TRUE(WaitFor([&] { return done_a.load() == 1; }));
+  engine.Shutdown();
+  EXPECT_EQ(done_b.load(), 0);
+  EXPECT_EQ(gate->calls.load(), 1);
+  EXPECT_EQ(sunk.load(), 1);
+  EXPECT_EQ(engine.Submit(job("c", "x"), [](const auto&) {}).status,
+            server::CheckEngine::SubmitStatus::kStopped);
+}
+
+TEST(CheckEngine, InputErrorsAndShutdownOfQueuedChecks) {
+  server::Metrics metrics;
+  auto gate = std::make_shared<Gate>();
+  server::CheckEngine engine(1, 4, GatedCheck(gate), nullptr, &metrics);
+  server::CheckJob bad;
+  bad.key = "bad";
+  bad.bytes = std::make_shared<const std::string>(NotOnnxBytes());
+  std::optional<server::CheckOutcome> out_bad, out_queued;
+  engine.Submit(bad, [&](const server::CheckOutcome& o) { out_bad = o; });
+  ASSERT_TRUE(WaitFor([&] { return engine.busy_workers() == 1; }));
+  server::CheckJob queued = bad;
+  queued.key = "queued";
+  engine.Submit(queued, [&](const server::CheckOutcome& o) { out_queued = o; });
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    gate->Open();
+  });
+  engine.Shutdown();  // fails the queued check, waits for the running one
+  opener.join();
+  ASSERT_TRUE(out_bad);
+  EXPECT_EQ(out_bad->kind, server::CheckOutcome::Kind::kInputError);
+  ASSERT_TRUE(out_queued);
+  EXPECT_EQ(out_queued->kind, server::CheckOutcome::Kind::kShutdown);
+}
+
+}  // namespace
+}  // namespace axqc::test
