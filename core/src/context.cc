@@ -86,6 +86,13 @@ void Context::ClaimDq(int dq, int unit) {
   }
 }
 
+void Context::Touch(int dq) {
+  if (!q.IsDQ(dq)) return;
+  claimed[static_cast<std::size_t>(dq)] = true;
+  int qn = -1;
+  if (q.SourceOf(dq, &qn) == DqSource::kPairedQ && qn >= 0) claimed[static_cast<std::size_t>(qn)] = true;
+}
+
 void Context::ClaimQ(int qn, int unit) {
   if (!q.IsQ(qn)) return;
   claimed[static_cast<std::size_t>(qn)] = true;

@@ -60,6 +60,9 @@ struct Context {
   Context(const GraphIndex& gi, const QuantTable& qt, Units& u, Emitter& e, bool cv);
   // Marks a DQ (and its paired Q) as a boundary owned by an operator or pattern rule.
   void ClaimDq(int dq, int unit);
+  // Marks a DQ and its paired Q as explained by a finding (no orphan report), without making
+  // it an owned quantization edge.
+  void Touch(int dq);
   // Marks a Q (and its paired DQ) as an output boundary of a unit.
   void ClaimQ(int q, int unit);
   std::string Name(int node) const { return g.NodeName(node); }

@@ -40,6 +40,17 @@ void CheckClosure(Context& c) {
                              " is covered by no rule",
                 .values = {{"op_type", n.op_type()}, {"domain", n.domain()}}});
   }
+  // Nearness spreads across a Q -> DQ pair; such edges touch an operator's data path (2.1), so
+  // they put the model in scope even though no rule can own them.
+  for (int qn : c.q.q_nodes()) {
+    int dq = c.q.PairedDq(qn);
+    if (dq < 0) continue;
+    bool near = near_uncovered[static_cast<std::size_t>(qn)] || near_uncovered[static_cast<std::size_t>(dq)];
+    near_uncovered[static_cast<std::size_t>(qn)] = near_uncovered[static_cast<std::size_t>(dq)] = near;
+  }
+  for (int node = 0; node < c.g.node_count(); ++node) {
+    if (near_uncovered[static_cast<std::size_t>(node)]) c.owned_edge[static_cast<std::size_t>(node)] = true;
+  }
   // A DQ feeding a claimed Q directly (same-parameter chain, 3.5) serves that chain.
   const auto& topo = c.g.topo_order();
   for (auto it = topo.rbegin(); it != topo.rend(); ++it) {

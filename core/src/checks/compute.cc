@@ -78,7 +78,7 @@ void CheckExponent(Context& c, int node) {
   int dq = c.q.DqProducing(t);
   int prod = c.g.Producer(t);
   if (dq >= 0) {
-    c.claimed[static_cast<std::size_t>(dq)] = true;
+    c.Touch(dq);
     c.out.Emit({.rule = "op/static-param", .node = node,
                 .message = "exponent '" + t + "' of Pow '" + c.Name(node) + "' comes through DQ '" +
                            c.Name(dq) + "'; the exponent is not quantized",

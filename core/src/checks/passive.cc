@@ -78,12 +78,22 @@ void CheckPassiveUnit(Context& c, Unit& u) {
   c.ClaimDq(entry_dq, u.id);
   const auto* entry = c.q.Of(entry_dq);
   std::unordered_set<int> members(u.nodes.begin(), u.nodes.end());
+  // 5.11: the Split pattern is a Split and the passive operators on its branches (downstream).
+  // Nodes are in topological order, so a member is downstream when its data input comes from a
+  // Split or from a downstream member.
+  std::unordered_set<int> downstream;
   std::vector<Exit> exits;
   int split = -1;
   for (int node : u.nodes) {
     const auto& n = c.g.node(node);
     const auto* spec = FindOp(n.op_type(), n.domain());
-    if (n.op_type() == "Split") split = node;
+    if (n.op_type() == "Split") {
+      split = node;
+      downstream.insert(node);
+    } else if (n.input_size() > 0) {
+      int p = c.g.Producer(n.input(0));
+      if (downstream.contains(p)) downstream.insert(node);
+    }
     if (spec && (spec->flags & kPadQuantParams)) CheckStaticParam(c, node, 2, "constant_value");
     for (int s = 0; s < n.output_size(); ++s) {
       const auto& o = n.output(s);
@@ -114,11 +124,10 @@ void CheckPassiveUnit(Context& c, Unit& u) {
       }
     }
   }
-  if (split >= 0) {
-    CheckSplitExits(c, entry_dq, exits, split);
-    return;
-  }
-  for (const auto& e : exits) {
+  std::vector<Exit> split_exits, plain_exits;
+  for (const auto& e : exits) (downstream.contains(e.node) ? split_exits : plain_exits).push_back(e);
+  if (split >= 0) CheckSplitExits(c, entry_dq, split_exits, split);
+  for (const auto& e : plain_exits) {
     const auto* q = c.q.Of(e.q);
     auto d = CompareFull(*entry, *q);
     if (!d.what.empty()) {

@@ -15,7 +15,7 @@ void CheckBounds(Context& c, int node) {
     const auto* init = c.g.Initializer(t);
     if (init && init->data_type() == onnx::TensorProto::FLOAT) continue;
     int dq = c.q.DqProducing(t);
-    if (dq >= 0) c.claimed[static_cast<std::size_t>(dq)] = true;
+    if (dq >= 0) c.Touch(dq);
     c.out.Emit({.rule = "op/clip-dynamic", .node = node,
                 .message = std::string(s == 1 ? "min" : "max") + " '" + t + "' of Clip '" +
                            c.Name(node) + "' comes from " + SourceText(c, t) +
@@ -105,7 +105,7 @@ void CheckReluClip(Context& c) {
     int dq = c.q.DqProducing(in);
     if (dq >= 0) {
       CheckDataInput(c, u.id, node, 0, *spec);
-    } else if (!FromQuantizedPassive(c, in)) {
+    } else {
       int p = c.g.Producer(in);
       const bool sym = IsSignedOutputQ(c.g, c.q, n.output(0));
       std::string why;

@@ -351,7 +351,7 @@ void CheckStaticParam(Context& c, int node, int slot, std::string_view what) {
   const auto* init = c.g.Initializer(t);
   if (init && init->data_type() == onnx::TensorProto::FLOAT) return;
   int dq = c.q.DqProducing(t);
-  if (dq >= 0) c.claimed[static_cast<std::size_t>(dq)] = true;  // reported here, not as orphan
+  if (dq >= 0) c.Touch(dq);  // reported here, not as orphan
   std::string from = dq >= 0 ? "DQ '" + c.Name(dq) + "' (parameters are not quantized)"
                              : SourceText(c, t);
   c.out.Emit({.rule = "op/static-param", .node = node,
