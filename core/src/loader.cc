@@ -24,7 +24,7 @@ std::string Sha256Hex(std::string_view bytes) {
   EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(len * 2);
+  out.reserve(std::size_t{len} * 2);
   for (unsigned int i = 0; i < len; ++i) {
     out.push_back(kHex[md[i] >> 4]);
     out.push_back(kHex[md[i] & 0xf]);
