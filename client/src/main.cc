@@ -5,12 +5,17 @@
 
 #include "axqc/catalog.h"
 #include "axqc/checker.h"
+#include "axqc/operators.h"
 #include "axqc/render.h"
 #include "cli.h"
 
 namespace axqc::cli {
 
-int RunRules(const std::string& format, bool /*operators*/) {
+int RunRules(const std::string& format, bool operators) {
+  if (operators) {
+    std::cout << OperatorsMarkdown();
+    return 0;
+  }
   if (format == "json") {
     std::cout << RulesToJson().dump(2) << "\n";
     return 0;
@@ -19,9 +24,9 @@ int RunRules(const std::string& format, bool /*operators*/) {
   for (const auto& r : Rules()) {
     std::string sev(SeverityName(r.severity));
     std::cout << "  " << r.id << std::string(r.id.size() < 32 ? 32 - r.id.size() : 1, ' ') << sev
-              << (r.check_value ? " [cv]" : "     ") << std::string(7 - sev.size(), ' ') << r.section
-              << std::string(r.section.size() < 6 ? 6 - r.section.size() : 1, ' ') << r.summary
-              << "\n";
+              << (r.check_value ? " [cv]" : "     ") << std::string(7 - sev.size(), ' ')
+              << r.section << std::string(r.section.size() < 6 ? 6 - r.section.size() : 1, ' ')
+              << r.summary << "\n";
   }
   return 0;
 }

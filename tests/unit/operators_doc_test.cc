@@ -1,0 +1,147 @@
+// The rule documentation cannot drift from the code: docs/rules/operators.md is byte-identical to
+// the matrix generated from the operator table, and every catalog rule ID has its page.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "axqc/catalog.h"
+#include "axqc/operators.h"
+
+namespace axqc::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// docs/rules of the source tree: $AXQC_DOCS_DIR, else relative to this file
+// (tests/unit/operators_doc_test.cc -> docs/rules).
+fs::path DocsDir() {
+  if (const char* env = std::getenv("AXQC_DOCS_DIR"); env != nullptr && *env != '\0') {
+    return fs::path(env);
+  }
+  return fs::path(__FILE__).parent_path().parent_path().parent_path() / "docs" / "rules";
+}
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string PageName(std::string_view id) {
+  std::string s;
+  for (char c : id) {
+    if (c == '/') {
+      s += "--";
+    } else {
+      s += c;
+    }
+  }
+  return s + ".md";
+}
+
+constexpr const char* kRegenerate =
+    "docs/rules/operators.md is out of date; regenerate it with\n"
+    "  build/core-dev/client/axqc rules --operators > docs/rules/operators.md";
+
+TEST(OperatorsDoc, MatchesTheGeneratedMatrixByteForByte) {
+  const auto path = DocsDir() / "operators.md";
+  ASSERT_TRUE(fs::exists(path)) << path << " is missing\n" << kRegenerate;
+  const std::string doc = ReadFile(path);
+  const std::string generated = OperatorsMarkdown();
+  if (doc != generated) {
+    // Point at the first differing line to make the failure readable.
+    std::istringstream a(doc), b(generated);
+    std::string la, lb;
+    int line = 0;
+    while (true) {
+      const bool ga = static_cast<bool>(std::getline(a, la));
+      const bool gb = static_cast<bool>(std::getline(b, lb));
+      ++line;
+      if (!ga && !gb) break;
+      if (!ga || !gb || la != lb) {
+        ADD_FAILURE() << kRegenerate << "\nfirst difference at line " << line
+                      << ":\n  file:      " << (ga ? la : "<end of file>")
+                      << "\n  generated: " << (gb ? lb : "<end of text>");
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(doc.size(), generated.size());
+  EXPECT_TRUE(doc == generated) << kRegenerate;
+}
+
+TEST(OperatorsDoc, ListsEveryOperatorOfTheTableOnce) {
+  const std::string md = OperatorsMarkdown();
+  std::set<std::string> seen;
+  for (const auto& op : Operators()) {
+    EXPECT_TRUE(seen.insert(op.op_type).second) << op.op_type << " listed twice";
+    EXPECT_NE(md.find("| " + op.op_type + " | " + op.op_class + " | " + op.section + " |"),
+              std::string::npos)
+        << op.op_type;
+    EXPECT_FALSE(op.section.empty()) << op.op_type;
+  }
+  EXPECT_NE(md.find(std::to_string(Operators().size()) + " operators."), std::string::npos);
+}
+
+// `axqc rules --operators` prints exactly the matrix (AXQC_BIN is set by the test registration).
+TEST(OperatorsDoc, CliPrintsTheMatrix) {
+  const char* bin = std::getenv("AXQC_BIN");
+  if (bin == nullptr || *bin == '\0' || !fs::exists(bin)) GTEST_SKIP() << "AXQC_BIN not set";
+  const std::string cmd = std::string("\"") + bin + "\" rules --operators";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
+  EXPECT_EQ(out, OperatorsMarkdown());
+}
+
+TEST(RuleDocs, EveryCatalogRuleHasItsPage) {
+  const auto dir = DocsDir();
+  for (const auto& r : Rules()) {
+    const auto page = dir / PageName(r.id);
+    SCOPED_TRACE(std::string(r.id));
+    ASSERT_TRUE(fs::exists(page)) << page << " is missing";
+    const std::string text = ReadFile(page);
+    EXPECT_NE(text.find("# `" + std::string(r.id) + "`"), std::string::npos)
+        << "the page title names the rule ID";
+    EXPECT_NE(text.find("| severity | " + std::string(SeverityName(r.severity)) + " |"),
+              std::string::npos)
+        << "the page states the catalog severity";
+    EXPECT_NE(text.find("| check_value | " + std::string(r.check_value ? "yes" : "no")),
+              std::string::npos)
+        << "the page states whether check_value gates the rule";
+    EXPECT_NE(text.find("| spec section | " + std::string(r.section) + " |"), std::string::npos)
+        << "the page states the catalog spec section";
+  }
+}
+
+TEST(RuleDocs, IndexLinksEveryPageAndNoStrayPages) {
+  const auto dir = DocsDir();
+  const std::string index = ReadFile(dir / "README.md");
+  ASSERT_FALSE(index.empty()) << dir / "README.md";
+  std::set<std::string> pages;
+  for (const auto& r : Rules()) {
+    pages.insert(PageName(r.id));
+    EXPECT_NE(index.find("](" + PageName(r.id) + ")"), std::string::npos) << r.id;
+  }
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const auto name = e.path().filename().string();
+    if (name == "README.md" || name == "operators.md") continue;
+    EXPECT_TRUE(pages.contains(name)) << name << " documents no catalog rule";
+  }
+}
+
+}  // namespace
+}  // namespace axqc::test
