@@ -93,11 +93,21 @@ TEST(OperatorsDoc, ListsEveryOperatorOfTheTableOnce) {
   EXPECT_NE(md.find(std::to_string(Operators().size()) + " operators."), std::string::npos);
 }
 
-// `axqc rules --operators` prints exactly the matrix (AXQC_BIN is set by the test registration).
+// The axqc binary: $AXQC_BIN, else the build's AXQC_BIN_PATH.
+std::string AxqcBin() {
+  if (const char* env = std::getenv("AXQC_BIN"); env != nullptr && *env != '\0') return env;
+#ifdef AXQC_BIN_PATH
+  return AXQC_BIN_PATH;
+#else
+  return {};
+#endif
+}
+
+// `axqc rules --operators` prints exactly the matrix.
 TEST(OperatorsDoc, CliPrintsTheMatrix) {
-  const char* bin = std::getenv("AXQC_BIN");
-  if (bin == nullptr || *bin == '\0' || !fs::exists(bin)) GTEST_SKIP() << "AXQC_BIN not set";
-  const std::string cmd = std::string("\"") + bin + "\" rules --operators";
+  const std::string bin = AxqcBin();
+  if (bin.empty() || !fs::exists(bin)) GTEST_SKIP() << "axqc binary not found (set AXQC_BIN)";
+  const std::string cmd = "\"" + bin + "\" rules --operators";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
   ASSERT_NE(pipe, nullptr);
   std::string out;
