@@ -26,7 +26,7 @@ void CheckGemmForm(Context& c, int node) {
   if (ta != 0) add("transA=" + std::to_string(ta));
   if (tb != 1) add("transB=" + std::to_string(tb));
   if (alpha != 1.0f) add("alpha=" + FormatNumber(alpha));
-  if (beta != 1.0f && n.input_size() >= 3 && !n.input(2).empty()) add("beta=" + FormatNumber(beta));
+  if (beta != 1.0f) add("beta=" + FormatNumber(beta));  // 5.2 fixes beta even without C
   if (bad.empty()) return;
   c.out.Emit({.rule = "op/gemm-form", .node = node,
               .message = "Gemm '" + c.Name(node) + "' has " + bad +
