@@ -1,9 +1,8 @@
 #include "check_engine.h"
 
 #include <algorithm>
-#include <exception>
-
 #include <boost/asio/post.hpp>
+#include <exception>
 
 #include "report_proto.h"
 

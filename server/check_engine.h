@@ -5,6 +5,7 @@
 // report is still persisted and cached.
 #pragma once
 
+#include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -15,8 +16,6 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include <boost/asio/thread_pool.hpp>
 
 #include "axqc/checker.h"
 #include "axqc/v1/axqc.pb.h"
@@ -29,7 +28,7 @@ using CheckFn =
     std::function<Report(std::string_view bytes, const std::string& name, const CheckOptions&)>;
 
 struct CheckJob {
-  std::string key;     // cache key
+  std::string key;  // cache key
   std::string sha256;
   std::string name;
   std::string options_key;
@@ -41,7 +40,7 @@ struct CheckOutcome {
   enum class Kind { kReport, kInputError, kInternalError, kShutdown };
   Kind kind = Kind::kInternalError;
   std::shared_ptr<const v1::Report> report;  // kReport
-  std::string error;                          // otherwise
+  std::string error;                         // otherwise
   bool shared = false;  // this waiter joined a check started by another request
 };
 

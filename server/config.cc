@@ -1,14 +1,13 @@
 #include "config.h"
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
@@ -291,10 +290,16 @@ std::uint64_t ParseBytes(const std::string& text) {
   std::string unit = Trim(t.substr(i));
   std::transform(unit.begin(), unit.end(), unit.begin(),
                  [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  static const std::pair<const char*, std::uint64_t> kUnits[] = {
-      {"", 1},           {"b", 1},          {"kb", 1000},           {"kib", 1ull << 10},
-      {"mb", 1000000},   {"mib", 1ull << 20}, {"gb", 1000000000ull}, {"gib", 1ull << 30},
-      {"tb", 1000000000000ull}, {"tib", 1ull << 40}};
+  static const std::pair<const char*, std::uint64_t> kUnits[] = {{"", 1},
+                                                                 {"b", 1},
+                                                                 {"kb", 1000},
+                                                                 {"kib", 1ull << 10},
+                                                                 {"mb", 1000000},
+                                                                 {"mib", 1ull << 20},
+                                                                 {"gb", 1000000000ull},
+                                                                 {"gib", 1ull << 30},
+                                                                 {"tb", 1000000000000ull},
+                                                                 {"tib", 1ull << 40}};
   for (const auto& [name, factor] : kUnits) {
     if (unit == name) {
       if (number > std::numeric_limits<std::uint64_t>::max() / factor) {
@@ -345,10 +350,11 @@ void FinalizeConfig(ServerConfig& c) {
 
 ConfigResult LoadConfig(const std::vector<std::string>& args, const EnvLookup& env) {
   ConfigResult result;
-  CLI::App app{"axqc-server: conformance checker service for quantized ONNX QDQ models (ax quant "
-               "spec). Options come from flags, AXQC_* environment variables and an optional "
-               "config file, in that order of precedence.",
-               "axqc-server"};
+  CLI::App app{
+      "axqc-server: conformance checker service for quantized ONNX QDQ models (ax quant "
+      "spec). Options come from flags, AXQC_* environment variables and an optional "
+      "config file, in that order of precedence.",
+      "axqc-server"};
   app.set_help_flag("-h,--help", "print this help and exit");
   std::string config_file;
   app.add_option("--config", config_file,
@@ -403,7 +409,8 @@ ConfigResult LoadConfig(const std::vector<std::string>& args, const EnvLookup& e
     if (auto v = env(name)) Apply(o, c, Values{*v}, "environment " + name);
   }
   for (std::size_t i = 0; i < options.size(); ++i) {
-    if (cli_options[i]->count() > 0) Apply(options[i], c, flag_values[i], "flag --" + options[i].name);
+    if (cli_options[i]->count() > 0)
+      Apply(options[i], c, flag_values[i], "flag --" + options[i].name);
   }
   FinalizeConfig(c);
   result.config = c;

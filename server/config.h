@@ -13,19 +13,19 @@ namespace axqc::server {
 
 struct ServerConfig {
   // Network.
-  std::string listen = "127.0.0.1:50051";          // gRPC address; port 0 picks a free port
-  std::string metrics_listen = "127.0.0.1:9464";   // Prometheus /metrics; "" disables
+  std::string listen = "127.0.0.1:50051";         // gRPC address; port 0 picks a free port
+  std::string metrics_listen = "127.0.0.1:9464";  // Prometheus /metrics; "" disables
   std::string ready_file;  // written once serving: {"grpc_port":N,"metrics_port":M}
 
   // Workers.
-  unsigned workers = 0;              // check threads; 0 = hardware cores
-  std::size_t queue_capacity = 64;   // checks waiting for a worker before RESOURCE_EXHAUSTED
-  unsigned io_threads = 2;           // threads reading files, fetching URLs, serving lookups
+  unsigned workers = 0;             // check threads; 0 = hardware cores
+  std::size_t queue_capacity = 64;  // checks waiting for a worker before RESOURCE_EXHAUSTED
+  unsigned io_threads = 2;          // threads reading files, fetching URLs, serving lookups
 
   // Limits.
-  std::uint64_t max_inline_bytes = 4ull << 20;     // CheckRequest.content
-  std::uint64_t max_model_bytes = 1ull << 30;      // Upload, path and URL models
-  std::uint64_t max_inflight_bytes = 4ull << 30;   // model bytes held in memory at once
+  std::uint64_t max_inline_bytes = 4ull << 20;    // CheckRequest.content
+  std::uint64_t max_model_bytes = 1ull << 30;     // Upload, path and URL models
+  std::uint64_t max_inflight_bytes = 4ull << 30;  // model bytes held in memory at once
 
   // Model sources.
   std::vector<std::string> allowed_roots;    // directories path references may read from
@@ -35,11 +35,11 @@ struct ServerConfig {
 
   // Cache and store.
   std::string store_path = "axqc-store.sqlite3";  // SQLite file (WAL); ":memory:" for none
-  std::uint64_t cache_bytes = 256ull << 20;        // in-memory LRU of reports
+  std::uint64_t cache_bytes = 256ull << 20;       // in-memory LRU of reports
 
   // Shutdown.
-  double grace_period_seconds = 30;    // in-flight RPCs get this long to finish
-  double shutdown_delay_seconds = 0;   // NOT_SERVING is announced this long before draining
+  double grace_period_seconds = 30;   // in-flight RPCs get this long to finish
+  double shutdown_delay_seconds = 0;  // NOT_SERVING is announced this long before draining
 
   // Logs.
   std::string log_level = "info";  // debug, info, warn, error

@@ -32,8 +32,9 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   auto& r = *registry_;
   checks_ = &prometheus::BuildCounter()
                  .Name("axqc_checks_total")
-                 .Help("Check and Upload requests answered with a report (or an input error), by "
-                       "verdict and model source; cache hits included")
+                 .Help(
+                     "Check and Upload requests answered with a report (or an input error), by "
+                     "verdict and model source; cache hits included")
                  .Register(r);
   findings_ = &prometheus::BuildCounter()
                    .Name("axqc_rule_findings_total")
@@ -41,8 +42,9 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                    .Register(r);
   cache_lookups_ = &prometheus::BuildCounter()
                         .Name("axqc_cache_lookups_total")
-                        .Help("Report cache lookups by result: memory_hit, store_hit, shared "
-                              "(joined an identical running check), miss")
+                        .Help(
+                            "Report cache lookups by result: memory_hit, store_hit, shared "
+                            "(joined an identical running check), miss")
                         .Register(r);
   requests_ = &prometheus::BuildCounter()
                    .Name("axqc_requests_total")
@@ -54,9 +56,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                            .Register(r);
   check_duration_ = &prometheus::BuildHistogram()
                          .Name("axqc_check_duration_seconds")
-                         .Help("Duration of the stages of a check: load (read file / fetch URL / "
-                               "hash), check (the checker itself), store (persist report), render "
-                               "(JSON report)")
+                         .Help(
+                             "Duration of the stages of a check: load (read file / fetch URL / "
+                             "hash), check (the checker itself), store (persist report), render "
+                             "(JSON report)")
                          .Register(r);
   queue_wait_ = &prometheus::BuildHistogram()
                      .Name("axqc_queue_wait_seconds")

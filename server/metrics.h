@@ -3,14 +3,14 @@
 // sources, cache results, rule IDs, severities, RPC methods and status codes, stages).
 #pragma once
 
-#include <memory>
-#include <string>
-
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+
+#include <memory>
+#include <string>
 
 #include "axqc/v1/axqc.pb.h"
 
@@ -23,7 +23,8 @@ class Metrics {
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
   // A report (or an input error) returned for a Check/Upload: verdict is "conformant",
-  // "non_conformant", "not_applicable" or "invalid_input"; source "path", "url", "inline", "upload".
+  // "non_conformant", "not_applicable" or "invalid_input"; source "path", "url", "inline",
+  // "upload".
   void CountCheck(const std::string& verdict, const std::string& source);
   // The findings of a returned report, per rule and severity.
   void CountFindings(const v1::Report& report);

@@ -116,8 +116,7 @@ class Fd {
                         "path changed to a symbolic link while opening: " + shown);
     case EACCES:
     case EPERM:
-      throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
-                        "the server may not read " + shown);
+      throw SourceError(grpc::StatusCode::PERMISSION_DENIED, "the server may not read " + shown);
     default:
       throw SourceError(grpc::StatusCode::INTERNAL,
                         "cannot open " + shown + ": " + std::strerror(err));
@@ -168,9 +167,9 @@ LoadedModel PathResolver::Load(const std::string& request_path, std::uint64_t ma
     }
   }
   if (root == nullptr) {
-    throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
-                      "path resolves outside the server's allowed roots (symbolic link): " +
-                          request_path);
+    throw SourceError(
+        grpc::StatusCode::PERMISSION_DENIED,
+        "path resolves outside the server's allowed roots (symbolic link): " + request_path);
   }
 
   // Walk from the root with O_NOFOLLOW: the canonical path has no symlink, so meeting one means
@@ -183,15 +182,15 @@ LoadedModel PathResolver::Load(const std::string& request_path, std::uint64_t ma
     if (!part.empty() && part != ".") parts.push_back(part.string());
   }
   if (parts.empty()) {
-    throw SourceError(grpc::StatusCode::INVALID_ARGUMENT,
-                      "not a regular file: " + request_path);
+    throw SourceError(grpc::StatusCode::INVALID_ARGUMENT, "not a regular file: " + request_path);
   }
   for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
     Fd next(::openat(dir.get(), parts[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (next.get() < 0) FailOpen(errno, request_path);
     dir = std::move(next);
   }
-  Fd file(::openat(dir.get(), parts.back().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  Fd file(
+      ::openat(dir.get(), parts.back().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (file.get() < 0) FailOpen(errno, request_path);
 
   struct stat st {};

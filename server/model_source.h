@@ -2,6 +2,8 @@
 // bytes held in memory.
 #pragma once
 
+#include <grpcpp/support/status.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -10,8 +12,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <grpcpp/support/status.h>
 
 #include "metrics.h"
 

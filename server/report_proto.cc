@@ -233,8 +233,7 @@ void RuleToProto(const RuleInfo& rule, v1::Rule* out) {
 CheckOptions CoreOptions(const v1::CheckOptions& options) {
   CheckOptions out;
   out.check_value = options.check_value();
-  out.max_locations =
-      options.max_locations() == 0 ? kDefaultMaxLocations : options.max_locations();
+  out.max_locations = options.max_locations() == 0 ? kDefaultMaxLocations : options.max_locations();
   out.include_units = true;
   return out;
 }

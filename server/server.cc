@@ -1,22 +1,22 @@
 #include "server.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <netdb.h>
+#include <prometheus/exposer.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
-
-#include <boost/asio/thread_pool.hpp>
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
-#include <prometheus/exposer.h>
 
 #include "axqc/catalog.h"
 #include "axqc/checker.h"
@@ -101,11 +101,10 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
   deps.draining = &s->draining_;
   deps.auth_token = token;
 
-  CheckFn check = hooks.check ? hooks.check
-                              : [](std::string_view bytes, const std::string& name,
-                                   const CheckOptions& options) {
-                                  return CheckBytes(bytes, name, options);
-                                };
+  CheckFn check =
+      hooks.check ? hooks.check
+                  : [](std::string_view bytes, const std::string& name,
+                       const CheckOptions& options) { return CheckBytes(bytes, name, options); };
   // The sink only needs the parts of deps that exist now (store, cache, metrics, logger).
   ServiceDeps sink_deps = deps;
   s->engine_ = std::make_unique<CheckEngine>(
@@ -140,19 +139,18 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
   }
   if (!c.ready_file.empty()) WriteReadyFile(c.ready_file, s->grpc_port_, s->metrics_port_);
 
-  s->logger_->Info("serving",
-                   {{"grpc_port", s->grpc_port_},
-                    {"metrics_port", s->metrics_port_},
-                    {"listen", c.listen},
-                    {"metrics_listen", c.metrics_listen},
-                    {"store", s->store_->Describe()},
-                    {"workers", c.workers},
-                    {"queue_capacity", c.queue_capacity},
-                    {"allowed_roots", c.allowed_roots},
-                    {"url_allow_hosts", c.url_allow_hosts},
-                    {"auth", !token.empty()},
-                    {"version", std::string(ToolVersion())},
-                    {"rule_set_version", std::string(kRuleSetVersion)}});
+  s->logger_->Info("serving", {{"grpc_port", s->grpc_port_},
+                               {"metrics_port", s->metrics_port_},
+                               {"listen", c.listen},
+                               {"metrics_listen", c.metrics_listen},
+                               {"store", s->store_->Describe()},
+                               {"workers", c.workers},
+                               {"queue_capacity", c.queue_capacity},
+                               {"allowed_roots", c.allowed_roots},
+                               {"url_allow_hosts", c.url_allow_hosts},
+                               {"auth", !token.empty()},
+                               {"version", std::string(ToolVersion())},
+                               {"rule_set_version", std::string(kRuleSetVersion)}});
   return s;
 }
 
@@ -180,11 +178,20 @@ void Server::Shutdown() {
     std::this_thread::sleep_for(std::chrono::duration<double>(config_.shutdown_delay_seconds));
   }
   // Stops accepting; in-flight RPCs get the grace period, then are cancelled.
+  auto lap = [last = std::chrono::steady_clock::now()]() mutable {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    return std::round(ms * 10) / 10;
+  };
   grpc_->Shutdown(std::chrono::system_clock::now() +
                   std::chrono::duration_cast<std::chrono::system_clock::duration>(
                       std::chrono::duration<double>(config_.grace_period_seconds)));
+  const double rpc_drain_ms = lap();
   engine_->Shutdown();
+  const double checks_ms = lap();
   io_->join();
+  const double io_ms = lap();
   bool flushed = true;
   try {
     store_->Flush();
@@ -192,11 +199,16 @@ void Server::Shutdown() {
     flushed = false;
     logger_->Error("store flush failed", {{"error", e.what()}});
   }
-  logger_->Info("shutdown complete",
-                {{"duration_ms",
-                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                      .count()},
-                 {"store_flushed", flushed}});
+  const double flush_ms = lap();
+  logger_->Info(
+      "shutdown complete",
+      {{"duration_ms",
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()},
+       {"rpc_drain_ms", rpc_drain_ms},
+       {"checks_ms", checks_ms},
+       {"io_ms", io_ms},
+       {"flush_ms", flush_ms},
+       {"store_flushed", flushed}});
 }
 
 Server::~Server() {

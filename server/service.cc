@@ -1,17 +1,15 @@
 #include "service.h"
 
+#include <google/protobuf/util/time_util.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include <google/protobuf/util/time_util.h>
-
+#include <boost/asio/post.hpp>
 #include <chrono>
 #include <cmath>
 #include <map>
 #include <mutex>
 #include <utility>
-
-#include <boost/asio/post.hpp>
 
 #include "axqc/catalog.h"
 #include "axqc/render.h"
@@ -113,8 +111,7 @@ grpc::Status ValidateLabels(const LabelMap& labels, const char* what) {
   }
   for (const auto& [k, v] : labels) {
     if (!ValidToken(k, 63, false)) {
-      return Invalid(std::string(what) + ": label key '" + k +
-                     "' must match [A-Za-z0-9_.-]{1,63}");
+      return Invalid(std::string(what) + ": label key '" + k + "' must match [A-Za-z0-9_.-]{1,63}");
     }
     if (v.size() > kMaxLabelValue) {
       return Invalid(std::string(what) + ": value of label '" + k + "' is longer than " +
@@ -166,8 +163,7 @@ double SecondsSince(Clock::time_point t) {
 
 bool TimestampValid(const google::protobuf::Timestamp& t) {
   return t.seconds() >= TimeUtil::kTimestampMinSeconds &&
-         t.seconds() <= TimeUtil::kTimestampMaxSeconds && t.nanos() >= 0 &&
-         t.nanos() < 1000000000;
+         t.seconds() <= TimeUtil::kTimestampMaxSeconds && t.nanos() >= 0 && t.nanos() < 1000000000;
 }
 
 bool DurationValid(const google::protobuf::Duration& d) {
@@ -196,7 +192,7 @@ class CheckerService::CallBase : public std::enable_shared_from_this<CallBase> {
   struct Fields {
     std::string source;  // "path", "url", "inline", "upload"
     std::string name;
-    std::string url;     // redacted
+    std::string url;  // redacted
     std::string sha256;
     std::uint64_t size_bytes = 0;
     std::string verdict;
@@ -385,8 +381,8 @@ grpc::Status Admit(const ServiceDeps& d, const grpc::CallbackServerContext* ctx)
 // Fills `resp` with `report` in the requested format; the report's file name becomes `name`
 // when not empty.
 void BuildResponse(const ServiceDeps& d, const std::string& request_id, const std::string& name,
-                   const v1::CheckOptions& options, const v1::Report& report,
-                   v1::CacheResult cache, v1::CheckResponse* resp) {
+                   const v1::CheckOptions& options, const v1::Report& report, v1::CacheResult cache,
+                   v1::CheckResponse* resp) {
   resp->set_request_id(request_id);
   resp->set_sha256(report.model().sha256());
   resp->set_verdict(report.verdict());
@@ -459,8 +455,7 @@ void CheckerService::RecordHistory(const CheckCall& call, const v1::Report* repo
     d_.store->AppendHistory(row);
   } catch (const StoreError& e) {
     d_.metrics->CountStoreError();
-    d_.logger->Warn("history write failed",
-                    {{"error", e.what()}, {"request_id", call.request_id}});
+    d_.logger->Warn("history write failed", {{"error", e.what()}, {"request_id", call.request_id}});
   }
 }
 
@@ -616,11 +611,10 @@ grpc::ServerUnaryReactor* CheckerService::Check(grpc::CallbackServerContext* ctx
         f.name = req->name().empty() ? "inline.onnx" : req->name();
       });
       if (content.size() > d_.config->max_inline_bytes) {
-        call->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                  "inline content is " + std::to_string(content.size()) +
-                                      " bytes, over the limit of " +
-                                      std::to_string(d_.config->max_inline_bytes) +
-                                      "; use Upload"));
+        call->Finish(grpc::Status(
+            grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "inline content is " + std::to_string(content.size()) + " bytes, over the limit of " +
+                std::to_string(d_.config->max_inline_bytes) + "; use Upload"));
         return reactor;
       }
       Reservation reservation(d_.budget);
@@ -809,8 +803,8 @@ class CheckerService::UploadReactor final : public grpc::ServerReadReactor<v1::U
       f.size_bytes = data_.size();
     });
     if (!declared_sha256_.empty() && declared_sha256_ != model.sha256) {
-      Fail(Invalid("sha256 mismatch: declared " + declared_sha256_ +
-                   ", received bytes hash to " + model.sha256));
+      Fail(Invalid("sha256 mismatch: declared " + declared_sha256_ + ", received bytes hash to " +
+                   model.sha256));
       return;
     }
     model.bytes = AccountedBytes(std::move(data_), std::move(reservation_));
@@ -832,8 +826,8 @@ class CheckerService::UploadReactor final : public grpc::ServerReadReactor<v1::U
   Reservation reservation_;
 };
 
-grpc::ServerReadReactor<v1::UploadRequest>* CheckerService::Upload(
-    grpc::CallbackServerContext* ctx, v1::CheckResponse* resp) {
+grpc::ServerReadReactor<v1::UploadRequest>* CheckerService::Upload(grpc::CallbackServerContext* ctx,
+                                                                   v1::CheckResponse* resp) {
   auto call = std::make_shared<CheckCall>(d_, "Upload", ctx);
   auto* reactor = new UploadReactor(this, ctx, call);
   auto* raw = call.get();
@@ -939,8 +933,8 @@ grpc::ServerUnaryReactor* CheckerService::GetStats(grpc::CallbackServerContext* 
     call->Finish(Invalid("since is not a valid timestamp"));
     return reactor;
   }
-  if (req->has_window() && (!DurationValid(req->window()) ||
-                            TimeUtil::DurationToMilliseconds(req->window()) < 0)) {
+  if (req->has_window() &&
+      (!DurationValid(req->window()) || TimeUtil::DurationToMilliseconds(req->window()) < 0)) {
     call->Finish(Invalid("window must be a non-negative duration"));
     return reactor;
   }
@@ -986,9 +980,8 @@ grpc::ServerUnaryReactor* CheckerService::GetStats(grpc::CallbackServerContext* 
       out->set_not_applicable(t.not_applicable);
       out->set_invalid_input(t.invalid_input);
       const std::uint64_t decided = t.conformant + t.non_conformant;
-      out->set_pass_rate(decided == 0 ? 0.0
-                                      : static_cast<double>(t.conformant) /
-                                            static_cast<double>(decided));
+      out->set_pass_rate(
+          decided == 0 ? 0.0 : static_cast<double>(t.conformant) / static_cast<double>(decided));
     };
     auto& out = call->response;
     if (q.since_ms) *out.mutable_since() = TimeUtil::MillisecondsToTimestamp(*q.since_ms);

@@ -1,14 +1,13 @@
 // The axqc.v1.Checker gRPC service on the callback API. Request handling:
-//   RPC arrives -> admission (draining? auth?) -> source work on the I/O pool (read file / fetch URL
-//   / verify upload, sha256) -> cache: memory LRU, then the store -> check engine (bounded queue,
-//   single flight) -> response + history row + metrics + one JSON log line.
+//   RPC arrives -> admission (draining? auth?) -> source work on the I/O pool (read file / fetch
+//   URL / verify upload, sha256) -> cache: memory LRU, then the store -> check engine (bounded
+//   queue, single flight) -> response + history row + metrics + one JSON log line.
 #pragma once
 
 #include <atomic>
+#include <boost/asio/thread_pool.hpp>
 #include <memory>
 #include <string>
-
-#include <boost/asio/thread_pool.hpp>
 
 #include "axqc/v1/axqc.grpc.pb.h"
 #include "check_engine.h"

@@ -11,7 +11,8 @@ namespace axqc::server {
 namespace {
 
 [[noreturn]] void Fail(sqlite3* db, const std::string& what) {
-  throw StoreError("sqlite: " + what + ": " + (db != nullptr ? sqlite3_errmsg(db) : "out of memory"));
+  throw StoreError("sqlite: " + what + ": " +
+                   (db != nullptr ? sqlite3_errmsg(db) : "out of memory"));
 }
 
 void Exec(sqlite3* db, const char* sql) {
@@ -253,7 +254,10 @@ void SqliteStore::AppendHistory(const HistoryRow& row) {
              "?4) ON CONFLICT (history_id, rule, severity) DO UPDATE SET count = count + "
              "excluded.count");
       for (const auto& t : row.rules) {
-        s.Bind(1, id).Bind(2, t.rule).Bind(3, t.severity).Bind(4, static_cast<std::int64_t>(t.count));
+        s.Bind(1, id)
+            .Bind(2, t.rule)
+            .Bind(3, t.severity)
+            .Bind(4, static_cast<std::int64_t>(t.count));
         s.Step();
         s.Reset();
       }
@@ -290,17 +294,17 @@ StatsResult SqliteStore::QueryStats(const StatsQuery& q) {
   Exec(reader_, "BEGIN");
   try {
     {
-      Stmt s(reader_, "SELECT h.verdict, COUNT(*) FROM history h WHERE " + where +
-                          " GROUP BY h.verdict");
+      Stmt s(reader_,
+             "SELECT h.verdict, COUNT(*) FROM history h WHERE " + where + " GROUP BY h.verdict");
       bind_common(s);
       while (s.Step()) out.total.Add(s.Text(0), static_cast<std::uint64_t>(s.Int(1)));
     }
     if (!q.group_by.empty()) {
       const std::string key_param = "?" + std::to_string(next);
-      Stmt s(reader_, "SELECT COALESCE(g.value, ''), h.verdict, COUNT(*) FROM history h "
-                      "LEFT JOIN history_labels g ON g.history_id = h.id AND g.key = " +
-                          key_param + " WHERE " + where +
-                          " GROUP BY 1, 2 ORDER BY 1");
+      Stmt s(reader_,
+             "SELECT COALESCE(g.value, ''), h.verdict, COUNT(*) FROM history h "
+             "LEFT JOIN history_labels g ON g.history_id = h.id AND g.key = " +
+                 key_param + " WHERE " + where + " GROUP BY 1, 2 ORDER BY 1");
       const int i = bind_common(s);
       s.Bind(i, q.group_by);
       while (s.Step()) {

@@ -19,12 +19,12 @@ class StoreError : public std::runtime_error {
 
 // A report as stored: the serialized axqc.v1.Report plus its key parts.
 struct StoredReport {
-  std::string cache_key;         // sha256|options|rule-set version (service::CacheKey)
+  std::string cache_key;  // sha256|options|rule-set version (service::CacheKey)
   std::string sha256;
-  std::string options;           // service::OptionsKey
+  std::string options;  // service::OptionsKey
   std::string rule_set_version;
-  std::string verdict;           // "conformant", ...
-  std::string report;            // serialized axqc.v1.Report
+  std::string verdict;  // "conformant", ...
+  std::string report;   // serialized axqc.v1.Report
 };
 
 // Findings of one rule at one severity in one request.
@@ -38,11 +38,11 @@ struct RuleTally {
 struct HistoryRow {
   std::int64_t time_ms = 0;  // Unix epoch milliseconds
   std::string request_id;
-  std::string method;        // "Check", "Upload"
-  std::string source;        // "path", "url", "inline", "upload"
+  std::string method;  // "Check", "Upload"
+  std::string source;  // "path", "url", "inline", "upload"
   std::string sha256;
-  std::string verdict;       // "conformant", "non_conformant", "not_applicable", "invalid_input"
-  std::string cache;         // "miss", "memory_hit", "store_hit", "shared"
+  std::string verdict;  // "conformant", "non_conformant", "not_applicable", "invalid_input"
+  std::string cache;    // "miss", "memory_hit", "store_hit", "shared"
   std::uint64_t errors = 0;
   std::uint64_t warnings = 0;
   double duration_ms = 0;

@@ -61,8 +61,7 @@ struct Hop {
 template <bool kTls>
 class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
  public:
-  using Stream =
-      std::conditional_t<kTls, beast::ssl_stream<beast::tcp_stream>, beast::tcp_stream>;
+  using Stream = std::conditional_t<kTls, beast::ssl_stream<beast::tcp_stream>, beast::tcp_stream>;
 
   GetOp(net::io_context& ioc, net::ssl::context* tls, ParsedUrl url,
         std::chrono::steady_clock::time_point deadline, std::uint64_t max_bytes, Hop* out)
@@ -76,11 +75,11 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
   }
 
   void Start() {
-    resolver_.async_resolve(url_.host, url_.port,
-                            [self = this->shared_from_this()](beast::error_code ec,
-                                                              tcp::resolver::results_type r) {
-                              self->OnResolve(ec, std::move(r));
-                            });
+    resolver_.async_resolve(
+        url_.host, url_.port,
+        [self = this->shared_from_this()](beast::error_code ec, tcp::resolver::results_type r) {
+          self->OnResolve(ec, std::move(r));
+        });
   }
 
  private:
@@ -103,10 +102,10 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
   void OnResolve(beast::error_code ec, tcp::resolver::results_type results) {
     if (Fail(ec, "resolve")) return;
     Tcp().expires_at(deadline_);
-    Tcp().async_connect(results, [self = this->shared_from_this()](
-                                     beast::error_code e, const tcp::endpoint&) {
-      self->OnConnect(e);
-    });
+    Tcp().async_connect(
+        results, [self = this->shared_from_this()](beast::error_code e, const tcp::endpoint&) {
+          self->OnConnect(e);
+        });
   }
 
   void OnConnect(beast::error_code ec) {
@@ -122,10 +121,9 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
       stream_.set_verify_mode(net::ssl::verify_peer);
       stream_.set_verify_callback(net::ssl::host_name_verification(url_.host));
       Tcp().expires_at(deadline_);
-      stream_.async_handshake(net::ssl::stream_base::client,
-                              [self = this->shared_from_this()](beast::error_code e) {
-                                self->OnReady(e);
-                              });
+      stream_.async_handshake(
+          net::ssl::stream_base::client,
+          [self = this->shared_from_this()](beast::error_code e) { self->OnReady(e); });
     } else {
       OnReady(ec);
     }
@@ -141,19 +139,17 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
     req_.set(http::field::accept, "*/*");
     req_.set(http::field::connection, "close");
     Tcp().expires_at(deadline_);
-    http::async_write(stream_, req_,
-                      [self = this->shared_from_this()](beast::error_code e, std::size_t) {
-                        self->OnWrite(e);
-                      });
+    http::async_write(
+        stream_, req_,
+        [self = this->shared_from_this()](beast::error_code e, std::size_t) { self->OnWrite(e); });
   }
 
   void OnWrite(beast::error_code ec) {
     if (Fail(ec, "write")) return;
     Tcp().expires_at(deadline_);
-    http::async_read_header(stream_, buffer_, parser_,
-                            [self = this->shared_from_this()](beast::error_code e, std::size_t) {
-                              self->OnHeader(e);
-                            });
+    http::async_read_header(
+        stream_, buffer_, parser_,
+        [self = this->shared_from_this()](beast::error_code e, std::size_t) { self->OnHeader(e); });
   }
 
   void OnHeader(beast::error_code ec) {
@@ -167,10 +163,9 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
       return;  // the body of a non-200 answer is not read
     }
     Tcp().expires_at(deadline_);
-    http::async_read(stream_, buffer_, parser_,
-                     [self = this->shared_from_this()](beast::error_code e, std::size_t) {
-                       self->OnBody(e);
-                     });
+    http::async_read(
+        stream_, buffer_, parser_,
+        [self = this->shared_from_this()](beast::error_code e, std::size_t) { self->OnBody(e); });
   }
 
   void OnBody(beast::error_code ec) {
@@ -268,7 +263,8 @@ ParsedUrl ParseUrl(const std::string& url) {
     Bad("credentials in URLs are not accepted");
   }
   for (char c : url) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) Bad("URL contains a space or control character");
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
+      Bad("URL contains a space or control character");
   }
   std::string port;
   if (!authority.empty() && authority[0] == '[') {
@@ -340,9 +336,9 @@ LoadedModel FetchUrl(const std::string& url_text, const UrlPolicy& policy, ByteB
       if (hop.ec == beast::error::timeout) {
         throw SourceError(grpc::StatusCode::UNAVAILABLE, "timed out fetching " + url.Redacted());
       }
-      throw SourceError(grpc::StatusCode::UNAVAILABLE, std::string("fetching ") + url.Redacted() +
-                                                           ": " + hop.stage + ": " +
-                                                           hop.ec.message());
+      throw SourceError(
+          grpc::StatusCode::UNAVAILABLE,
+          std::string("fetching ") + url.Redacted() + ": " + hop.stage + ": " + hop.ec.message());
     }
     if (hop.status == 200) {
       Reservation reservation(&budget);

@@ -1,6 +1,7 @@
 // axqc-server end to end: a real server on a loopback port, a real client channel through the
 // generated stub, the real checker (axqc_core) unless a test gates it.
 #include <google/protobuf/util/message_differencer.h>
+
 #include <nlohmann/json.hpp>
 
 // GCC's -Wnull-dereference misfires inside Asio's scheduler (third-party code).
@@ -261,9 +262,9 @@ TEST_F(ServerTest, CheckByPathRelativeAndAbsolute) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.report().model().file(), abs);
   EXPECT_EQ(resp.cache(), v1::CACHE_RESULT_MEMORY_HIT);
-  EXPECT_EQ(ts.Metrics().Value("axqc_checks_total",
-                               {{"verdict", "non_conformant"}, {"source", "path"}}),
-            2);
+  EXPECT_EQ(
+      ts.Metrics().Value("axqc_checks_total", {{"verdict", "non_conformant"}, {"source", "path"}}),
+      2);
 
   s = CheckPath(ts.stub(), "models/missing.onnx", &resp);
   EXPECT_EQ(s.error_code(), StatusCode::NOT_FOUND);
@@ -276,9 +277,9 @@ TEST_F(ServerTest, PathTraversalIsRefused) {
   WriteFile(dir_ / "outside.onnx", ConformantModel());
   WriteFile(dir_ / "root/sub/in.onnx", ConformantModel());
   v1::CheckResponse resp;
-  for (const std::string& p : std::vector<std::string>{"../outside.onnx", "sub/../../outside.onnx",
-                                                       "sub/../in.onnx",
-                                                       (dir_ / "root/../outside.onnx").string()}) {
+  for (const std::string& p :
+       std::vector<std::string>{"../outside.onnx", "sub/../../outside.onnx", "sub/../in.onnx",
+                                (dir_ / "root/../outside.onnx").string()}) {
     const grpc::Status s = CheckPath(ts.stub(), p, &resp);
     EXPECT_EQ(s.error_code(), StatusCode::PERMISSION_DENIED) << p;
     EXPECT_NE(s.error_message().find("'..'"), std::string::npos) << s.error_message();
@@ -608,9 +609,8 @@ TEST_F(ServerTest, QueueFullIsResourceExhaustedAndIdenticalRequestsShareOneCheck
   EXPECT_EQ(after.Value("axqc_queue_depth"), 0);
   EXPECT_EQ(after.Value("axqc_busy_workers"), 0);
   EXPECT_EQ(after.Value("axqc_requests_total", {{"method", "Check"}, {"code", "OK"}}), 3);
-  EXPECT_EQ(after.Value("axqc_requests_total",
-                        {{"method", "Check"}, {"code", "RESOURCE_EXHAUSTED"}}),
-            1);
+  EXPECT_EQ(
+      after.Value("axqc_requests_total", {{"method", "Check"}, {"code", "RESOURCE_EXHAUSTED"}}), 1);
   EXPECT_EQ(after.Value("axqc_queue_wait_seconds_count"), 2);
 }
 
@@ -627,8 +627,8 @@ TEST_F(ServerTest, ExpiredRequestStopsWaitingAndFreesItsQueueSlot) {
   ASSERT_TRUE(WaitFor([&] { return gate->calls.load() == 1; }));
   // b waits in the queue until its deadline.
   const auto t0 = std::chrono::steady_clock::now();
-  const grpc::Status sb = CheckInline(ts.stub(), ConformantModel("b"), &rb, {}, false,
-                                      std::chrono::milliseconds(300));
+  const grpc::Status sb =
+      CheckInline(ts.stub(), ConformantModel("b"), &rb, {}, false, std::chrono::milliseconds(300));
   const auto waited = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(sb.error_code(), StatusCode::DEADLINE_EXCEEDED);
   EXPECT_LT(waited, std::chrono::seconds(3));
@@ -795,12 +795,10 @@ TEST_F(ServerTest, MetricsEndpointHasTheExpectedSeriesAndValues) {
   const Scrape m = ts.Metrics();
   EXPECT_EQ(m.http_status, 200);
   EXPECT_EQ(m.Get("axqc_checks_total", {{"verdict", "conformant"}, {"source", "inline"}}), 2.0);
-  EXPECT_EQ(m.Get("axqc_checks_total", {{"verdict", "non_conformant"}, {"source", "upload"}}),
-            1.0);
+  EXPECT_EQ(m.Get("axqc_checks_total", {{"verdict", "non_conformant"}, {"source", "upload"}}), 1.0);
   EXPECT_EQ(m.Get("axqc_checks_total", {{"verdict", "invalid_input"}, {"source", "inline"}}), 1.0);
   EXPECT_EQ(m.Get("axqc_requests_total", {{"method", "Check"}, {"code", "OK"}}), 2.0);
-  EXPECT_EQ(m.Get("axqc_requests_total", {{"method", "Check"}, {"code", "INVALID_ARGUMENT"}}),
-            1.0);
+  EXPECT_EQ(m.Get("axqc_requests_total", {{"method", "Check"}, {"code", "INVALID_ARGUMENT"}}), 1.0);
   EXPECT_EQ(m.Get("axqc_requests_total", {{"method", "Upload"}, {"code", "OK"}}), 1.0);
   EXPECT_EQ(m.Get("axqc_requests_total", {{"method", "ListRules"}, {"code", "OK"}}), 1.0);
   EXPECT_EQ(m.Get("axqc_upload_bytes_total"), static_cast<double>(bad.size()));
@@ -875,8 +873,8 @@ TEST_F(ServerTest, ShutdownDrainsInFlightChecksAndFlushesTheStore) {
   grpc::Status s;
   v1::CheckResponse r;
   {
-    TestServer ts(dir_, {[](server::ServerConfig& c) { c.grace_period_seconds = 10; },
-                         {GatedCheck(gate)}});
+    TestServer ts(
+        dir_, {[](server::ServerConfig& c) { c.grace_period_seconds = 10; }, {GatedCheck(gate)}});
     std::thread client([&] { s = CheckInline(ts.stub(), model, &r); });
     ASSERT_TRUE(WaitFor([&] { return gate->calls.load() == 1; }));
     std::thread stopper([&] { ts.Stop(); });
@@ -903,8 +901,8 @@ TEST_F(ServerTest, ShutdownDrainsInFlightChecksAndFlushesTheStore) {
 
 TEST_F(ServerTest, BearerTokenIsRequiredWhenConfigured) {
   WriteFile(dir_ / "token", "s3cr3t-token\n");
-  TestServer ts(dir_, {[&](server::ServerConfig& c) { c.auth_token_file = (dir_ / "token").string(); },
-                       {}});
+  TestServer ts(
+      dir_, {[&](server::ServerConfig& c) { c.auth_token_file = (dir_ / "token").string(); }, {}});
   v1::CheckResponse r;
   grpc::Status s = CheckInline(ts.stub(), ConformantModel(), &r);
   EXPECT_EQ(s.error_code(), StatusCode::UNAUTHENTICATED);

@@ -3,12 +3,11 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
-#include <grpcpp/grpcpp.h>
 
 #include <atomic>
 #include <chrono>
@@ -112,7 +111,9 @@ inline std::string NonConformantModel(const std::string& tag = "bad") {
   return ConvModelBytes(tag, true);
 }
 // Starts with byte 0xff: field number 31, wire type 7 (invalid) -> no protobuf parser accepts it.
-inline std::string NotOnnxBytes() { return std::string("\xff\xff\xff\xff this is not an ONNX model", 32); }
+inline std::string NotOnnxBytes() {
+  return std::string("\xff\xff\xff\xff this is not an ONNX model", 32);
+}
 
 // The report the checker itself produces for `bytes` (what the server must return).
 inline Report DirectReport(const std::string& bytes, const std::string& name,
@@ -217,7 +218,8 @@ struct Scrape {
     return it->second;
   }
   // Value or 0 when absent (counters that never moved are absent).
-  double Value(const std::string& name, const std::map<std::string, std::string>& labels = {}) const {
+  double Value(const std::string& name,
+               const std::map<std::string, std::string>& labels = {}) const {
     return Get(name, labels).value_or(0.0);
   }
 };

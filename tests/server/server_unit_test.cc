@@ -182,13 +182,14 @@ TEST(Config, FlagsOverrideEnvironmentOverrideFile) {
   WriteFile(dir / "c.json",
             R"({"workers": 3, "queue-capacity": 5, "cache-bytes": "1MiB",
                 "allowed-root": ["/a", "/b"], "log_level": "debug", "listen": "0.0.0.0:1"})");
-  auto r = server::LoadConfig(
-      {"axqc-server", "--config", (dir / "c.json").string(), "--workers", "7", "--allowed-root",
-       "/x", "--allowed-root", "/y,/z"},
-      Env({{"AXQC_WORKERS", "4"}, {"AXQC_QUEUE_CAPACITY", "6"}, {"AXQC_URL_ALLOW_HOST", "h1, h2"}}));
+  auto r = server::LoadConfig({"axqc-server", "--config", (dir / "c.json").string(), "--workers",
+                               "7", "--allowed-root", "/x", "--allowed-root", "/y,/z"},
+                              Env({{"AXQC_WORKERS", "4"},
+                                   {"AXQC_QUEUE_CAPACITY", "6"},
+                                   {"AXQC_URL_ALLOW_HOST", "h1, h2"}}));
   ASSERT_FALSE(r.exit_code) << r.message;
-  EXPECT_EQ(r.config.workers, 7u);         // flag > env > file
-  EXPECT_EQ(r.config.queue_capacity, 6u);  // env > file
+  EXPECT_EQ(r.config.workers, 7u);            // flag > env > file
+  EXPECT_EQ(r.config.queue_capacity, 6u);     // env > file
   EXPECT_EQ(r.config.cache_bytes, 1u << 20);  // file
   EXPECT_EQ(r.config.log_level, "debug");     // file, underscore spelling
   EXPECT_EQ(r.config.listen, "0.0.0.0:1");
@@ -219,9 +220,9 @@ TEST(Config, ErrorsNameTheOptionAndItsSource) {
     EXPECT_NE(std::string(e.what()).find("workers (config file"), std::string::npos) << e.what();
   }
   WriteFile(dir / "unknown.conf", "colour = blue\n");
-  EXPECT_THROW(server::LoadConfig({"axqc-server", "--config", (dir / "unknown.conf").string()},
-                                  Env({})),
-               server::ConfigError);
+  EXPECT_THROW(
+      server::LoadConfig({"axqc-server", "--config", (dir / "unknown.conf").string()}, Env({})),
+      server::ConfigError);
   try {
     server::LoadConfig({"axqc-server"}, Env({{"AXQC_CACHE_BYTES", "12 parsecs"}}));
     FAIL() << "expected ConfigError";
@@ -232,9 +233,8 @@ TEST(Config, ErrorsNameTheOptionAndItsSource) {
   }
   EXPECT_THROW(server::LoadConfig({"axqc-server", "--log-level", "loud"}, Env({})),
                server::ConfigError);
-  EXPECT_THROW(
-      server::LoadConfig({"axqc-server", "--max-inline-bytes", "2GiB"}, Env({})),
-      server::ConfigError);
+  EXPECT_THROW(server::LoadConfig({"axqc-server", "--max-inline-bytes", "2GiB"}, Env({})),
+               server::ConfigError);
   auto unknown_flag = server::LoadConfig({"axqc-server", "--frobnicate"}, Env({}));
   ASSERT_TRUE(unknown_flag.exit_code);
   EXPECT_NE(*unknown_flag.exit_code, 0);
@@ -249,8 +249,7 @@ TEST(Config, HelpVersionAndPrintConfig) {
   auto version = server::LoadConfig({"axqc-server", "--version"}, Env({}));
   ASSERT_TRUE(version.exit_code);
   EXPECT_NE(version.message.find(std::string(kRuleSetVersion)), std::string::npos);
-  auto printed =
-      server::LoadConfig({"axqc-server", "--print-config", "--workers", "3"}, Env({}));
+  auto printed = server::LoadConfig({"axqc-server", "--print-config", "--workers", "3"}, Env({}));
   ASSERT_TRUE(printed.exit_code);
   const auto j = nlohmann::json::parse(printed.message);
   EXPECT_EQ(j.at("workers"), "3");
@@ -347,8 +346,8 @@ TEST(SqliteStore, StatsCountsGroupsFiltersAndTopRules) {
   s.AppendHistory(Row(100, "conformant", {{"project", "a"}}));
   s.AppendHistory(Row(200, "non_conformant", {{"project", "a"}},
                       {{"r1", "error", 2}, {"r2", "error", 1}, {"w1", "warn", 5}}));
-  s.AppendHistory(Row(300, "non_conformant", {{"project", "b"}, {"team", "t"}},
-                      {{"r2", "error", 3}}));
+  s.AppendHistory(
+      Row(300, "non_conformant", {{"project", "b"}, {"team", "t"}}, {{"r2", "error", 3}}));
   s.AppendHistory(Row(400, "invalid_input", {}));
   s.AppendHistory(Row(500, "not_applicable", {{"project", "b"}}));
 
@@ -436,7 +435,8 @@ TEST(Url, Allowlist) {
   EXPECT_TRUE(server::HostAllowed(server::ParseUrl("https://cdn.example.com:8443/x"), allow));
   EXPECT_FALSE(server::HostAllowed(server::ParseUrl("https://cdn.example.com/x"), allow));
   EXPECT_FALSE(server::HostAllowed(server::ParseUrl("https://evil.com/models.example.com"), allow));
-  EXPECT_FALSE(server::HostAllowed(server::ParseUrl("https://models.example.com.evil.com/"), allow));
+  EXPECT_FALSE(
+      server::HostAllowed(server::ParseUrl("https://models.example.com.evil.com/"), allow));
   EXPECT_TRUE(server::HostAllowed(server::ParseUrl("http://[::1]:5/x"), allow));
 }
 
@@ -463,9 +463,9 @@ TEST(CheckEngine, CancellingTheOnlyWaiterOfAQueuedCheckRemovesIt) {
   server::Metrics metrics;
   auto gate = std::make_shared<Gate>();
   std::atomic<int> sunk{0};
-  server::CheckEngine engine(1, 4, GatedCheck(gate),
-                             [&](const server::CheckJob&, const auto&) { sunk.fetch_add(1); },
-                             &metrics);
+  server::CheckEngine engine(
+      1, 4, GatedCheck(gate), [&](const server::CheckJob&, const auto&) { sunk.fetch_add(1); },
+      &metrics);
   auto job = [](const std::string& key, const std::string& bytes) {
     server::CheckJob j;
     j.key = key;
