@@ -8,6 +8,9 @@ AXQC_ONNX_SOURCE=$(printf '%s\n' "$setup_out" | sed -n 's/^AXQC_ONNX_SOURCE=//p'
 export AXQC_ONNX_PREFIX AXQC_ONNX_SOURCE
 export AXQC_ONNX_TEST_DATA=${AXQC_ONNX_TEST_DATA:-$AXQC_ONNX_SOURCE/onnx/backend/test/data}
 export CCACHE_DIR=${CCACHE_DIR:-${AXQC_DEPS_DIR:-/opt/axqc-deps}/ccache}
+# Clones in other folders (CI) share the cache: paths are hashed relative to the repository.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$AXQC_ROOT}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 
 axqc_build() {  # axqc_build PRESET
