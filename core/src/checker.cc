@@ -3,9 +3,11 @@
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
+#include <onnx/defs/shape_inference.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include <cctype>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "context.h"
@@ -42,13 +44,82 @@ int MaxKnownOpset() {
 
 std::string LibraryVersion() { return AXQC_ONNX_VERSION; }
 
+// ONNX 1.17 shape-inference functions that index an input's dims without checking its rank (or
+// that it is a tensor): a hostile model declaring a lower rank makes them read out of bounds and
+// crash the process. Found by fuzzing (tests/fuzz) and by reading onnx/defs; every version of
+// the op is guarded. Extend the table when the fuzzer finds another one.
+struct RankGuard {
+  const char* op;
+  int input;
+  int min_rank;
+};
+constexpr RankGuard kRankGuards[] = {
+    {"ConvTranspose", 1, 2},  // W.dim(1)
+    {"MaxUnpool", 1, 2},      // I.dim(1)
+    {"RNN", 0, 2},            // X.dim(0), X.dim(1) (opset 1-6)
+    {"GRU", 0, 2},            // (opset 1-6)
+    {"LSTM", 0, 2},           // (opset 1-6)
+};
+
+// The ONNX schema registry, with the guarded ops' inference functions wrapped in a rank check
+// that fails shape inference (reported as onnx/invalid-model) instead of crashing. The global
+// registry is not modified; the wrapped schemas are copies.
+class GuardedSchemas final : public onnx::ISchemaRegistry {
+ public:
+  GuardedSchemas() {
+    const int max_version = MaxKnownOpset();
+    for (const auto& g : kRankGuards) {
+      for (int v = 1; v <= max_version; ++v) {
+        const auto* s = onnx::OpSchemaRegistry::Schema(g.op, v, onnx::ONNX_DOMAIN);
+        if (s == nullptr || !s->has_type_and_shape_inference_function()) continue;
+        auto [it, added] = guarded_.try_emplace(s, *s);
+        if (!added) continue;
+        auto inner = s->GetTypeAndShapeInferenceFunction();
+        it->second.TypeAndShapeInferenceFunction([g, inner](onnx::InferenceContext& ctx) {
+          if (static_cast<int>(ctx.getNumInputs()) > g.input &&
+              onnx::hasInputShape(ctx, static_cast<std::size_t>(g.input))) {
+            const auto* t = ctx.getInputType(static_cast<std::size_t>(g.input));
+            const int rank = t->has_tensor_type() ? t->tensor_type().shape().dim_size() : -1;
+            if (rank < g.min_rank) {
+              fail_shape_inference(
+                  g.op, " input ", g.input, " must be a tensor of rank >= ", g.min_rank, " (has ",
+                  rank < 0 ? std::string("a non-tensor type") : "rank " + std::to_string(rank),
+                  ")");
+            }
+          }
+          inner(ctx);
+        });
+      }
+    }
+  }
+
+  const onnx::OpSchema* GetSchema(const std::string& key, const int max_version,
+                                  const std::string& domain) const override {
+    const auto* s = onnx::OpSchemaRegistry::Schema(key, max_version, domain);
+    auto it = guarded_.find(s);
+    return it == guarded_.end() ? s : &it->second;
+  }
+
+  static const GuardedSchemas& Instance() {
+    static const GuardedSchemas registry;
+    return registry;
+  }
+
+ private:
+  std::unordered_map<const onnx::OpSchema*, onnx::OpSchema> guarded_;
+};
+
 // onnx/invalid-model: the ONNX checker plus strict shape inference (what full_check does), run
 // in place so the inferred value_info feeds the later stages without copying the model.
 void ValidateOnnx(LoadedModel& m, Emitter& out) {
   auto& model = m.proto;
-  auto invalid = [&](std::string msg, const std::string& key) {
+  // `tensor` keeps findings about different tensors apart (the emitter drops repeats of one key).
+  auto invalid = [&](std::string msg, const std::string& key, const std::string& tensor = {}) {
     while (!msg.empty() && std::isspace(static_cast<unsigned char>(msg.back()))) msg.pop_back();
-    out.Emit({.rule = "onnx/invalid-model", .node = -1, .message = std::move(msg), .group_key = key});
+    std::vector<std::string> tensors;
+    if (!tensor.empty()) tensors.push_back(tensor);
+    out.Emit({.rule = "onnx/invalid-model", .node = -1, .message = std::move(msg), .group_key = key,
+              .tensors = std::move(tensors)});
   };
   bool too_new = false;
   if (model.ir_version() > onnx::IR_VERSION) {
@@ -82,14 +153,15 @@ void ValidateOnnx(LoadedModel& m, Emitter& out) {
     auto why = CheckTensorStorage(t);
     if (!why.empty()) {
       valid = false;
-      invalid("initializer '" + t.name() + "': " + why, "initializer storage does not match dims");
+      invalid("initializer '" + t.name() + "': " + why, "initializer storage does not match dims",
+              t.name());
     }
   }
   bool inferred = false;
   if (valid) {
     try {
       onnx::ShapeInferenceOptions strict{true, 1, false};
-      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), strict);
+      onnx::shape_inference::InferShapes(model, &GuardedSchemas::Instance(), strict);
       inferred = true;
     } catch (const std::exception& e) {
       invalid(std::string("strict shape inference: ") + e.what(), "fails strict shape inference");
@@ -98,7 +170,7 @@ void ValidateOnnx(LoadedModel& m, Emitter& out) {
   if (!inferred) {
     try {  // best effort, for types in the rule stage
       onnx::ShapeInferenceOptions lenient{false, 0, false};
-      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), lenient);
+      onnx::shape_inference::InferShapes(model, &GuardedSchemas::Instance(), lenient);
     } catch (const std::exception&) {
     }
   }

@@ -4,12 +4,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <vector>
 
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <openssl/evp.h>
 
 #include "axqc/checker.h"
@@ -34,7 +39,92 @@ std::string Sha256Hex(std::string_view bytes) {
 
 namespace {
 
-constexpr std::uint64_t kMaxModelBytes = std::uint64_t{2} << 30;  // protobuf's 2 GiB limit
+// protobuf's 2 GiB limit: CodedInputStream takes an int size.
+constexpr std::uint64_t kMaxModelBytes = INT_MAX;
+// Message nesting accepted by the parser (protobuf's default is 100). Each level of If/Loop/Scan
+// bodies costs three (NodeProto, AttributeProto, GraphProto), so this admits ~160 nested bodies;
+// deeper inputs are recursion bombs for the parser, the ONNX checker and shape inference (all
+// recursive) and are rejected as input errors before anything recurses over them.
+constexpr int kMaxMessageDepth = 500;
+
+// Strict decimal parse of an external-data offset/length ("12abc", "-1", "" are rejected).
+std::optional<std::uint64_t> ParseU64(const std::string& s) {
+  std::uint64_t v = 0;
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, v);
+  if (s.empty() || ec != std::errc() || p != end) return std::nullopt;
+  return v;
+}
+
+// Calls f on every TensorProto of the graph and its subgraphs (initializers, sparse initializers,
+// tensor and sparse-tensor attributes), iteratively: the nesting depth is bounded by the parser
+// but no recursion is needed.
+template <typename F>
+void ForEachTensor(const onnx::GraphProto& root, F&& f) {
+  std::vector<const onnx::GraphProto*> todo{&root};
+  while (!todo.empty()) {
+    const auto* g = todo.back();
+    todo.pop_back();
+    for (const auto& t : g->initializer()) f(t);
+    for (const auto& st : g->sparse_initializer()) {
+      f(st.values());
+      f(st.indices());
+    }
+    for (const auto& n : g->node()) {
+      for (const auto& a : n.attribute()) {
+        if (a.has_t()) f(a.t());
+        for (const auto& t : a.tensors()) f(t);
+        if (a.has_sparse_tensor()) {
+          f(a.sparse_tensor().values());
+          f(a.sparse_tensor().indices());
+        }
+        for (const auto& st : a.sparse_tensors()) {
+          f(st.values());
+          f(st.indices());
+        }
+        if (a.has_g()) todo.push_back(&a.g());
+        for (const auto& sg : a.graphs()) todo.push_back(&sg);
+      }
+    }
+  }
+}
+
+// Deepest message nesting in `bytes` read as `type`, walked iteratively over the wire format
+// (fields of message type are descended into, everything else is skipped). Stops counting once
+// `stop` is exceeded. Used to name the cause when the parser rejects a model.
+int MessageDepth(std::string_view bytes, const google::protobuf::Descriptor* type, int stop) {
+  using google::protobuf::FieldDescriptor;
+  using google::protobuf::internal::WireFormatLite;
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  struct Frame {
+    const google::protobuf::Descriptor* type;
+    google::protobuf::io::CodedInputStream::Limit limit;
+  };
+  std::vector<Frame> stack{{type, 0}};
+  int deepest = 1;
+  while (!stack.empty()) {
+    const std::uint32_t tag = in.ReadTag();
+    if (tag == 0) {
+      if (stack.size() == 1 || in.BytesUntilLimit() != 0) break;  // end of input or corrupt
+      in.PopLimit(stack.back().limit);
+      stack.pop_back();
+      continue;
+    }
+    const auto* field = stack.back().type->FindFieldByNumber(static_cast<int>(tag >> 3));
+    if (field != nullptr && field->type() == FieldDescriptor::TYPE_MESSAGE &&
+        WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+      std::uint32_t len = 0;
+      if (!in.ReadVarint32(&len)) break;
+      stack.push_back({field->message_type(), in.PushLimit(static_cast<int>(len))});
+      deepest = std::max(deepest, static_cast<int>(stack.size()));
+      if (deepest > stop) break;
+      continue;
+    }
+    if (!WireFormatLite::SkipField(&in, tag)) break;
+  }
+  return deepest;
+}
 
 // Resolves external data strictly inside the model directory (no absolute paths, no "..", no
 // symlink escapes) and reads bounded byte ranges.
@@ -47,17 +137,20 @@ class DirExternalReader final : public ExternalDataReader {
     std::uint64_t offset = 0;
     std::optional<std::uint64_t> length;
     for (const auto& kv : t.external_data()) {
-      try {
-        if (kv.key() == "location") location = kv.value();
-        if (kv.key() == "offset") offset = std::stoull(kv.value());
-        if (kv.key() == "length") length = std::stoull(kv.value());
-      } catch (const std::exception&) {
-        return std::nullopt;
+      if (kv.key() == "location") location = kv.value();
+      if (kv.key() == "offset" || kv.key() == "length") {
+        auto v = ParseU64(kv.value());
+        if (!v) return std::nullopt;
+        if (kv.key() == "offset") {
+          offset = *v;
+        } else {
+          length = *v;
+        }
       }
     }
     auto path = Resolve(location);
     if (!path) return std::nullopt;
-    int fd = ::open(path->c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = ::open(path->c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) return std::nullopt;
     struct stat st {};
     std::optional<std::string> out;
@@ -114,13 +207,19 @@ class DirExternalReader final : public ExternalDataReader {
       std::uint64_t offset = 0;
       std::optional<std::uint64_t> length;
       for (const auto& kv : t.external_data()) {
-        try {
-          if (kv.key() == "location") location = kv.value();
-          if (kv.key() == "offset") offset = std::stoull(kv.value());
-          if (kv.key() == "length") length = std::stoull(kv.value());
-        } catch (const std::exception&) {
-          throw InputError(model_name + ": external data of tensor '" + t.name() +
-                           "' has a non-numeric offset or length");
+        if (kv.key() == "location") location = kv.value();
+        if (kv.key() == "offset" || kv.key() == "length") {
+          auto v = ParseU64(kv.value());
+          if (!v) {
+            throw InputError(model_name + ": external data of tensor '" + t.name() + "' has " +
+                             kv.key() + " '" + kv.value() +
+                             "', which is not a non-negative decimal number");
+          }
+          if (kv.key() == "offset") {
+            offset = *v;
+          } else {
+            length = *v;
+          }
         }
       }
       std::string why = Problem(location);
@@ -138,12 +237,7 @@ class DirExternalReader final : public ExternalDataReader {
                          " bytes)");
       }
     };
-    for (const auto& t : g.initializer()) check(t);
-    for (const auto& n : g.node()) {
-      for (const auto& a : n.attribute()) {
-        if (a.has_t()) check(a.t());
-      }
-    }
+    ForEachTensor(g, check);
   }
 
  private:
@@ -158,9 +252,15 @@ void ParseInto(std::string_view bytes, const std::string& name, onnx::ModelProto
   }
   google::protobuf::io::CodedInputStream in(reinterpret_cast<const std::uint8_t*>(bytes.data()),
                                             static_cast<int>(bytes.size()));
-  in.SetTotalBytesLimit(static_cast<int>(kMaxModelBytes - 1));
-  in.SetRecursionLimit(100);
+  in.SetTotalBytesLimit(static_cast<int>(kMaxModelBytes));
+  in.SetRecursionLimit(kMaxMessageDepth);
   if (!proto.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage()) {
+    proto.Clear();
+    if (MessageDepth(bytes, onnx::ModelProto::descriptor(), kMaxMessageDepth) > kMaxMessageDepth) {
+      throw InputError(name + ": protobuf messages nested more than " +
+                       std::to_string(kMaxMessageDepth) +
+                       " levels deep (nested subgraphs or types); rejected as a recursion bomb");
+    }
     throw InputError(name + ": not an ONNX model (protobuf parse failed: truncated, corrupt or " +
                      "another file type)");
   }
@@ -170,32 +270,46 @@ void ParseInto(std::string_view bytes, const std::string& name, onnx::ModelProto
 }
 
 bool HasExternal(const onnx::GraphProto& g) {
-  for (const auto& t : g.initializer()) {
-    if (IsExternal(t)) return true;
-  }
-  for (const auto& n : g.node()) {
-    for (const auto& a : n.attribute()) {
-      if (a.has_t() && IsExternal(a.t())) return true;
-    }
-  }
-  return false;
+  bool any = false;
+  ForEachTensor(g, [&](const onnx::TensorProto& t) { any = any || IsExternal(t); });
+  return any;
 }
 
 }  // namespace
 
 LoadedModel LoadFromFile(const std::string& path) {
+  // stat first, so that FIFOs, sockets and devices are never opened; then open without blocking
+  // and re-check the opened file (the path may have been swapped in between).
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
   }
-  if (S_ISDIR(st.st_mode)) throw InputError(path + ": is a directory, not an ONNX model");
-  if (!S_ISREG(st.st_mode)) throw InputError(path + ": is not a regular file");
-  if (static_cast<std::uint64_t>(st.st_size) > kMaxModelBytes) {
-    throw InputError(path + ": " + std::to_string(st.st_size) +
-                     " bytes exceeds the 2 GiB protobuf limit");
-  }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  auto check_type = [&](const struct stat& s) {
+    if (S_ISDIR(s.st_mode)) throw InputError(path + ": is a directory, not an ONNX model");
+    if (S_ISFIFO(s.st_mode)) {
+      throw InputError(path + ": is a FIFO (named pipe), not a regular file");
+    }
+    if (!S_ISREG(s.st_mode)) throw InputError(path + ": is not a regular file");
+    if (static_cast<std::uint64_t>(s.st_size) > kMaxModelBytes) {
+      throw InputError(path + ": " + std::to_string(s.st_size) +
+                       " bytes exceeds the 2 GiB protobuf limit");
+    }
+  };
+  check_type(st);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
+  struct stat fst {};
+  if (::fstat(fd, &fst) != 0 || fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
+    ::close(fd);
+    throw InputError(path + ": changed while being opened");
+  }
+  try {
+    check_type(fst);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  st = fst;
   std::string bytes(static_cast<std::size_t>(st.st_size), '\0');
   std::size_t done = 0;
   while (done < bytes.size()) {

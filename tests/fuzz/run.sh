@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer target (clang-14, ASan + UBSan + libFuzzer) in build/fuzz and runs it.
+#
+#   tests/fuzz/run.sh [SECONDS]      default 600; one process, one core
+#
+# Seed corpus (rebuilt each run in build/fuzz/seeds): the example models, the models written by
+# the test builder (fuzz_seeds) and every Nth model of the ONNX backend test data
+# (AXQC_FUZZ_SAMPLE_EVERY, default 4). The working corpus build/fuzz/corpus persists between runs.
+# Crashes, leaks, timeouts and OOMs are written to build/fuzz/artifacts/; keep each one as a
+# regression test in tests/fuzz/regressions/ (tests/unit/fuzz_regressions_test.cc runs them).
+#
+# Environment: CXX (default clang++-14), AXQC_DEPS_DIR (default /opt/axqc-deps),
+# AXQC_ONNX_SRC (ONNX source tree with the backend test data), JOBS (build parallelism, default 2),
+# AXQC_FUZZ_ARGS (extra libFuzzer flags).
+set -euo pipefail
+
+SECONDS_TO_RUN="${1:-600}"
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+BUILD="$ROOT/build/fuzz"
+DEPS="${AXQC_DEPS_DIR:-/opt/axqc-deps}"
+ONNX_SRC="${AXQC_ONNX_SRC:-$DEPS/src/onnx-1.17.0}"
+CXX_BIN="${CXX:-clang++-14}"
+EVERY="${AXQC_FUZZ_SAMPLE_EVERY:-4}"
+
+if ! command -v "$CXX_BIN" >/dev/null; then
+  echo "run.sh: $CXX_BIN not found (apt-get install -y clang-14 libclang-rt-14-dev)" >&2
+  exit 2
+fi
+
+if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_COMPILER="$CXX_BIN" \
+    -DCMAKE_PREFIX_PATH="$DEPS/onnx-1.17.0" \
+    -DAXQC_FUZZ=ON -DAXQC_SANITIZE=ON \
+    -DAXQC_BUILD_TESTS=OFF -DAXQC_BUILD_SERVER=OFF
+fi
+cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_check fuzz_seeds axqc-gen-examples
+
+# ---- seed corpus
+SEEDS="$BUILD/seeds"
+rm -rf "$SEEDS"
+mkdir -p "$SEEDS" "$BUILD/corpus" "$BUILD/artifacts"
+export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"  # the generators are not under test
+"$BUILD/tools/axqc-gen-examples" "$SEEDS/examples" >/dev/null
+for f in "$SEEDS"/examples/*.onnx; do mv "$f" "$SEEDS/example_$(basename "$f")"; done
+rmdir "$SEEDS/examples"
+"$BUILD/tests/fuzz/fuzz_seeds" "$SEEDS" >/dev/null
+if [ -d "$ONNX_SRC/onnx/backend/test/data" ]; then
+  i=0
+  while IFS= read -r m; do
+    if [ $((i % EVERY)) -eq 0 ]; then
+      rel="${m#"$ONNX_SRC/onnx/backend/test/data/"}"
+      cp "$m" "$SEEDS/backend_$(dirname "$rel" | tr '/' '_').onnx"
+    fi
+    i=$((i + 1))
+  done < <(find "$ONNX_SRC/onnx/backend/test/data" -name model.onnx | LC_ALL=C sort)
+else
+  echo "run.sh: no ONNX backend test data under $ONNX_SRC (seeding without it)" >&2
+fi
+echo "run.sh: $(find "$SEEDS" -type f | wc -l) seed files, $(find "$BUILD/corpus" -type f | wc -l) in the corpus"
+
+# ---- fuzz (single process: one core)
+export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0:detect_stack_use_after_return=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+cd "$BUILD"
+# shellcheck disable=SC2086
+exec "$BUILD/tests/fuzz/fuzz_check" "$BUILD/corpus" "$SEEDS" \
+  -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -max_len=200000 -timeout=10 \
+  -artifact_prefix="$BUILD/artifacts/" -print_final_stats=1 ${AXQC_FUZZ_ARGS:-}
