@@ -98,6 +98,7 @@ void CheckEngine::Run(std::shared_ptr<Flight> flight) {
   }
   metrics_->ObserveStage("check", std::chrono::duration<double>(Clock::now() - start).count());
   if (outcome.kind == CheckOutcome::Kind::kReport && sink_) sink_(flight->job, outcome.report);
+  flight->job.bytes.reset();  // the model's memory is given back before any waiter is answered
 
   std::vector<std::pair<std::uint64_t, Completion>> waiters;
   {

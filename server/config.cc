@@ -24,6 +24,7 @@ struct Opt {
   std::string name;
   std::string help;
   bool list = false;
+  std::string type_name;  // placeholder in --help
   std::function<void(ServerConfig&, const Values&)> set;
   std::function<std::string(const ServerConfig&)> get;
 };
@@ -95,7 +96,10 @@ const std::string& Last(const Values& v) {
 template <typename T>
 Opt UintOpt(std::string name, std::string help, T ServerConfig::*field,
             std::uint64_t max = std::numeric_limits<T>::max()) {
-  return Opt{std::move(name), std::move(help), false,
+  return Opt{std::move(name),
+             std::move(help),
+             false,
+             "N",
              [field, max](ServerConfig& c, const Values& v) {
                c.*field = static_cast<T>(ParseUint(Last(v), max));
              },
@@ -103,25 +107,37 @@ Opt UintOpt(std::string name, std::string help, T ServerConfig::*field,
 }
 
 Opt BytesOpt(std::string name, std::string help, std::uint64_t ServerConfig::*field) {
-  return Opt{std::move(name), std::move(help), false,
+  return Opt{std::move(name),
+             std::move(help),
+             false,
+             "SIZE",
              [field](ServerConfig& c, const Values& v) { c.*field = ParseBytes(Last(v)); },
              [field](const ServerConfig& c) { return std::to_string(c.*field); }};
 }
 
 Opt StringOpt(std::string name, std::string help, std::string ServerConfig::*field) {
-  return Opt{std::move(name), std::move(help), false,
+  return Opt{std::move(name),
+             std::move(help),
+             false,
+             "TEXT",
              [field](ServerConfig& c, const Values& v) { c.*field = Last(v); },
              [field](const ServerConfig& c) { return c.*field; }};
 }
 
 Opt SecondsOpt(std::string name, std::string help, double ServerConfig::*field) {
-  return Opt{std::move(name), std::move(help), false,
+  return Opt{std::move(name),
+             std::move(help),
+             false,
+             "SECONDS",
              [field](ServerConfig& c, const Values& v) { c.*field = ParseSeconds(Last(v)); },
              [field](const ServerConfig& c) { return FormatDouble(c.*field); }};
 }
 
 Opt ListOpt(std::string name, std::string help, std::vector<std::string> ServerConfig::*field) {
-  return Opt{std::move(name), std::move(help), true,
+  return Opt{std::move(name),
+             std::move(help),
+             true,
+             "TEXT",
              [field](ServerConfig& c, const Values& v) {
                Values all;
                for (const auto& item : v) {
@@ -366,18 +382,22 @@ ConfigResult LoadConfig(const std::vector<std::string>& args, const EnvLookup& e
   app.add_flag("--print-config", print_config, "print the effective configuration and exit");
 
   const auto& options = Options();
-  std::vector<Values> flag_values(options.size());
+  // Storage bound to CLI11 (sized up front: CLI11 keeps pointers into it).
+  std::vector<Values> list_values(options.size());
+  std::vector<std::string> scalar_values(options.size());
   std::vector<CLI::Option*> cli_options(options.size());
   const ServerConfig defaults;
   for (std::size_t i = 0; i < options.size(); ++i) {
     const auto& o = options[i];
     std::string help = o.help + " (env " + EnvName(o.name) + ", default '" + o.get(defaults) + "')";
-    auto* opt = app.add_option("--" + o.name, flag_values[i], help);
+    CLI::Option* opt = nullptr;
     if (o.list) {
-      opt->delimiter(',');
+      opt = app.add_option("--" + o.name, list_values[i], help)->delimiter(',');
     } else {
-      opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+      opt = app.add_option("--" + o.name, scalar_values[i], help)
+                ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     }
+    opt->type_name(o.type_name);
     cli_options[i] = opt;
   }
 
@@ -409,8 +429,9 @@ ConfigResult LoadConfig(const std::vector<std::string>& args, const EnvLookup& e
     if (auto v = env(name)) Apply(o, c, Values{*v}, "environment " + name);
   }
   for (std::size_t i = 0; i < options.size(); ++i) {
-    if (cli_options[i]->count() > 0)
-      Apply(options[i], c, flag_values[i], "flag --" + options[i].name);
+    if (cli_options[i]->count() == 0) continue;
+    const Values given = options[i].list ? list_values[i] : Values{scalar_values[i]};
+    Apply(options[i], c, given, "flag --" + options[i].name);
   }
   FinalizeConfig(c);
   result.config = c;

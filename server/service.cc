@@ -505,12 +505,14 @@ void CheckerService::Process(std::shared_ptr<CheckCall> call, LoadedModel model)
   });
   const std::string& expected = call->expected_sha256;
   if (!expected.empty() && expected != model.sha256) {
+    model.bytes.reset();  // give the memory budget back before answering
     call->Finish(Invalid("sha256 mismatch: declared " + expected + ", received bytes hash to " +
                          model.sha256));
     return;
   }
   const std::string key = service::CacheKey(model.sha256, fields.options);
   if (auto hit = d_.cache->Get(key)) {
+    model.bytes.reset();
     d_.metrics->CountCacheLookup("memory_hit");
     Respond(call, std::move(hit), v1::CACHE_RESULT_MEMORY_HIT);
     return;
@@ -523,6 +525,7 @@ void CheckerService::Process(std::shared_ptr<CheckCall> call, LoadedModel model)
         d_.metrics->cache_bytes().Set(static_cast<double>(d_.cache->bytes()));
         d_.metrics->cache_entries().Set(static_cast<double>(d_.cache->entries()));
         d_.metrics->CountCacheLookup("store_hit");
+        model.bytes.reset();
         Respond(call, std::move(report), v1::CACHE_RESULT_STORE_HIT);
         return;
       }

@@ -112,7 +112,7 @@ inline std::string NonConformantModel(const std::string& tag = "bad") {
 }
 // Starts with byte 0xff: field number 31, wire type 7 (invalid) -> no protobuf parser accepts it.
 inline std::string NotOnnxBytes() {
-  return std::string("\xff\xff\xff\xff this is not an ONNX model", 32);
+  return "\xff\xff\xff\xff this is not an ONNX model";
 }
 
 // The report the checker itself produces for `bytes` (what the server must return).
