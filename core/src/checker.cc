@@ -56,9 +56,9 @@ struct RankGuard {
 constexpr RankGuard kRankGuards[] = {
     {"ConvTranspose", 1, 2},  // W.dim(1)
     {"MaxUnpool", 1, 2},      // I.dim(1)
-    {"RNN", 0, 2},            // X.dim(0), X.dim(1) (opset 1-6)
-    {"GRU", 0, 2},            // (opset 1-6)
-    {"LSTM", 0, 2},           // (opset 1-6)
+    {"RNN", 0, 2},            // X.dim(0), X.dim(1) (RNN-1, GRU-3, LSTM-1)
+    {"GRU", 0, 2},
+    {"LSTM", 0, 2},
 };
 
 // The ONNX schema registry, with the guarded ops' inference functions wrapped in a rank check

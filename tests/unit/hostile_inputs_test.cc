@@ -6,6 +6,7 @@
 // 0-byte files, directories, FIFOs). Some external-data and input-error cases live in
 // tests/onnx_base_test.cc; these extend them.
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -488,6 +489,50 @@ TEST(HostileGraph, LoopNestedOneHundredTwentyEightDeepIsAnUncoveredNode) {
   EXPECT_FINDING(r, "closure/uncovered-node", "loop0", "control flow with subgraphs");
 }
 
+// Runs `f` on a thread whose 64 MiB stack is pre-filled with a pattern; returns the bytes of
+// stack it touched.
+template <typename F>
+std::size_t StackBytesUsed(F f) {
+  constexpr std::size_t kSize = std::size_t{64} << 20;
+  std::vector<unsigned char> stack(kSize, 0xA5);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstack(&attr, stack.data(), kSize);
+  struct Call {
+    F* f;
+    static void* Run(void* self) {
+      (*static_cast<Call*>(self)->f)();
+      return nullptr;
+    }
+  } call{&f};
+  pthread_t t;
+  EXPECT_EQ(pthread_create(&t, &attr, &Call::Run, &call), 0);
+  pthread_join(t, nullptr);
+  pthread_attr_destroy(&attr);
+  std::size_t untouched = 0;
+  while (untouched < kSize && stack[untouched] == 0xA5) ++untouched;
+  return kSize - untouched;
+}
+
+// The deepest nesting the parser accepts (3 levels per body + 7 for the model, graph and the
+// innermost output type: 164 bodies) is checked with a bounded stack, far below the 8 MiB of a
+// default thread (the service's workers): recursion depth is the parser limit's job.
+TEST(HostileGraph, DeepestAcceptedNestingUsesABoundedStack) {
+  std::string if_bytes, loop_bytes;
+  ASSERT_TRUE(NestedIf(164).SerializeToString(&if_bytes));
+  ASSERT_TRUE(NestedLoop(164).SerializeToString(&loop_bytes));
+  EXPECT_CONTAINS(BytesError(NestedIf(165).SerializeAsString()), "nested more than 500 levels");
+  for (const auto* bytes : {&if_bytes, &loop_bytes}) {
+    Report r;
+    const auto used =
+        StackBytesUsed([&] { r = CheckBytes(*bytes, "deep.onnx", {.check_value = true}); });
+    std::printf("[ stack    ] 164 nested bodies: %zu KiB of stack\n", used / 1024);
+    EXPECT_TRUE(Has(r, "closure/uncovered-node")) << Dump(r);
+    EXPECT_NO_RULE(r, "onnx/invalid-model");
+    EXPECT_LT(used, std::size_t{4} << 20);
+  }
+}
+
 TEST(HostileGraph, NestingBeyondTheParserLimitIsAnInputError) {
   std::string bytes;
   ASSERT_TRUE(NestedIf(200).SerializeToString(&bytes));
@@ -626,6 +671,28 @@ TEST(HostileTensor, DimsWhoseProductOverflowsInt64) {
         << Dump(r);
     EXPECT_TRUE(HasMessage(r, "onnx/invalid-model", "initializer 'y_scale'")) << Dump(r);
     EXPECT_EQ(r.verdict, Verdict::kNonConformant);
+  }
+}
+
+// Declared dims near the int64 limit where the rules do arithmetic on them: a ConvTranspose's
+// output channels are W.dims[1] * group.
+TEST(HostileTensor, HugeDeclaredDimsInChannelArithmetic) {
+  auto m = ConvModel({.w = QParams::PerChannel(QType::kS8, {}, 1), .op = "ConvTranspose"}).Build();
+  for (auto& vi : *m.mutable_graph()->mutable_value_info()) {
+    if (vi.name() != "w_dq_out") continue;
+    auto* shape = vi.mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->mutable_dim(1)->set_dim_value(int64_t{1} << 62);
+  }
+  for (auto& n : *m.mutable_graph()->mutable_node()) {
+    if (n.name() != "conv") continue;
+    auto* a = n.add_attribute();
+    a->set_name("group");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(int64_t{1} << 40);
+  }
+  for (bool cv : {false, true}) {
+    auto r = CheckModel(m, cv);
+    EXPECT_EQ(r.verdict, Verdict::kNonConformant) << Dump(r);
   }
 }
 

@@ -219,7 +219,10 @@ const QuantParams* CheckWeight(Context& c, int unit, int node, const OpSpec& spe
   std::int64_t group = AttrInt(n, "group").value_or(1);
   std::int64_t out_ch = -1;
   if (wdims && wdims->size() >= 2) {
-    out_ch = spec.weight_axis == 1 ? ((*wdims)[1] > 0 ? (*wdims)[1] * group : -1) : (*wdims)[0];
+    // W.dims[1] * group; unknown (-1) for non-positive values or int64 overflow (hostile dims).
+    std::int64_t ct = -1;
+    if ((*wdims)[1] > 0 && group > 0 && __builtin_mul_overflow((*wdims)[1], group, &ct)) ct = -1;
+    out_ch = spec.weight_axis == 1 ? ct : (*wdims)[0];
   }
   const std::int64_t axis_dim =
       (wdims && static_cast<std::int64_t>(wdims->size()) > spec.weight_axis)
