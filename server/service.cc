@@ -317,6 +317,7 @@ class CheckerService::CallBase : public std::enable_shared_from_this<CallBase> {
   const std::string peer;
   std::string request_id;
   std::string expected_sha256;  // Check only; written before any asynchronous work starts
+  std::mutex stream_mu;         // Upload: orders StartRead against Finish
   std::atomic<bool> cancelled{false};
   // Set by the reactor: sends the status (and on OK the response) to the client.
   std::function<void(const grpc::Status&)> finisher;
@@ -771,7 +772,10 @@ class CheckerService::UploadReactor final : public grpc::ServerReadReactor<v1::U
       hasher_.Update(chunk);
       data_.append(chunk);
     }
-    StartRead(&msg_);
+    // Never start a read after Finish: the finisher takes the same lock (the mutex lives in the
+    // call state, which outlives the reactor).
+    std::lock_guard<std::mutex> lock(call_->stream_mu);
+    if (!call_->finished()) StartRead(&msg_);
   }
 
   void OnCancel() override { call_->OnCancelled(); }
@@ -836,6 +840,7 @@ grpc::ServerReadReactor<v1::UploadRequest>* CheckerService::Upload(grpc::Callbac
   auto* raw = call.get();
   call->finisher = [reactor, resp, raw](const grpc::Status& s) {
     if (s.ok()) *resp = std::move(raw->response);
+    std::lock_guard<std::mutex> lock(raw->stream_mu);
     reactor->Finish(s);
   };
   if (auto s = Admit(d_, ctx); !s.ok()) {

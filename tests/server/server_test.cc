@@ -1,6 +1,7 @@
 // axqc-server end to end: a real server on a loopback port, a real client channel through the
 // generated stub, the real checker (axqc_core) unless a test gates it.
 #include <google/protobuf/util/message_differencer.h>
+#include <grpcpp/generic/generic_stub.h>
 
 #include <nlohmann/json.hpp>
 
@@ -897,6 +898,72 @@ TEST_F(ServerTest, ShutdownDrainsInFlightChecksAndFlushesTheStore) {
   v1::GetStatsResponse stats;
   ASSERT_TRUE(ts.stub().GetStats(&ctx, v1::GetStatsRequest(), &stats).ok());
   EXPECT_EQ(stats.total().requests(), 2u);
+}
+
+// Server reflection, spoken with a generic stub and a hand-encoded request (the reflection
+// protos are not installed by Debian's gRPC): ServerReflectionRequest{list_services: ""}.
+class ReflectionListServices final
+    : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  explicit ReflectionListServices(const std::shared_ptr<grpc::Channel>& channel) : stub_(channel) {
+    ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    stub_.PrepareBidiStreamingCall(&ctx_,
+                                   "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                                   grpc::StubOptions(), this);
+    const std::string request("\x3a\x00", 2);  // field 7 (list_services), empty string
+    grpc::Slice slice(request);
+    request_ = grpc::ByteBuffer(&slice, 1);
+    StartWrite(&request_);
+    StartRead(&response_);
+    StartCall();
+  }
+  void OnWriteDone(bool /*ok*/) override { StartWritesDone(); }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    std::vector<grpc::Slice> slices;
+    (void)response_.Dump(&slices);
+    for (const auto& sl : slices) {
+      received_.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+    }
+    StartRead(&response_);
+  }
+  void OnDone(const grpc::Status& s) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    status_ = s;
+    done_ = true;
+    cv_.notify_all();
+  }
+  // The raw response bytes (service names appear verbatim in them).
+  std::string Await(grpc::Status* status) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+    *status = status_;
+    return received_;
+  }
+
+ private:
+  grpc::GenericStub stub_;
+  grpc::ClientContext ctx_;
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer response_;
+  std::string received_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  grpc::Status status_;
+};
+
+TEST_F(ServerTest, ReflectionListsTheServices) {
+  TestServer ts(dir_);
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(ts.server().grpc_port()),
+                                     grpc::InsecureChannelCredentials());
+  ReflectionListServices call(channel);
+  grpc::Status status;
+  const std::string bytes = call.Await(&status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_NE(bytes.find("axqc.v1.Checker"), std::string::npos);
+  EXPECT_NE(bytes.find("grpc.health.v1.Health"), std::string::npos);
+  EXPECT_NE(bytes.find("grpc.reflection.v1alpha.ServerReflection"), std::string::npos);
 }
 
 TEST_F(ServerTest, BearerTokenIsRequiredWhenConfigured) {
