@@ -69,7 +69,7 @@ void CheckEngine::DispatchLocked() {
     ++busy_;
     metrics_->ObserveQueueWait(
         std::chrono::duration<double>(Clock::now() - flight->enqueued).count());
-    boost::asio::post(pool_, [this, flight]() mutable { Run(std::move(flight)); });
+    boost::asio::post(pool_, [this, flight]() { Run(flight); });
   }
 }
 
@@ -78,7 +78,7 @@ void CheckEngine::UpdateGaugesLocked() {
   metrics_->busy_workers().Set(busy_);
 }
 
-void CheckEngine::Run(std::shared_ptr<Flight> flight) {
+void CheckEngine::Run(const std::shared_ptr<Flight>& flight) {
   CheckOutcome outcome;
   const auto start = Clock::now();
   try {

@@ -83,7 +83,7 @@ class CheckEngine {
     bool running = false;
   };
   void DispatchLocked();
-  void Run(std::shared_ptr<Flight> flight);
+  void Run(const std::shared_ptr<Flight>& flight);
   void UpdateGaugesLocked();
 
   const unsigned workers_;

@@ -57,7 +57,7 @@ void WriteReadyFile(const std::string& path, int grpc_port, int metrics_port) {
 }  // namespace
 
 std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_ptr<Logger> logger,
-                                      ServerHooks hooks) {
+                                      const ServerHooks& hooks) {
   std::unique_ptr<Server> s(new Server());
   s->config_ = config;
   FinalizeConfig(s->config_);

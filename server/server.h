@@ -40,7 +40,7 @@ class Server {
   // Starts serving. Throws std::runtime_error (with a message naming the failing part) when a
   // port cannot be bound, the store cannot be opened, an allowed root is missing, ...
   static std::unique_ptr<Server> Start(const ServerConfig& config, std::shared_ptr<Logger> logger,
-                                       ServerHooks hooks = {});
+                                       const ServerHooks& hooks = {});
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

@@ -497,7 +497,7 @@ void CheckerService::RecordInputError(const std::shared_ptr<CheckCall>& call,
   call->Complete(Invalid("not a readable ONNX model: " + message));
 }
 
-void CheckerService::Process(std::shared_ptr<CheckCall> call, LoadedModel model) {
+void CheckerService::Process(const std::shared_ptr<CheckCall>& call, LoadedModel model) {
   if (call->cancelled.load() || call->finished()) return;
   const auto fields = call->Snapshot();
   call->Update([&](CallBase::Fields& f) {

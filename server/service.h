@@ -63,7 +63,7 @@ class CheckerService final : public v1::Checker::CallbackService {
 
  private:
   using CheckCall = Call<v1::CheckResponse>;
-  void Process(std::shared_ptr<CheckCall> call, LoadedModel model);
+  void Process(const std::shared_ptr<CheckCall>& call, LoadedModel model);
   void Respond(const std::shared_ptr<CheckCall>& call, std::shared_ptr<const v1::Report> report,
                v1::CacheResult cache);
   void RecordInputError(const std::shared_ptr<CheckCall>& call, const std::string& message);

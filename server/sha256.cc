@@ -41,7 +41,7 @@ std::string Sha256::HexDigest() {
   ctx_->done = true;
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(2 * len);
+  out.reserve(2 * static_cast<std::size_t>(len));
   for (unsigned int i = 0; i < len; ++i) {
     out.push_back(kHex[digest[i] >> 4]);
     out.push_back(kHex[digest[i] & 0xf]);
