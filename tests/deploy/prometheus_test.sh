@@ -2,7 +2,9 @@
 # Deployment test that runs without a container engine: the real axqc-server, scraped by the real
 # Prometheus with the repo's scrape config (deploy/prometheus/prometheus.yml) and alert rules,
 # and every PromQL expression of the Grafana dashboard (deploy/grafana/dashboards/axqc-server.json)
-# evaluated through Prometheus' HTTP API with the results the checks below must produce.
+# evaluated through Prometheus' HTTP API with the results the checks below must produce. Before
+# that, the static checks of tests/deploy/validate_deploy.py (Dockerfile runtime libraries,
+# compose and Kubernetes cross-references, server configs accepted by the real binary).
 #
 #   tests/deploy/prometheus_test.sh [BUILD_DIR]      (default: build/release)
 #
@@ -97,6 +99,10 @@ for rules in "$ROOT"/deploy/prometheus/*.yml; do
   [ "$rules" = "$PROM_SRC" ] && continue
   promtool check rules "$rules" >/dev/null || die "promtool check rules $rules"
 done
+
+log "static checks of deploy/ (Dockerfile, compose, Kubernetes, server configs)"
+"$PY" "$ROOT/tests/deploy/validate_deploy.py" "$ROOT" "$SERVER_BIN" "$CLIENT_BIN" "$WORK" \
+  || die "deploy/ static checks (see FAIL lines above)"
 
 # ------------------------------------------------------------------ models
 MODELS=$WORK/models
