@@ -44,51 +44,110 @@ int MaxKnownOpset() {
 
 std::string LibraryVersion() { return AXQC_ONNX_VERSION; }
 
-// ONNX 1.17 shape-inference functions that index an input's dims without checking its rank (or
-// that it is a tensor): a hostile model declaring a lower rank makes them read out of bounds and
-// crash the process. Found by fuzzing (tests/fuzz) and by reading onnx/defs; every version of
-// the op is guarded. Extend the table when the fuzzer finds another one.
-struct RankGuard {
+// Preconditions that ONNX 1.17 shape-inference functions assume but do not check. A hostile model
+// that breaks one makes the function read out of bounds or through a null pointer and crash the
+// process (ONNX and protobuf are not built with bounds checks). Found by fuzzing (tests/fuzz,
+// tests/fuzz/regressions) and by reading onnx/defs; every version of the op is guarded. Extend
+// the table when the fuzzer finds another one.
+void RequireRank(onnx::InferenceContext& ctx, const char* op, std::size_t input, int min_rank) {
+  if (ctx.getNumInputs() <= input || !onnx::hasInputShape(ctx, input)) return;
+  const auto* t = ctx.getInputType(input);
+  const int rank = t->has_tensor_type() ? t->tensor_type().shape().dim_size() : -1;
+  if (rank < min_rank) {
+    fail_shape_inference(
+        op, " input ", input, " must be a tensor of rank >= ", min_rank, " (has ",
+        rank < 0 ? std::string("a non-tensor type") : "rank " + std::to_string(rank), ")");
+  }
+}
+
+// ONNX's conv/pool shape inference (convPoolShapeInference, convPoolShapeInference1):
+// - without a kernel_shape attribute the kernel rank comes from W, and X's dims and the
+//   dilations are indexed by it unchecked: W's rank must not exceed X's;
+// - with auto_pad other than VALID, a stride > 1 and no pads, it reduces each spatial dim by
+//   repeated subtraction (dim / stride iterations): a huge declared dim hangs it. Dims that would
+//   need more than 2^26 subtractions are refused.
+void RequireConvPoolShapes(onnx::InferenceContext& ctx, const char* op, std::size_t x, int w) {
+  if (!onnx::hasInputShape(ctx, x) || !ctx.getInputType(x)->has_tensor_type()) return;
+  const auto& xs = ctx.getInputType(x)->tensor_type().shape();
+  const auto wi = static_cast<std::size_t>(w);
+  if (w >= 0 && ctx.getAttribute("kernel_shape") == nullptr && ctx.getNumInputs() > wi &&
+      onnx::hasInputShape(ctx, wi)) {
+    const auto* wt = ctx.getInputType(wi);
+    const int wr = wt->has_tensor_type() ? wt->tensor_type().shape().dim_size() : -1;
+    if (wr < 0 || wr > xs.dim_size()) {
+      fail_shape_inference(op, " input ", w,
+                           " (the kernel) must be a tensor of rank <= ", xs.dim_size(),
+                           " (the rank of input ", x, ")");
+    }
+  }
+  const auto* auto_pad = ctx.getAttribute("auto_pad");
+  if (auto_pad == nullptr || auto_pad->s() == "VALID" || ctx.getAttribute("pads") != nullptr) {
+    return;
+  }
+  const auto* strides = ctx.getAttribute("strides");
+  constexpr std::int64_t kMaxSteps = std::int64_t{1} << 26;
+  for (int i = 2; i < xs.dim_size(); ++i) {
+    const std::int64_t stride =
+        strides != nullptr && i - 2 < strides->ints_size() ? strides->ints(i - 2) : 1;
+    if (stride > 1 && xs.dim(i).has_dim_value() && xs.dim(i).dim_value() / stride > kMaxSteps) {
+      fail_shape_inference(op, " input ", x, " dim ", i, " (", xs.dim(i).dim_value(),
+                           ") is too large for auto_pad shape inference");
+    }
+  }
+}
+
+struct OpGuard {
   const char* op;
-  int input;
-  int min_rank;
+  void (*check)(onnx::InferenceContext&);
 };
-constexpr RankGuard kRankGuards[] = {
-    {"ConvTranspose", 1, 2},  // W.dim(1)
-    {"MaxUnpool", 1, 2},      // I.dim(1)
-    {"RNN", 0, 2},            // X.dim(0), X.dim(1) (RNN-1, GRU-3, LSTM-1)
-    {"GRU", 0, 2},
-    {"LSTM", 0, 2},
+const OpGuard kGuards[] = {
+    // W.dim(1) / I.dim(1) / X.dim(0..1) read unchecked (RNN-1, GRU-3, LSTM-1).
+    {"ConvTranspose", [](onnx::InferenceContext& c) { RequireRank(c, "ConvTranspose", 1, 2); }},
+    {"MaxUnpool", [](onnx::InferenceContext& c) { RequireRank(c, "MaxUnpool", 1, 2); }},
+    {"RNN", [](onnx::InferenceContext& c) { RequireRank(c, "RNN", 0, 2); }},
+    {"GRU", [](onnx::InferenceContext& c) { RequireRank(c, "GRU", 0, 2); }},
+    {"LSTM", [](onnx::InferenceContext& c) { RequireRank(c, "LSTM", 0, 2); }},
+    {"Conv", [](onnx::InferenceContext& c) { RequireConvPoolShapes(c, "Conv", 0, 1); }},
+    {"ConvInteger",
+     [](onnx::InferenceContext& c) { RequireConvPoolShapes(c, "ConvInteger", 0, 1); }},
+    {"QLinearConv",
+     [](onnx::InferenceContext& c) { RequireConvPoolShapes(c, "QLinearConv", 0, 3); }},
+    {"DeformConv", [](onnx::InferenceContext& c) { RequireConvPoolShapes(c, "DeformConv", 0, 1); }},
+    {"AveragePool",
+     [](onnx::InferenceContext& c) { RequireConvPoolShapes(c, "AveragePool", 0, -1); }},
+    {"MaxPool", [](onnx::InferenceContext& c) { RequireConvPoolShapes(c, "MaxPool", 0, -1); }},
+    {"LpPool", [](onnx::InferenceContext& c) { RequireConvPoolShapes(c, "LpPool", 0, -1); }},
+    // num_scan_inputs is dereferenced unchecked and sizes vectors (a tiny model could make
+    // inference allocate gigabytes).
+    {"Scan",
+     [](onnx::InferenceContext& c) {
+       const auto* a = c.getAttribute("num_scan_inputs");
+       if (a == nullptr || a->i() < 1 || static_cast<std::uint64_t>(a->i()) > c.getNumInputs()) {
+         fail_shape_inference("Scan attribute num_scan_inputs must be between 1 and the number ",
+                              "of inputs (", c.getNumInputs(), ")");
+       }
+     }},
 };
 
-// The ONNX schema registry, with the guarded ops' inference functions wrapped in a rank check
-// that fails shape inference (reported as onnx/invalid-model) instead of crashing. The global
+// The ONNX schema registry, with the guarded ops' inference functions wrapped in their checks,
+// which fail shape inference (reported as onnx/invalid-model) instead of crashing. The global
 // registry is not modified; the wrapped schemas are copies.
 class GuardedSchemas final : public onnx::ISchemaRegistry {
  public:
   GuardedSchemas() {
     const int max_version = MaxKnownOpset();
-    for (const auto& g : kRankGuards) {
+    for (const auto& g : kGuards) {
       for (int v = 1; v <= max_version; ++v) {
         const auto* s = onnx::OpSchemaRegistry::Schema(g.op, v, onnx::ONNX_DOMAIN);
         if (s == nullptr || !s->has_type_and_shape_inference_function()) continue;
         auto [it, added] = guarded_.try_emplace(s, *s);
         if (!added) continue;
         auto inner = s->GetTypeAndShapeInferenceFunction();
-        it->second.TypeAndShapeInferenceFunction([g, inner](onnx::InferenceContext& ctx) {
-          if (static_cast<int>(ctx.getNumInputs()) > g.input &&
-              onnx::hasInputShape(ctx, static_cast<std::size_t>(g.input))) {
-            const auto* t = ctx.getInputType(static_cast<std::size_t>(g.input));
-            const int rank = t->has_tensor_type() ? t->tensor_type().shape().dim_size() : -1;
-            if (rank < g.min_rank) {
-              fail_shape_inference(
-                  g.op, " input ", g.input, " must be a tensor of rank >= ", g.min_rank, " (has ",
-                  rank < 0 ? std::string("a non-tensor type") : "rank " + std::to_string(rank),
-                  ")");
-            }
-          }
-          inner(ctx);
-        });
+        it->second.TypeAndShapeInferenceFunction(
+            [check = g.check, inner](onnx::InferenceContext& ctx) {
+              check(ctx);
+              inner(ctx);
+            });
       }
     }
   }
@@ -138,17 +197,18 @@ void ValidateOnnx(LoadedModel& m, Emitter& out) {
               "opset newer than supported");
     }
   }
-  bool valid = !too_new;
+  bool checked = false;  // the ONNX checker accepted the model
   if (!too_new) {
     try {
       onnx::checker::CheckerContext ctx;
       ctx.set_model_dir(m.dir);
       onnx::checker::check_model(model, ctx);
+      checked = true;
     } catch (const std::exception& e) {
-      valid = false;
       invalid(std::string("ONNX checker: ") + e.what(), "fails the ONNX checker");
     }
   }
+  bool valid = checked;
   for (const auto& t : model.graph().initializer()) {
     auto why = CheckTensorStorage(t);
     if (!why.empty()) {
@@ -167,8 +227,11 @@ void ValidateOnnx(LoadedModel& m, Emitter& out) {
       invalid(std::string("strict shape inference: ") + e.what(), "fails strict shape inference");
     }
   }
-  if (!inferred) {
-    try {  // best effort, for types in the rule stage
+  // Best effort, for types in the rule stage. Only on models the ONNX checker accepted: the
+  // inference functions assume its invariants (required attributes present, input counts in
+  // range) and crash on models that break them.
+  if (!inferred && checked) {
+    try {
       onnx::ShapeInferenceOptions lenient{false, 0, false};
       onnx::shape_inference::InferShapes(model, &GuardedSchemas::Instance(), lenient);
     } catch (const std::exception&) {

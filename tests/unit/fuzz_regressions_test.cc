@@ -124,5 +124,91 @@ TEST(FuzzRegressionCause, OldRecurrentOpsWithLowRankInput) {
   }
 }
 
+// Scan inference dereferenced num_scan_inputs unchecked (fuzzer: Scan without the attribute,
+// reached through the best-effort inference that used to run on models the ONNX checker had
+// rejected) and sizes vectors by it.
+TEST(FuzzRegressionCause, ScanWithOutOfRangeNumScanInputs) {
+  for (int64_t n : {int64_t{0}, int64_t{3}, int64_t{1} << 40}) {
+    ModelBuilder b;
+    b.Input("s", TP::FLOAT, {2});
+    b.Input("x", TP::FLOAT, {5, 2});
+    onnx::GraphProto body;
+    body.set_name("body");
+    auto in = [&](const std::string& name, std::vector<int64_t> dims) {
+      auto* vi = body.add_input();
+      vi->set_name(name);
+      vi->mutable_type()->mutable_tensor_type()->set_elem_type(TP::FLOAT);
+      for (auto d : dims)
+        vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    };
+    in("s_in", {2});
+    in("x_in", {2});
+    auto* add = body.add_node();
+    add->set_op_type("Add");
+    add->add_input("s_in");
+    add->add_input("x_in");
+    add->add_output("s_out");
+    *body.add_output() = body.input(0);
+    body.mutable_output(0)->set_name("s_out");
+    b.Node("Scan", {"s", "x"}, {"s_final"},
+           {ModelBuilder::AttrG("body", body), ModelBuilder::AttrI("num_scan_inputs", n)}, "scan");
+    b.Output("s_final", TP::FLOAT, {2});
+    auto r = RunCheck(b.AutoValueInfo(false));
+    EXPECT_TRUE(HasMessage(r, "onnx/invalid-model", "num_scan_inputs must be between 1 and"))
+        << n << "\n"
+        << Dump(r);
+  }
+}
+
+// Best-effort shape inference no longer runs on models the ONNX checker rejected: inference
+// functions assume the checker's invariants (here: Scan's required attribute).
+TEST(FuzzRegressionCause, NoInferenceOnModelsTheCheckerRejects) {
+  ModelBuilder b;
+  b.Input("x", TP::FLOAT, {5, 2});
+  onnx::GraphProto body;
+  body.set_name("body");
+  b.Node("Scan", {"x"}, {"y"}, {ModelBuilder::AttrG("body", body)}, "scan");
+  b.Output("y", TP::FLOAT, {5, 2});
+  auto r = RunCheck(b.AutoValueInfo(false));
+  EXPECT_TRUE(HasMessage(r, "onnx/invalid-model", "ONNX checker")) << Dump(r);
+  EXPECT_FALSE(HasMessage(r, "onnx/invalid-model", "shape inference")) << Dump(r);
+}
+
+// Conv/pool inference: a kernel rank (from W) above X's rank indexed X's dims out of bounds
+// (fuzzer: Conv-10 with a rank-5 W); auto_pad with a stride and a huge declared dim looped
+// dim / stride times (audit).
+TEST(FuzzRegressionCause, ConvKernelRankAboveInputRank) {
+  ModelBuilder b;
+  b.Input("x", TP::FLOAT, {1, 2, 4, 4});
+  b.Input("w", TP::FLOAT, {3, 2, 3, 3, 3});
+  b.Node("Conv", {"x", "w"}, {"y"}, {}, "conv");
+  b.Output("y", TP::FLOAT, {1, 3, 2, 2});
+  auto r = RunCheck(b.AutoValueInfo(false));
+  EXPECT_TRUE(HasMessage(r, "onnx/invalid-model",
+                         "Conv input 1 (the kernel) must be a tensor of rank <= 4"))
+      << Dump(r);
+}
+
+TEST(FuzzRegressionCause, AutoPadWithHugeSpatialDimDoesNotHang) {
+  for (const std::string op : {"MaxPool", "AveragePool", "Conv"}) {
+    ModelBuilder b;
+    b.Input("x", TP::FLOAT, {1, 1, int64_t{1} << 62});
+    std::vector<std::string> ins{"x"};
+    if (op == "Conv") {
+      b.InitF32Fill("w", {1, 1, 3}, 1.0f);
+      ins.push_back("w");
+    }
+    b.Node(op, ins, {"y"},
+           {ModelBuilder::AttrS("auto_pad", "SAME_UPPER"), ModelBuilder::AttrInts("strides", {2}),
+            ModelBuilder::AttrInts("kernel_shape", {3})},
+           "op");
+    b.Output("y", TP::FLOAT, {1, 1, int64_t{1} << 61});
+    auto r = RunCheck(b.AutoValueInfo(false));
+    EXPECT_TRUE(HasMessage(r, "onnx/invalid-model", "is too large for auto_pad shape inference"))
+        << op << "\n"
+        << Dump(r);
+  }
+}
+
 }  // namespace
 }  // namespace axqc::test
