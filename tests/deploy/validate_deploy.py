@@ -88,27 +88,36 @@ def runtime_packages(path):
     return m2.group(1).split() if m2 else []
 
 
-def dpkg_owner(path):
-    for p in {path, os.path.realpath(path)}:
-        r = subprocess.run(["dpkg", "-S", p], capture_output=True, text=True)
-        if r.returncode == 0:
-            return r.stdout.split(":", 1)[0].split(",")[0].strip()
-    return None
+def dpkg_owners(paths):
+    """Debian package owning each path (or its resolved path); one dpkg call for all."""
+    candidates = {p: [p, os.path.realpath(p)] for p in paths}
+    args = sorted({c for cs in candidates.values() for c in cs})
+    r = subprocess.run(["dpkg", "-S"] + args, capture_output=True, text=True)
+    owner_of = {}
+    for line in r.stdout.splitlines():
+        pkgs, _, path = line.partition(": ")
+        owner_of[path.strip()] = pkgs.split(",")[0].split(":")[0].strip()
+    return {p: next((owner_of[c] for c in cs if c in owner_of), None) for p, cs in candidates.items()}
 
 
-def installed_depends(pkg, cache={}):
-    if pkg not in cache:
-        r = subprocess.run(["dpkg-query", "-W", "-f=${Pre-Depends}, ${Depends}", pkg],
+_DEPENDS = {}
+
+
+def installed_depends(pkg):
+    """Alternatives lists of the Pre-Depends and Depends of an installed package."""
+    if not _DEPENDS:
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Package}\t${Pre-Depends}, ${Depends}\n"],
                            capture_output=True, text=True)
-        deps = []
-        if r.returncode == 0:
-            for item in r.stdout.split(","):
-                alts = [re.sub(r"\(.*?\)|:any|:\S+", "", a).strip() for a in item.split("|")]
+        for line in r.stdout.splitlines():
+            name, _, deps = line.partition("\t")
+            items = []
+            for item in deps.split(","):
+                alts = [re.sub(r"\(.*?\)|:\S+", "", a).strip() for a in item.split("|")]
                 alts = [a for a in alts if a]
                 if alts:
-                    deps.append(alts)
-        cache[pkg] = deps
-    return cache[pkg]
+                    items.append(alts)
+            _DEPENDS[name] = items
+    return _DEPENDS.get(pkg, [])
 
 
 def closure(pkgs):
@@ -198,8 +207,9 @@ def validate_dockerfile(root, binaries, image_cfg):
         libs = re.findall(r"=>\s*(/\S+)", out)
         check(bool(libs) and "not found" not in out, "%s: ldd resolves all libraries" % b)
         missing = {}
+        owners = dpkg_owners(libs)
         for lib in libs:
-            owner = dpkg_owner(lib)
+            owner = owners[lib]
             if owner is None:
                 missing[lib] = "(no Debian package owns it)"
             elif owner not in covered:
