@@ -7,6 +7,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <cctype>
+#include <chrono>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -252,7 +253,24 @@ UnitInfo ToInfo(const Unit& u, const GraphIndex& g) {
   return info;
 }
 
+// Stage clock for CheckOptions::timings: Lap(slot) adds the time since the last lap to the slot.
+class StageClock {
+ public:
+  explicit StageClock(StageTimings* t) : t_(t) {}
+  void Lap(double StageTimings::*slot) {
+    if (t_ == nullptr) return;
+    const auto now = std::chrono::steady_clock::now();
+    t_->*slot += std::chrono::duration<double>(now - t0_).count();
+    t0_ = now;
+  }
+
+ private:
+  StageTimings* t_;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+};
+
 Report Run(LoadedModel& m, const CheckOptions& options) {
+  StageClock clock(options.timings);
   Report report;
   report.check_value = options.check_value;
   report.tool_version = std::string(ToolVersion());
@@ -276,12 +294,16 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
 
   Emitter out(nullptr, options.check_value);
   ValidateOnnx(m, out);
+  clock.Lap(&StageTimings::onnx_check_s);
   GraphIndex g(m.proto.graph(), m.external.get());
   Emitter rules(&g, options.check_value);
+  clock.Lap(&StageTimings::index_s);
   QuantTable q(g);
   facts.q_count = q.q_nodes().size();
   facts.dq_count = q.dq_nodes().size();
+  clock.Lap(&StageTimings::quant_s);
   Units units(g, q);
+  clock.Lap(&StageTimings::units_s);
   Context c(g, q, units, rules, options.check_value);
   CheckOnnxBase(c, declared);
   CheckQdqNodes(c);
@@ -292,6 +314,7 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   CheckReluClip(c);
   CheckPatterns(c);
   CheckClosure(c);
+  clock.Lap(&StageTimings::rules_s);
 
   std::size_t edges = 0, owned = 0;
   for (int dq : q.dq_nodes()) {
@@ -337,6 +360,7 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   if (owned == 0 && report.verdict != Verdict::kNonConformant) {
     report.verdict = Verdict::kNotApplicable;
   }
+  clock.Lap(&StageTimings::report_s);
   return report;
 }
 
@@ -344,12 +368,12 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
 }  // namespace detail
 
 Report CheckFile(const std::string& path, const CheckOptions& options) {
-  auto m = detail::LoadFromFile(path);
+  auto m = detail::LoadFromFile(path, options.timings);
   return detail::Run(m, options);
 }
 
 Report CheckBytes(std::string_view bytes, const std::string& name, const CheckOptions& options) {
-  auto m = detail::LoadFromBytes(bytes, name);
+  auto m = detail::LoadFromBytes(bytes, name, options.timings);
   return detail::Run(m, options);
 }
 

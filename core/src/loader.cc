@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <filesystem>
@@ -269,6 +270,14 @@ void ParseInto(std::string_view bytes, const std::string& name, onnx::ModelProto
   }
 }
 
+// Adds the seconds since `t0` to `*slot` (when timing) and restarts the clock.
+void Lap(std::chrono::steady_clock::time_point& t0, double* slot) {
+  if (slot == nullptr) return;
+  const auto now = std::chrono::steady_clock::now();
+  *slot += std::chrono::duration<double>(now - t0).count();
+  t0 = now;
+}
+
 bool HasExternal(const onnx::GraphProto& g) {
   bool any = false;
   ForEachTensor(g, [&](const onnx::TensorProto& t) { any = any || IsExternal(t); });
@@ -277,7 +286,8 @@ bool HasExternal(const onnx::GraphProto& g) {
 
 }  // namespace
 
-LoadedModel LoadFromFile(const std::string& path) {
+LoadedModel LoadFromFile(const std::string& path, StageTimings* timings) {
+  auto t0 = std::chrono::steady_clock::now();
   // stat first, so that FIFOs, sockets and devices are never opened; then open without blocking
   // and re-check the opened file (the path may have been swapped in between).
   struct stat st {};
@@ -320,11 +330,13 @@ LoadedModel LoadFromFile(const std::string& path) {
   }
   ::close(fd);
   if (done != bytes.size()) throw InputError(path + ": short read");
+  Lap(t0, timings ? &timings->read_s : nullptr);
 
   LoadedModel m;
   m.name = path;
   m.size = bytes.size();
   m.sha256 = Sha256Hex(bytes);
+  Lap(t0, timings ? &timings->sha256_s : nullptr);
   ParseInto(bytes, path, m.proto);
   std::string().swap(bytes);
   m.dir = fs::path(path).parent_path().string();
@@ -332,15 +344,19 @@ LoadedModel LoadFromFile(const std::string& path) {
   auto reader = std::make_unique<DirExternalReader>(m.dir);
   reader->ValidateAll(m.proto.graph(), path);
   m.external = std::move(reader);
+  Lap(t0, timings ? &timings->parse_s : nullptr);
   return m;
 }
 
-LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name) {
+LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name, StageTimings* timings) {
+  auto t0 = std::chrono::steady_clock::now();
   LoadedModel m;
   m.name = name;
   m.size = bytes.size();
   m.sha256 = Sha256Hex(bytes);
+  Lap(t0, timings ? &timings->sha256_s : nullptr);
   ParseInto(bytes, name, m.proto);
+  Lap(t0, timings ? &timings->parse_s : nullptr);
   if (HasExternal(m.proto.graph())) {
     throw InputError(name + ": tensors stored as external data cannot be checked from memory; "
                             "check the model by path or embed the weights");

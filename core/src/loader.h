@@ -7,6 +7,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "axqc/checker.h"
 #include "onnx_util.h"
 
 namespace axqc::detail {
@@ -20,9 +21,11 @@ struct LoadedModel {
   std::unique_ptr<ExternalDataReader> external;  // null for in-memory loads
 };
 
-// Throws axqc::InputError with the file name and the cause.
-LoadedModel LoadFromFile(const std::string& path);
-LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name);
+// Throws axqc::InputError with the file name and the cause. `timings` (optional) receives the
+// read, sha256 and parse times.
+LoadedModel LoadFromFile(const std::string& path, StageTimings* timings = nullptr);
+LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name,
+                          StageTimings* timings = nullptr);
 
 std::string Sha256Hex(std::string_view bytes);
 

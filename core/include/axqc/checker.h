@@ -11,10 +11,25 @@
 
 namespace axqc {
 
+// Wall-clock seconds spent in each pipeline stage of one check (benchmarks, bench/). Stages that
+// do not run for a model (read for CheckBytes, inference after a failed check) stay 0.
+struct StageTimings {
+  double read_s = 0;        // reading the model file (CheckFile only)
+  double sha256_s = 0;      // hashing the model bytes
+  double parse_s = 0;       // protobuf parse (+ external data validation for CheckFile)
+  double onnx_check_s = 0;  // ONNX checker (full check) + strict shape inference
+  double index_s = 0;       // graph index
+  double quant_s = 0;       // quant params
+  double units_s = 0;       // units / ownership (patterns)
+  double rules_s = 0;       // every rule
+  double report_s = 0;      // assembling the Report (grouping, summaries); not rendering
+};
+
 struct CheckOptions {
   bool check_value = false;        // spec 2.5: -c / --check-value
   std::size_t max_locations = 5;   // per finding group
   bool include_units = true;       // fill Report::units (ownership map)
+  StageTimings* timings = nullptr;  // when set, filled with the time of each stage
 };
 
 // Not an ONNX model, unreadable file, unsafe external data: no verdict, an input error.
