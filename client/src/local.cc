@@ -1,4 +1,4 @@
-// Local mode: check models in-process and render the reports.
+// Local mode: check models in-process. Rendering (shared with remote mode): EmitResults.
 #include <unistd.h>
 
 #include <cstdio>
@@ -17,19 +17,20 @@ namespace {
 // Worst exit code: input error (2) > non_conformant (1) > not_applicable (3) > conformant (0).
 int Rank(int code) {
   switch (code) {
-    case 2: return 3;
-    case 1: return 2;
-    case 3: return 1;
-    default: return 0;
+    case 2:
+      return 3;
+    case 1:
+      return 2;
+    case 3:
+      return 1;
+    default:
+      return 0;
   }
 }
 
 }  // namespace
 
-int RunLocalCheck(const CheckArgs& args) {
-  CheckOptions opts;
-  opts.check_value = args.check_value;
-  opts.max_locations = args.max_locations;
+int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results) {
   std::ofstream file;
   std::ostream* out = &std::cout;
   if (!args.output.empty()) {
@@ -40,41 +41,81 @@ int RunLocalCheck(const CheckArgs& args) {
     }
     out = &file;
   }
-  const bool tty = args.output.empty() && ::isatty(STDOUT_FILENO) != 0;
-  TextOptions text;
-  text.color = args.color == "always" || (args.color == "auto" && tty);
-  text.explain = args.explain;
   int worst = 0;
-  nlohmann::json reports = nlohmann::json::array();
-  for (std::size_t i = 0; i < args.models.size(); ++i) {
-    const auto& path = args.models[i];
-    int code = 0;
-    try {
-      auto report = CheckFile(path, opts);
-      code = ExitCodeFor(report.verdict);
-      if (args.format == "json") {
-        reports.push_back(ReportToJson(report));
-      } else {
-        if (i > 0) *out << "\n";
-        *out << RenderText(report, text);
-      }
-    } catch (const InputError& e) {
-      code = kExitError;
-      std::cerr << "axqc: input error: " << e.what() << "\n";
-      if (args.format == "json") {
-        reports.push_back({{"schema", Report::kSchema}, {"model", {{"file", path}}},
-                           {"verdict", nullptr}, {"input_error", e.what()}});
-      }
-    } catch (const std::exception& e) {
-      code = kExitError;
-      std::cerr << "axqc: internal error while checking " << path << ": " << e.what() << "\n";
+  std::vector<Report> reports;
+  std::vector<ModelError> errors;
+  for (const auto& r : results) {
+    if (Rank(r.exit_code) > Rank(worst)) worst = r.exit_code;
+    if (r.ok) {
+      reports.push_back(r.report);
+    } else {
+      std::cerr << "axqc: " << r.error_kind << ": " << r.error << "\n";
+      errors.push_back({r.file, r.error});
     }
-    if (Rank(code) > Rank(worst)) worst = code;
   }
   if (args.format == "json") {
-    *out << (reports.size() == 1 ? reports[0] : reports).dump(2) << "\n";
+    nlohmann::json docs = nlohmann::json::array();
+    for (const auto& r : results) {
+      if (r.ok) {
+        docs.push_back(ReportToJson(r.report));
+      } else {
+        docs.push_back({{"schema", Report::kSchema},
+                        {"model", {{"file", r.file}}},
+                        {"verdict", nullptr},
+                        {"input_error", r.error}});
+      }
+    }
+    *out << (docs.size() == 1 ? docs[0] : docs).dump(2) << "\n";
+  } else if (args.format == "junit") {
+    *out << RenderJunit(reports, errors);
+  } else if (args.format == "sarif") {
+    *out << RenderSarif(reports, errors);
+  } else if (args.format == "github") {
+    *out << RenderGithub(reports, errors);
+  } else {
+    const bool tty = args.output.empty() && ::isatty(STDOUT_FILENO) != 0;
+    TextOptions text;
+    text.color = args.color == "always" || (args.color == "auto" && tty);
+    text.explain = args.explain;
+    bool first = true;
+    for (const auto& r : results) {
+      if (!r.ok) continue;
+      if (!first) *out << "\n";
+      first = false;
+      *out << RenderText(r.report, text);
+    }
+  }
+  out->flush();
+  if (!*out) {
+    std::cerr << "axqc: cannot write the report\n";
+    return kExitError;
   }
   return worst;
+}
+
+int RunLocalCheck(const CheckArgs& args) {
+  CheckOptions opts;
+  opts.check_value = args.check_value;
+  opts.max_locations = args.max_locations;
+  std::vector<ModelResult> results;
+  for (const auto& path : args.models) {
+    ModelResult m;
+    m.file = path;
+    try {
+      m.report = CheckFile(path, opts);
+      m.ok = true;
+      m.exit_code = ExitCodeFor(m.report.verdict);
+    } catch (const InputError& e) {
+      m.exit_code = kExitError;
+      m.error = e.what();
+    } catch (const std::exception& e) {
+      m.exit_code = kExitError;
+      m.error_kind = "internal error while checking " + path;
+      m.error = e.what();
+    }
+    results.push_back(std::move(m));
+  }
+  return EmitResults(args, results);
 }
 
 }  // namespace axqc::cli

@@ -33,36 +33,111 @@ int RunRules(const std::string& format, bool operators) {
 
 }  // namespace axqc::cli
 
+namespace {
+
+// --server and the connection flags, shared by check, rules, stats and health.
+void AddRemoteOptions(CLI::App* cmd, axqc::cli::RemoteArgs* r, bool server_required) {
+  auto* server =
+      cmd->add_option("--server", r->server, "axqc-server address HOST:PORT (remote mode)");
+  if (server_required) server->required();
+  cmd->add_flag("--tls", r->tls, "Use TLS (implied by --ca, --cert, --key)");
+  cmd->add_option("--ca", r->ca, "PEM file with the CA certificates to trust (default: system)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--cert", r->cert, "PEM client certificate chain (mutual TLS)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--key", r->key, "PEM client private key (mutual TLS)")->check(CLI::ExistingFile);
+  cmd->add_option("--token", r->token,
+                  "Bearer token for the server (default: environment variable AXQC_TOKEN)");
+  cmd->add_option("--deadline", r->deadline_seconds,
+                  "Deadline of each RPC in seconds (check default 600, others 30, health 5)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--retries", r->retries,
+                  "Extra attempts when the server is UNAVAILABLE, with exponential backoff "
+                  "(default: check 4, stats/rules 2, health 0)")
+      ->check(CLI::Range(0, 20));
+}
+
+// --label k=v (repeatable) into a map.
+bool ParseLabels(const std::vector<std::string>& in, std::map<std::string, std::string>* out) {
+  for (const auto& l : in) {
+    const auto eq = l.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "axqc: --label expects KEY=VALUE, got '" << l << "'\n";
+      return false;
+    }
+    (*out)[l.substr(0, eq)] = l.substr(eq + 1);
+  }
+  return true;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace axqc::cli;
-  CLI::App app{"axqc: conformance checker for quantized ONNX (QDQ) models against the ax quant spec"};
+  CLI::App app{
+      "axqc: conformance checker for quantized ONNX (QDQ) models against the ax quant spec"};
   app.set_version_flag("--version", std::string("axqc ") + std::string(axqc::ToolVersion()) +
                                         " (rule set " + std::string(axqc::kRuleSetVersion) + ")");
   app.require_subcommand(1);
 
   CheckArgs check;
-  auto* cmd = app.add_subcommand("check", "Check one or more ONNX models");
-  cmd->add_option("models", check.models, "ONNX model files")->required()->check(CLI::ExistingPath);
+  std::vector<std::string> check_labels;
+  auto* cmd = app.add_subcommand(
+      "check", "Check one or more ONNX models (locally, or on axqc-server with --server)");
+  cmd->add_option("models", check.models, "ONNX model files")->check(CLI::ExistingPath);
   cmd->add_flag("-c,--check-value", check.check_value,
                 "Run the numeric value checks of spec 2.5 (zero_point ranges, bias scale, "
                 "pair values, Split exits, value_info completeness)");
   cmd->add_option("--format", check.format, "Report format")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->check(CLI::IsMember({"text", "json", "junit", "sarif", "github"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", check.output, "Write the report to FILE instead of stdout");
   cmd->add_flag("--explain", check.explain, "Print the ownership map (units and their Q/DQ)");
   cmd->add_option("--color", check.color, "Colour the text report")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
-  cmd->add_option("--max-locations", check.max_locations,
-                  "Locations listed per grouped finding")
+  cmd->add_option("--max-locations", check.max_locations, "Locations listed per grouped finding")
+      ->capture_default_str();
+  AddRemoteOptions(cmd, &check.remote, false);
+  cmd->add_option("--ref", check.refs,
+                  "Remote: check a model the server reads itself (a path under its allowed roots, "
+                  "or an allowlisted http(s) URL); repeatable")
+      ->needs("--server");
+  cmd->add_option("--label", check_labels, "Remote: label KEY=VALUE for the request history")
+      ->needs("--server");
+  cmd->add_option("--progress", check.progress, "Remote: upload progress on stderr")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
 
   std::string rules_format = "text";
   bool operators = false;
-  auto* rules = app.add_subcommand("rules", "List the rule catalog");
-  rules->add_option("--format", rules_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  RemoteArgs rules_remote;
+  auto* rules = app.add_subcommand("rules", "List the rule catalog (of axqc-server with --server)");
+  rules->add_option("--format", rules_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}));
   rules->add_flag("--operators", operators, "List the operator support matrix instead");
+  AddRemoteOptions(rules, &rules_remote, false);
+
+  StatsArgs stats;
+  std::vector<std::string> stats_labels;
+  auto* stats_cmd = app.add_subcommand("stats", "Pass rates from axqc-server's request history");
+  AddRemoteOptions(stats_cmd, &stats.remote, true);
+  stats_cmd->add_option("--since", stats.since,
+                        "Window before now: 7d, 24h, 30m, 90s (default: all)");
+  stats_cmd->add_option("--by", stats.by, "Group by this label (e.g. project)");
+  stats_cmd->add_option("--label", stats_labels, "Only requests with label KEY=VALUE; repeatable");
+  stats_cmd->add_option("--top", stats.top, "Failing rules to list")->capture_default_str();
+  stats_cmd->add_option("--format", stats.format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+
+  RemoteArgs health_remote;
+  std::string health_service;
+  auto* health = app.add_subcommand(
+      "health", "Ask axqc-server's health service; exit 0 only when SERVING (container probe)");
+  AddRemoteOptions(health, &health_remote, true);
+  health->add_option("--service", health_service,
+                     "Service to ask about (\"\" = the server, or axqc.v1.Checker)");
 
   try {
     app.parse(argc, argv);
@@ -70,7 +145,30 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : kExitError;
   }
-  if (cmd->parsed()) return RunLocalCheck(check);
-  if (rules->parsed()) return RunRules(rules_format, operators);
+  if (cmd->parsed()) {
+    if (!ParseLabels(check_labels, &check.labels)) return kExitError;
+    if (check.remote.server.empty()) {
+      if (check.models.empty()) {
+        std::cerr << "axqc: check needs at least one model\n";
+        return kExitError;
+      }
+      return RunLocalCheck(check);
+    }
+    if (check.models.empty() && check.refs.empty()) {
+      std::cerr << "axqc: check needs at least one model or --ref\n";
+      return kExitError;
+    }
+    return RunRemoteCheck(check);
+  }
+  if (rules->parsed()) {
+    if (!rules_remote.server.empty() && !operators)
+      return RunRemoteRules(rules_remote, rules_format);
+    return RunRules(rules_format, operators);
+  }
+  if (stats_cmd->parsed()) {
+    if (!ParseLabels(stats_labels, &stats.labels)) return kExitError;
+    return RunRemoteStats(stats);
+  }
+  if (health->parsed()) return RunHealth(health_remote, health_service);
   return kExitError;
 }
