@@ -200,6 +200,13 @@ const std::vector<Opt>& Options() {
                 "file holding a bearer token that every axqc.v1 RPC must present; empty = no "
                 "authentication",
                 &ServerConfig::auth_token_file),
+      StringOpt("tls-cert-file", "PEM certificate chain of the gRPC port; empty = plaintext",
+                &ServerConfig::tls_cert_file),
+      StringOpt("tls-key-file", "PEM private key for tls-cert-file", &ServerConfig::tls_key_file),
+      StringOpt("tls-client-ca-file",
+                "PEM CA certificates; when set, clients must present a certificate signed by one "
+                "of them (mutual TLS)",
+                &ServerConfig::tls_client_ca_file),
   };
   return kOptions;
 }

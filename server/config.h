@@ -47,6 +47,11 @@ struct ServerConfig {
 
   // Authentication: when set, every axqc.v1 RPC needs "authorization: Bearer <token>".
   std::string auth_token_file;
+  // TLS (server/auth.h): certificate chain and private key (PEM); with a client CA file, clients
+  // must present a certificate signed by it (mutual TLS). All empty: plaintext.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
 };
 
 class ConfigError : public std::runtime_error {

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "auth.h"
 #include "axqc/catalog.h"
 #include "axqc/checker.h"
 #include "lru_cache.h"
@@ -30,19 +31,6 @@ namespace axqc::server {
 namespace {
 
 constexpr const char* kServiceName = "axqc.v1.Checker";
-
-std::string ReadToken(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read auth token file " + path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  std::string token = buf.str();
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
-    token.pop_back();
-  }
-  if (token.empty()) throw std::runtime_error("auth token file " + path + " is empty");
-  return token;
-}
 
 void WriteReadyFile(const std::string& path, int grpc_port, int metrics_port) {
   const std::string tmp = path + ".tmp";
@@ -87,7 +75,7 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
   s->io_ = std::make_unique<boost::asio::thread_pool>(c.io_threads);
 
   std::string token;
-  if (!c.auth_token_file.empty()) token = ReadToken(c.auth_token_file);
+  if (!c.auth_token_file.empty()) token = ReadTokenFile(c.auth_token_file);
 
   ServiceDeps deps;
   deps.config = &s->config_;
@@ -120,7 +108,7 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(c.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(c.listen, MakeServerCredentials(c), &port);
   builder.RegisterService(s->service_.get());
   const auto max_message =
       static_cast<int>(std::max<std::uint64_t>(c.max_inline_bytes, 4u << 20) + (64u << 10));
@@ -149,6 +137,8 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
                                {"allowed_roots", c.allowed_roots},
                                {"url_allow_hosts", c.url_allow_hosts},
                                {"auth", !token.empty()},
+                               {"tls", TlsEnabled(c)},
+                               {"mtls", !c.tls_client_ca_file.empty()},
                                {"version", std::string(ToolVersion())},
                                {"rule_set_version", std::string(kRuleSetVersion)}});
   return s;

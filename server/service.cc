@@ -11,6 +11,7 @@
 #include <mutex>
 #include <utility>
 
+#include "auth.h"
 #include "axqc/catalog.h"
 #include "axqc/render.h"
 #include "report_proto.h"
@@ -368,10 +369,7 @@ grpc::Status Admit(const ServiceDeps& d, const grpc::CallbackServerContext* ctx)
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
   }
   if (!d.auth_token.empty()) {
-    const std::string header = MetadataValue(ctx, "authorization");
-    const std::string expected = "Bearer " + d.auth_token;
-    if (header.size() != expected.size() ||
-        CRYPTO_memcmp(header.data(), expected.data(), expected.size()) != 0) {
+    if (!BearerTokenMatches(MetadataValue(ctx, "authorization"), d.auth_token)) {
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                           "missing or wrong bearer token (authorization metadata)");
     }
