@@ -5,7 +5,9 @@
 // Each model runs in a fresh child process (this binary re-executed with --child), so that
 // getrusage's ru_maxrss is the peak of that model alone. The child checks the model N times
 // (CheckFile with CheckOptions::timings, the CLI's default options) and renders the JSON report
-// each time; it prints one JSON line with the min and median of every stage and its peak RSS.
+// each time, first timing wall-clock time, then N more runs timing the thread's CPU time (steadier
+// on a loaded machine); it prints one JSON line with the min and median of every stage on both
+// clocks and its peak RSS.
 // The parent prints a table and writes all results (plus --machine) to OUT.json.
 //
 // Stages: read, sha256, parse (protobuf + external-data validation), onnx_check (ONNX full check
@@ -14,6 +16,7 @@
 // External data: MODEL.data next to MODEL is counted as the model's external bytes.
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -61,62 +64,79 @@ double Median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// One model, in this process: prints one JSON line.
-int Child(const std::string& path, int repeat) {
-  const long rss_start = PeakRssKb();
+double ThreadCpuNow() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+double WallNow() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+json MinMedian(const std::vector<double>& v) {
+  return {{"min", *std::min_element(v.begin(), v.end())}, {"median", Median(v)}};
+}
+
+// `repeat` checks of `path` on one clock (wall or thread CPU): stage min/median, floor, project.
+json Measure(const std::string& path, int repeat, bool cpu, json& facts) {
   std::vector<std::vector<double>> samples(std::size(kStages));
   std::vector<double> totals, floors, projects;
-  json out;
   for (int r = 0; r < repeat; ++r) {
     axqc::StageTimings t;
+    t.thread_cpu = cpu;
     axqc::CheckOptions options;
     options.timings = &t;
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = cpu ? ThreadCpuNow() : WallNow();
     const axqc::Report report = axqc::CheckFile(path, options);
-    const auto t1 = std::chrono::steady_clock::now();
+    const double t1 = cpu ? ThreadCpuNow() : WallNow();
     const std::string rendered = axqc::RenderJson(report);
-    const auto t2 = std::chrono::steady_clock::now();
-    const double render_s = std::chrono::duration<double>(t2 - t1).count();
+    const double t2 = cpu ? ThreadCpuNow() : WallNow();
     double floor = 0, project = 0;
     for (std::size_t i = 0; i < std::size(kStages); ++i) {
-      const double v = kStages[i].field != nullptr ? t.*kStages[i].field : render_s;
+      const double v = kStages[i].field != nullptr ? t.*kStages[i].field : t2 - t1;
       samples[i].push_back(v);
       (static_cast<int>(i) < kFloorStages ? floor : project) += v;
     }
     floors.push_back(floor);
     projects.push_back(project);
-    totals.push_back(std::chrono::duration<double>(t2 - t0).count());
-    if (r == 0) {
+    totals.push_back(t2 - t0);
+    if (facts.empty()) {
       std::size_t errors = 0;
       for (const auto& f : report.findings) errors += f.severity == axqc::Severity::kError ? 1 : 0;
-      out["verdict"] = std::string(axqc::VerdictName(report.verdict));
-      out["nodes"] = report.model.node_count;
-      out["initializers"] = report.model.initializer_count;
-      out["findings"] = report.findings.size();
-      out["errors"] = errors;
-      out["groups"] = report.groups.size();
-      out["report_json_bytes"] = rendered.size();
+      facts["verdict"] = std::string(axqc::VerdictName(report.verdict));
+      facts["nodes"] = report.model.node_count;
+      facts["initializers"] = report.model.initializer_count;
+      facts["findings"] = report.findings.size();
+      facts["errors"] = errors;
+      facts["groups"] = report.groups.size();
+      facts["report_json_bytes"] = rendered.size();
     }
   }
+  json stages = json::object();
+  for (std::size_t i = 0; i < std::size(kStages); ++i) {
+    stages[kStages[i].name] = MinMedian(samples[i]);
+  }
+  return {{"stages", stages},
+          {"floor", MinMedian(floors)},
+          {"project", MinMedian(projects)},
+          {"total", MinMedian(totals)}};
+}
+
+// One model, in this process: prints one JSON line. Wall-clock runs first, then thread CPU time.
+int Child(const std::string& path, int repeat) {
+  const long rss_start = PeakRssKb();
+  json out = json::object();
+  json facts = json::object();
+  out["wall_s"] = Measure(path, repeat, false, facts);
+  out["cpu_s"] = Measure(path, repeat, true, facts);
+  out.update(facts);
   out["model"] = path;
   out["repeat"] = repeat;
   std::error_code ec;
   out["file_bytes"] = fs::file_size(path, ec);
   const auto data = fs::file_size(path + ".data", ec);
   out["external_bytes"] = ec ? 0 : data;
-  json stages = json::object();
-  for (std::size_t i = 0; i < std::size(kStages); ++i) {
-    const auto& v = samples[i];
-    stages[kStages[i].name] = {{"min", *std::min_element(v.begin(), v.end())},
-                               {"median", Median(v)}};
-  }
-  out["stages_s"] = stages;
-  out["floor_s"] = {{"min", *std::min_element(floors.begin(), floors.end())},
-                    {"median", Median(floors)}};
-  out["project_s"] = {{"min", *std::min_element(projects.begin(), projects.end())},
-                      {"median", Median(projects)}};
-  out["total_s"] = {{"min", *std::min_element(totals.begin(), totals.end())},
-                    {"median", Median(totals)}};
   out["rss_start_kb"] = rss_start;
   out["peak_rss_kb"] = PeakRssKb();
   std::cout << out.dump() << "\n";
@@ -163,31 +183,35 @@ std::string Ms(double s) {
   return o.str();
 }
 
-void PrintTable(const json& results) {
-  std::cout << std::left << std::setw(28) << "model" << std::right << std::setw(8) << "nodes"
-            << std::setw(9) << "MB";
-  for (const auto& s : kStages) std::cout << std::setw(11) << s.name;
-  std::cout << std::setw(11) << "floor" << std::setw(11) << "project" << std::setw(8) << "proj%"
-            << std::setw(10) << "rssMB" << std::setw(8) << "rss/f"
+void PrintTable(const json& results, const char* clock) {
+  std::cout << "[" << clock << "]\n"
+            << std::left << std::setw(26) << "model" << std::right << std::setw(8) << "nodes"
+            << std::setw(8) << "MB";
+  for (const auto& s : kStages) std::cout << std::setw(10) << s.name;
+  std::cout << std::setw(10) << "floor" << std::setw(10) << "project" << std::setw(7) << "proj%"
+            << std::setw(9) << "us/node" << std::setw(8) << "rssMB" << std::setw(7) << "rss/f"
             << "\n";
   for (const auto& r : results) {
+    const json& m = r[clock];
     const double mb = r["file_bytes"].get<double>() / 1e6;
-    const double floor = r["floor_s"]["min"].get<double>();
-    const double project = r["project_s"]["min"].get<double>();
+    const double floor = m["floor"]["min"].get<double>();
+    const double project = m["project"]["min"].get<double>();
     const double rss_mb = r["peak_rss_kb"].get<double>() * 1024 / 1e6;
-    std::cout << std::left << std::setw(28)
+    double rules = 0;  // everything after the ONNX checker, per node
+    for (int i = kFloorStages; i < static_cast<int>(std::size(kStages)); ++i) {
+      rules += m["stages"][kStages[i].name]["min"].get<double>();
+    }
+    std::cout << std::left << std::setw(26)
               << fs::path(r["model"].get<std::string>()).filename().string() << std::right
-              << std::setw(8) << r["nodes"].get<long>() << std::setw(9) << std::fixed
+              << std::setw(8) << r["nodes"].get<long>() << std::setw(8) << std::fixed
               << std::setprecision(1) << mb;
-    for (const auto& s : kStages) std::cout << std::setw(11) << Ms(r["stages_s"][s.name]["min"]);
-    std::cout << std::setw(11) << Ms(floor) << std::setw(11) << Ms(project) << std::setw(7)
-              << std::setprecision(0) << 100 * project / floor << "%" << std::setw(10)
-              << std::setprecision(1) << rss_mb << std::setw(8) << std::setprecision(2)
+    for (const auto& s : kStages) std::cout << std::setw(10) << Ms(m["stages"][s.name]["min"]);
+    std::cout << std::setw(10) << Ms(floor) << std::setw(10) << Ms(project) << std::setw(6)
+              << std::setprecision(0) << 100 * project / floor << "%" << std::setw(9)
+              << std::setprecision(2) << 1e6 * rules / r["nodes"].get<double>() << std::setw(8)
+              << std::setprecision(1) << rss_mb << std::setw(7) << std::setprecision(2)
               << rss_mb / mb << "\n";
   }
-  std::cout << "(times in ms, min of " << (results.empty() ? 0 : results[0]["repeat"].get<int>())
-            << " runs; floor = read+sha256+parse+onnx_check; proj% = project / floor; rss/f = "
-               "peak RSS / model file size)\n";
 }
 
 int Usage() {
@@ -229,7 +253,11 @@ int main(int argc, char** argv) {
       std::cerr << "axqc-bench-check: " << m << " (" << repeat << " runs)\n";
       results.push_back(RunChild(self, m, repeat));
     }
-    PrintTable(results);
+    PrintTable(results, "wall_s");
+    PrintTable(results, "cpu_s");
+    std::cout << "(ms, min of " << repeat
+              << " runs; floor = read+sha256+parse+onnx_check; project = index..render; proj% = "
+                 "project / floor; us/node = project per node; rss/f = peak RSS / model file)\n";
     if (!json_out.empty()) {
       json doc = {{"schema", "axqc.bench.check/v1"},
                   {"tool_version", std::string(axqc::ToolVersion())},

@@ -7,7 +7,6 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <cctype>
-#include <chrono>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -256,17 +255,17 @@ UnitInfo ToInfo(const Unit& u, const GraphIndex& g) {
 // Stage clock for CheckOptions::timings: Lap(slot) adds the time since the last lap to the slot.
 class StageClock {
  public:
-  explicit StageClock(StageTimings* t) : t_(t) {}
+  explicit StageClock(StageTimings* t) : t_(t), t0_(t != nullptr ? StageNow(*t) : 0) {}
   void Lap(double StageTimings::*slot) {
     if (t_ == nullptr) return;
-    const auto now = std::chrono::steady_clock::now();
-    t_->*slot += std::chrono::duration<double>(now - t0_).count();
+    const double now = StageNow(*t_);
+    t_->*slot += now - t0_;
     t0_ = now;
   }
 
  private:
   StageTimings* t_;
-  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  double t0_;
 };
 
 Report Run(LoadedModel& m, const CheckOptions& options) {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,16 @@
 namespace axqc::detail {
 
 namespace fs = std::filesystem;
+
+double StageNow(const StageTimings& t) {
+  if (t.thread_cpu) {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 std::string Sha256Hex(std::string_view bytes) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -270,11 +281,11 @@ void ParseInto(std::string_view bytes, const std::string& name, onnx::ModelProto
   }
 }
 
-// Adds the seconds since `t0` to `*slot` (when timing) and restarts the clock.
-void Lap(std::chrono::steady_clock::time_point& t0, double* slot) {
-  if (slot == nullptr) return;
-  const auto now = std::chrono::steady_clock::now();
-  *slot += std::chrono::duration<double>(now - t0).count();
+// Adds the seconds since `t0` to the stage `slot` of `t` (when timing) and restarts the clock.
+void Lap(StageTimings* t, double& t0, double StageTimings::*slot) {
+  if (t == nullptr) return;
+  const double now = StageNow(*t);
+  t->*slot += now - t0;
   t0 = now;
 }
 
@@ -287,7 +298,7 @@ bool HasExternal(const onnx::GraphProto& g) {
 }  // namespace
 
 LoadedModel LoadFromFile(const std::string& path, StageTimings* timings) {
-  auto t0 = std::chrono::steady_clock::now();
+  double t0 = timings ? StageNow(*timings) : 0;
   // stat first, so that FIFOs, sockets and devices are never opened; then open without blocking
   // and re-check the opened file (the path may have been swapped in between).
   struct stat st {};
@@ -330,13 +341,13 @@ LoadedModel LoadFromFile(const std::string& path, StageTimings* timings) {
   }
   ::close(fd);
   if (done != bytes.size()) throw InputError(path + ": short read");
-  Lap(t0, timings ? &timings->read_s : nullptr);
+  Lap(timings, t0, &StageTimings::read_s);
 
   LoadedModel m;
   m.name = path;
   m.size = bytes.size();
   m.sha256 = Sha256Hex(bytes);
-  Lap(t0, timings ? &timings->sha256_s : nullptr);
+  Lap(timings, t0, &StageTimings::sha256_s);
   ParseInto(bytes, path, m.proto);
   std::string().swap(bytes);
   m.dir = fs::path(path).parent_path().string();
@@ -344,19 +355,19 @@ LoadedModel LoadFromFile(const std::string& path, StageTimings* timings) {
   auto reader = std::make_unique<DirExternalReader>(m.dir);
   reader->ValidateAll(m.proto.graph(), path);
   m.external = std::move(reader);
-  Lap(t0, timings ? &timings->parse_s : nullptr);
+  Lap(timings, t0, &StageTimings::parse_s);
   return m;
 }
 
 LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name, StageTimings* timings) {
-  auto t0 = std::chrono::steady_clock::now();
+  double t0 = timings ? StageNow(*timings) : 0;
   LoadedModel m;
   m.name = name;
   m.size = bytes.size();
   m.sha256 = Sha256Hex(bytes);
-  Lap(t0, timings ? &timings->sha256_s : nullptr);
+  Lap(timings, t0, &StageTimings::sha256_s);
   ParseInto(bytes, name, m.proto);
-  Lap(t0, timings ? &timings->parse_s : nullptr);
+  Lap(timings, t0, &StageTimings::parse_s);
   if (HasExternal(m.proto.graph())) {
     throw InputError(name + ": tensors stored as external data cannot be checked from memory; "
                             "check the model by path or embed the weights");

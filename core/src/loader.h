@@ -29,4 +29,7 @@ LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name,
 
 std::string Sha256Hex(std::string_view bytes);
 
+// Seconds on the clock StageTimings `t` measures with (steady wall clock or thread CPU time).
+double StageNow(const StageTimings& t);
+
 }  // namespace axqc::detail

@@ -11,9 +11,11 @@
 
 namespace axqc {
 
-// Wall-clock seconds spent in each pipeline stage of one check (benchmarks, bench/). Stages that
-// do not run for a model (read for CheckBytes, inference after a failed check) stay 0.
+// Seconds spent in each pipeline stage of one check (benchmarks, bench/), added to the fields.
+// Stages that do not run for a model (read for CheckBytes) stay 0. Wall-clock time, or the
+// calling thread's CPU time when `thread_cpu` is set (steadier on a loaded machine).
 struct StageTimings {
+  bool thread_cpu = false;
   double read_s = 0;        // reading the model file (CheckFile only)
   double sha256_s = 0;      // hashing the model bytes
   double parse_s = 0;       // protobuf parse (+ external data validation for CheckFile)

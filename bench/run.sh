@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# bench/run.sh [WORK_DIR]: the checker benchmark in one command (docs/performance.md).
+#
+# Builds axqc, axqc-bench-gen and axqc-bench-check (release preset), generates the synthetic
+# models into WORK_DIR (default: a new directory under ${TMPDIR:-/tmp}; models already there are
+# reused, nothing is written into the source tree), checks that every model gets its expected
+# verdict with `axqc check`, then runs axqc-bench-check (each model in a fresh process, min/median
+# of N runs, wall and thread-CPU clocks, peak RSS), prints the tables and writes
+# bench/results/<date>-<host>.json.
+#
+# Environment: AXQC_BENCH_REPEAT (runs per model, default 5), AXQC_BENCH_SCALES (node counts,
+# default "1000 10000 100000"), AXQC_BENCH_JOBS (build jobs, default 2).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/build/release
+work=${1:-$(mktemp -d "${TMPDIR:-/tmp}/axqc-bench.XXXXXX")}
+repeat=${AXQC_BENCH_REPEAT:-5}
+scales=${AXQC_BENCH_SCALES:-"1000 10000 100000"}
+mkdir -p "$work" "$root/bench/results"
+
+if [[ ! -f $build/CMakeCache.txt ]]; then
+  (cd "$root" && cmake --preset release ${AXQC_ONNX_PREFIX:+-DCMAKE_PREFIX_PATH=$AXQC_ONNX_PREFIX})
+fi
+cmake --build "$build" -j"${AXQC_BENCH_JOBS:-2}" --target axqc axqc-bench-gen axqc-bench-check
+
+gen=$build/bench/axqc-bench-gen
+axqc=$build/client/axqc
+label() { if (($1 % 1000 == 0)); then echo "$(($1 / 1000))k"; else echo "$1"; fi; }
+
+models=()    # checked by the benchmark, in table order
+expect=()    # expected `axqc check` exit code per model (0 conformant, 1 non_conformant)
+add() {      # add NAME EXIT GENERATOR-ARGS...
+  local name=$1 code=$2
+  shift 2
+  if [[ ! -f $work/$name.onnx ]]; then "$gen" "$@" -o "$work/$name.onnx"; fi
+  models+=("$work/$name.onnx")
+  expect+=("$code")
+}
+
+largest=0
+for n in $scales; do
+  add "mixed-$(label "$n")" 0 --nodes "$n"
+  ((n > largest)) && largest=$n
+done
+# Report grouping under load: the largest model with thousands of violations.
+add "violations-$(label "$largest")" 1 --nodes "$largest" --violations
+# External data: the same 10k-node graph with 16x more weight bytes (width 128 vs 32).
+add ext-small-10k 0 --nodes 10000 --width 32 --external ext-small-10k.onnx.data
+add ext-large-10k 0 --nodes 10000 --width 128 --external ext-large-10k.onnx.data
+
+for i in "${!models[@]}"; do
+  code=0
+  "$axqc" check "${models[$i]}" >/dev/null || code=$?
+  if [[ $code != "${expect[$i]}" ]]; then
+    echo "bench/run.sh: ${models[$i]}: axqc check exit $code, expected ${expect[$i]}" >&2
+    exit 1
+  fi
+done
+
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+mem_kb=$(sed -n 's/^MemTotal:[[:space:]]*\([0-9]*\) kB/\1/p' /proc/meminfo)
+machine=$(printf '{"host":"%s","nproc":%s,"cpu":"%s","mem_kb":%s,"kernel":"%s","loadavg_start":"%s","date":"%s","commit":"%s"}' \
+  "$(hostname -s)" "$(nproc)" "$cpu" "$mem_kb" "$(uname -r)" "$(cut -d' ' -f1-3 /proc/loadavg)" \
+  "$(date -u +%FT%TZ)" "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)")
+out=$root/bench/results/$(date +%F)-$(hostname -s).json
+"$build/bench/axqc-bench-check" --repeat "$repeat" --machine "$machine" --json "$out" "${models[@]}"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "results: $out  (models in $work)"
