@@ -208,15 +208,17 @@ void ValidateOnnx(LoadedModel& m, Emitter& out) {
       invalid(std::string("ONNX checker: ") + e.what(), "fails the ONNX checker");
     }
   }
-  bool valid = checked;
-  for (const auto& t : model.graph().initializer()) {
+  // Storage of every tensor (subgraphs, Constant values and functions included): ONNX's shape
+  // inference reads tensor data (ParseData) and overflows its buffer when raw_data is not a
+  // multiple of the element size, so no inference runs on a model with a mismatch.
+  bool storage_ok = true;
+  ForEachTensor(model, [&](const onnx::TensorProto& t, const TensorSite& site) {
     auto why = CheckTensorStorage(t);
-    if (!why.empty()) {
-      valid = false;
-      invalid("initializer '" + t.name() + "': " + why, "initializer storage does not match dims",
-              t.name());
-    }
-  }
+    if (why.empty()) return;
+    storage_ok = false;
+    invalid(site.Describe(t) + ": " + why, "initializer storage does not match dims", t.name());
+  });
+  const bool valid = checked && storage_ok;
   bool inferred = false;
   if (valid) {
     try {
@@ -227,10 +229,10 @@ void ValidateOnnx(LoadedModel& m, Emitter& out) {
       invalid(std::string("strict shape inference: ") + e.what(), "fails strict shape inference");
     }
   }
-  // Best effort, for types in the rule stage. Only on models the ONNX checker accepted: the
-  // inference functions assume its invariants (required attributes present, input counts in
-  // range) and crash on models that break them.
-  if (!inferred && checked) {
+  // Best effort, for types in the rule stage. Only on models the ONNX checker accepted and whose
+  // tensors are consistent: the inference functions assume the checker's invariants (required
+  // attributes present, input counts in range) and crash on models that break them.
+  if (!inferred && checked && storage_ok) {
     try {
       onnx::ShapeInferenceOptions lenient{false, 0, false};
       onnx::shape_inference::InferShapes(model, &GuardedSchemas::Instance(), lenient);
@@ -243,12 +245,15 @@ UnitInfo ToInfo(const Unit& u, const GraphIndex& g) {
   UnitInfo info;
   info.id = static_cast<std::size_t>(u.id);
   info.kind = u.Kind();
-  info.op_type = g.node(u.anchor).op_type();
+  info.op_type = CleanText(g.node(u.anchor).op_type());
   info.mode = u.mode;
   for (int n : u.nodes) info.nodes.push_back(g.NodeName(n));
   for (int n : u.tails) info.nodes.push_back(g.NodeName(n));
   for (int n : u.in_dq) info.input_qdq.push_back(g.NodeName(n));
   for (int n : u.out_q) info.output_qdq.push_back(g.NodeName(n));
+  for (auto* v : {&info.nodes, &info.input_qdq, &info.output_qdq}) {
+    for (auto& name : *v) CleanTextInPlace(name);
+  }
   return info;
 }
 
@@ -348,12 +353,25 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
     report.findings = std::move(base);
     for (auto& f : found) report.findings.push_back(std::move(f));
   }
+  // Every string that can come from the model is cleaned once, here (see CleanText).
+  for (auto* s : {&facts.file, &facts.producer_name, &facts.producer_version}) CleanTextInPlace(*s);
+  for (auto& op : facts.opsets) CleanTextInPlace(op.first);
+  for (auto& f : report.findings) {
+    for (auto* s : {&f.message, &f.group_key, &f.op_type}) CleanTextInPlace(*s);
+    for (auto* v : {&f.nodes, &f.tensors}) {
+      for (auto& s : *v) CleanTextInPlace(s);
+    }
+    for (auto& [k, v] : f.values) {
+      CleanTextInPlace(k);
+      CleanTextInPlace(v);
+    }
+  }
   if (options.include_units) {
     for (const auto& u : units.all()) report.units.push_back(ToInfo(u, g));
   }
   for (const auto& u : units.all()) {
     report.summary.units_by_kind[u.Kind()]++;
-    report.summary.units_by_op[g.node(u.anchor).op_type()]++;
+    report.summary.units_by_op[CleanText(g.node(u.anchor).op_type())]++;
   }
   FinalizeReport(report, options.max_locations);
   if (owned == 0 && report.verdict != Verdict::kNonConformant) {

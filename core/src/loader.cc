@@ -68,39 +68,6 @@ std::optional<std::uint64_t> ParseU64(const std::string& s) {
   return v;
 }
 
-// Calls f on every TensorProto of the graph and its subgraphs (initializers, sparse initializers,
-// tensor and sparse-tensor attributes), iteratively: the nesting depth is bounded by the parser
-// but no recursion is needed.
-template <typename F>
-void ForEachTensor(const onnx::GraphProto& root, F&& f) {
-  std::vector<const onnx::GraphProto*> todo{&root};
-  while (!todo.empty()) {
-    const auto* g = todo.back();
-    todo.pop_back();
-    for (const auto& t : g->initializer()) f(t);
-    for (const auto& st : g->sparse_initializer()) {
-      f(st.values());
-      f(st.indices());
-    }
-    for (const auto& n : g->node()) {
-      for (const auto& a : n.attribute()) {
-        if (a.has_t()) f(a.t());
-        for (const auto& t : a.tensors()) f(t);
-        if (a.has_sparse_tensor()) {
-          f(a.sparse_tensor().values());
-          f(a.sparse_tensor().indices());
-        }
-        for (const auto& st : a.sparse_tensors()) {
-          f(st.values());
-          f(st.indices());
-        }
-        if (a.has_g()) todo.push_back(&a.g());
-        for (const auto& sg : a.graphs()) todo.push_back(&sg);
-      }
-    }
-  }
-}
-
 // Deepest message nesting in `bytes` read as `type`, walked iteratively over the wire format
 // (fields of message type are descended into, everything else is skipped). Stops counting once
 // `stop` is exceeded. Used to name the cause when the parser rejects a model.
@@ -249,7 +216,7 @@ class DirExternalReader final : public ExternalDataReader {
                          " bytes)");
       }
     };
-    ForEachTensor(g, check);
+    ForEachTensor(g, [&](const onnx::TensorProto& t, const TensorSite&) { check(t); });
   }
 
  private:
@@ -291,7 +258,8 @@ void Lap(StageTimings* t, double& t0, double StageTimings::*slot) {
 
 bool HasExternal(const onnx::GraphProto& g) {
   bool any = false;
-  ForEachTensor(g, [&](const onnx::TensorProto& t) { any = any || IsExternal(t); });
+  ForEachTensor(g,
+                [&](const onnx::TensorProto& t, const TensorSite&) { any = any || IsExternal(t); });
   return any;
 }
 

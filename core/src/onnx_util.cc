@@ -99,13 +99,23 @@ std::optional<std::int64_t> ElementCount(const TP& t) {
 
 bool IsExternal(const TP& t) { return t.has_data_location() && t.data_location() == TP::EXTERNAL; }
 
+std::string TensorSite::Describe(const TP& t) const {
+  std::string s = std::string(subgraph ? "subgraph " : "") + (sparse ? "sparse " : "") +
+                  (node == nullptr ? "initializer" : "tensor") + " '" + t.name() + "'";
+  if (node != nullptr) {
+    s += " (attribute of " + node->op_type() +
+         (node->name().empty() ? "" : " '" + node->name() + "'") + ")";
+  }
+  return s;
+}
+
 namespace {
 
 std::optional<std::size_t> ExpectedRawBytes(const TP& t) {
   auto n = ElementCount(t);
   int bits = ElemBits(t.data_type());
   if (!n || bits == 0) return std::nullopt;
-  if (bits == 4) return static_cast<std::size_t>((*n + 1) / 2);
+  if (bits == 4) return static_cast<std::size_t>(*n / 2 + *n % 2);  // no overflow at INT64_MAX
   if (*n > std::numeric_limits<std::int64_t>::max() / (bits / 8)) return std::nullopt;
   return static_cast<std::size_t>(*n) * static_cast<std::size_t>(bits / 8);
 }
@@ -182,10 +192,11 @@ std::string CheckTensorStorage(const TP& t) {
   }
   if (t.data_type() == TP::INT4 || t.data_type() == TP::UINT4) {
     auto have = static_cast<std::int64_t>(t.int32_data_size());
-    if (have != (*n + 1) / 2 && have != *n) {
+    const std::int64_t packed = *n / 2 + *n % 2;  // (n + 1) / 2 without overflow
+    if (have != packed && have != *n) {
       return "int32_data holds " + std::to_string(have) + " entries but " +
              ElemTypeName(t.data_type()) + " with " + std::to_string(*n) + " elements needs " +
-             std::to_string((*n + 1) / 2) + " packed bytes";
+             std::to_string(packed) + " packed bytes";
     }
   }
   return {};
@@ -293,6 +304,76 @@ std::optional<std::vector<std::int64_t>> ReadInts(const TP& t, const ExternalDat
     out.assign(t.int32_data().begin(), t.int32_data().end());
   }
   return out;
+}
+
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i] (RFC 3629: no overlongs, no surrogates, at most
+// U+10FFFF), or 0 if invalid.
+std::size_t Utf8Length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  std::size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size() || b(1) < lo || b(1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k) {
+    if (b(k) < 0x80 || b(k) > 0xBF) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string CleanText(std::string_view s) {
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7F) {
+      out.push_back(static_cast<char>(c));
+      ++i;
+    } else if (c == '\t' || c == '\n' || c == '\r') {
+      out.push_back(' ');
+      ++i;
+    } else if (c < 0x80) {  // other C0 controls and DEL
+      out += kReplacement;
+      ++i;
+    } else if (auto n = Utf8Length(s, i); n == 0) {
+      out += kReplacement;
+      ++i;
+    } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {
+      out += kReplacement;  // C1 controls U+0080..U+009F (CSI and friends)
+      i += 2;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+void CleanTextInPlace(std::string& s) {
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c >= 0x7F) {
+      s = CleanText(s);
+      return;
+    }
+  }
 }
 
 std::string FormatNumber(double v) {

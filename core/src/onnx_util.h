@@ -46,6 +46,74 @@ std::string CheckTensorStorage(const onnx::TensorProto& t);
 
 bool IsExternal(const onnx::TensorProto& t);
 
+// Where ForEachTensor found a tensor.
+struct TensorSite {
+  const onnx::NodeProto* node = nullptr;  // owner of an attribute tensor; null for initializers
+  bool subgraph = false;                  // below the main graph (or in a model-local function)
+  bool sparse = false;                    // values or indices of a sparse tensor
+  std::string Describe(const onnx::TensorProto& t) const;  // "initializer 'w'", ...
+};
+
+// Calls f(tensor, site) on every TensorProto of the graph and its subgraphs: initializers,
+// sparse initializers, tensor and sparse-tensor attributes. Iterative (explicit work list), so
+// the nesting depth costs no stack.
+template <typename F>
+void ForEachTensor(const onnx::GraphProto& root, F&& f) {
+  struct Item {
+    const onnx::GraphProto* g;
+    bool sub;
+  };
+  std::vector<Item> todo{{&root, false}};
+  auto attrs = [&](const onnx::NodeProto& n, bool sub) {
+    for (const auto& a : n.attribute()) {
+      const TensorSite at{&n, sub, false};
+      const TensorSite sp{&n, sub, true};
+      if (a.has_t()) f(a.t(), at);
+      for (const auto& t : a.tensors()) f(t, at);
+      if (a.has_sparse_tensor()) {
+        f(a.sparse_tensor().values(), sp);
+        f(a.sparse_tensor().indices(), sp);
+      }
+      for (const auto& st : a.sparse_tensors()) {
+        f(st.values(), sp);
+        f(st.indices(), sp);
+      }
+      if (a.has_g()) todo.push_back({&a.g(), true});
+      for (const auto& sg : a.graphs()) todo.push_back({&sg, true});
+    }
+  };
+  while (!todo.empty()) {
+    const auto [g, sub] = todo.back();
+    todo.pop_back();
+    for (const auto& t : g->initializer()) f(t, TensorSite{nullptr, sub, false});
+    for (const auto& st : g->sparse_initializer()) {
+      f(st.values(), TensorSite{nullptr, sub, true});
+      f(st.indices(), TensorSite{nullptr, sub, true});
+    }
+    for (const auto& n : g->node()) attrs(n, sub);
+  }
+}
+
+// The same over the main graph and the model-local functions' nodes.
+template <typename F>
+void ForEachTensor(const onnx::ModelProto& m, F&& f) {
+  ForEachTensor(m.graph(), f);
+  for (const auto& fn : m.functions()) {
+    onnx::GraphProto body;  // a view would need the walker over node lists; functions are small
+    *body.mutable_node() = fn.node();
+    ForEachTensor(body, [&](const onnx::TensorProto& t, TensorSite site) {
+      site.subgraph = true;
+      f(t, site);
+    });
+  }
+}
+
+// Model strings (names, op types, ONNX messages) made safe for every report consumer: valid
+// UTF-8 (JSON, protobuf string fields) without control characters (no terminal escape
+// injection). Invalid sequences and C0/C1 controls become U+FFFD; tab, CR and LF become spaces.
+std::string CleanText(std::string_view s);
+void CleanTextInPlace(std::string& s);
+
 // Formats a float compactly ("0.0123", "1.2e-05").
 std::string FormatNumber(double v);
 // "[a, b, c, ...]" with at most `max` elements.

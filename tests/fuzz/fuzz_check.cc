@@ -1,4 +1,4 @@
-// libFuzzer target: model bytes -> load + check, in both check_value modes.
+// libFuzzer target: model bytes -> load + check (+ render), in both check_value modes.
 //
 // axqc::InputError is the documented outcome for bytes that are not a usable model. Any other
 // exception escapes (libFuzzer reports the abort from std::terminate as a crash), and ASan/UBSan
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "axqc/checker.h"
+#include "axqc/render.h"
 
 extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, std::size_t max_size);
 
@@ -231,7 +232,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     options.check_value = check_value;
     try {
       auto report = axqc::CheckBytes(bytes, "fuzz.onnx", options);
-      (void)report;
+      // What the CLI and the service do with a report: a JSON dump (throws on invalid UTF-8)
+      // and the text rendering with the ownership map.
+      (void)axqc::RenderJson(report);
+      (void)axqc::RenderText(report, {.explain = true});
     } catch (const axqc::InputError&) {
       return 0;  // not a model: the second mode would fail the same way
     }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -208,6 +209,70 @@ TEST(FuzzRegressionCause, AutoPadWithHugeSpatialDimDoesNotHang) {
         << op << "\n"
         << Dump(r);
   }
+}
+
+// ONNX's ParseData resizes its buffer to raw_data.size() / sizeof(T) and then copies all
+// raw_data bytes: a raw_data length that is not a multiple of the element size overflows the
+// heap buffer (fuzzer: Reshape shape, Resize scales, scalar inputs). Every tensor's storage is
+// now checked first (Constant values and subgraph initializers too), and no shape inference
+// runs when one is inconsistent.
+TEST(FuzzRegressionCause, RawDataNotAMultipleOfTheElementSize) {
+  auto shape = ModelBuilder::MakeInt("shape", TP::INT64, {2}, {1, 4});
+  shape.mutable_raw_data()->resize(15);
+  {  // as a Constant node's value
+    ModelBuilder b;
+    b.Input("x", TP::FLOAT, {4});
+    b.Node("Constant", {}, {"shape"}, {ModelBuilder::AttrT("value", shape)}, "const");
+    b.Node("Reshape", {"x", "shape"}, {"y"}, {}, "reshape");
+    b.Output("y", TP::FLOAT, {1, 4});
+    auto r = RunCheck(b.AutoValueInfo(false));
+    EXPECT_TRUE(
+        HasMessage(r, "onnx/invalid-model",
+                   "tensor 'shape' (attribute of Constant 'const'): raw_data holds 15 bytes"))
+        << Dump(r);
+    EXPECT_FALSE(HasMessage(r, "onnx/invalid-model", "shape inference")) << Dump(r);
+  }
+  {  // as an initializer of an If branch
+    ModelBuilder branch;
+    branch.InitTensor(shape);
+    branch.Input("unused", TP::FLOAT, {1});  // dropped below: branches have no inputs
+    branch.Node("Reshape", {"x", "shape"}, {"y_then"}, {}, "reshape");
+    branch.Output("y_then", TP::FLOAT, {1, 4});
+    auto g = branch.AutoValueInfo(false).Build().graph();
+    g.clear_input();
+    auto other = g;
+    other.mutable_node(0)->set_output(0, "y_else");
+    other.mutable_output(0)->set_name("y_else");
+    ModelBuilder b;
+    b.Input("x", TP::FLOAT, {4});
+    b.Input("c", TP::BOOL, {});
+    b.Node("If", {"c"}, {"y"},
+           {ModelBuilder::AttrG("then_branch", g), ModelBuilder::AttrG("else_branch", other)},
+           "if");
+    b.Output("y", TP::FLOAT, {1, 4});
+    auto r = RunCheck(b.AutoValueInfo(false));
+    EXPECT_TRUE(HasMessage(r, "onnx/invalid-model", "subgraph initializer 'shape'")) << Dump(r);
+  }
+}
+
+// 4-bit element counts near INT64_MAX overflowed the packed-size arithmetic (UBSan, fuzzer).
+TEST(FuzzRegressionCause, FourBitElementCountAtInt64Max) {
+  ModelBuilder b = ConvModel();
+  onnx::TensorProto t;
+  t.set_name("u4");
+  t.set_data_type(TP::UINT4);
+  t.add_dims(std::numeric_limits<int64_t>::max());
+  t.add_int32_data(1);
+  b.InitTensor(t);
+  auto r = RunCheck(b);
+  EXPECT_TRUE(HasMessage(r, "onnx/invalid-model", "needs 4611686018427387904 packed bytes"))
+      << Dump(r);
+  t.clear_int32_data();
+  t.set_raw_data("x");
+  ModelBuilder c = ConvModel();
+  c.InitTensor(t);
+  auto r2 = RunCheck(c, true);
+  EXPECT_TRUE(HasMessage(r2, "onnx/invalid-model", "need 4611686018427387904")) << Dump(r2);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "axqc/render.h"
 #include "check_helpers.h"
 
 namespace axqc::test {
@@ -256,6 +257,38 @@ TEST(HostileGraph, EmptyNamesGetDisplayNamesOrAreInvalid) {
     EXPECT_TRUE(Has(r, "onnx/invalid-model")) << Dump(r);
     EXPECT_EQ(r.verdict, Verdict::kNonConformant);
   }
+}
+
+// Names are attacker-controlled bytes (proto2 strings are not UTF-8 checked): invalid UTF-8 made
+// the JSON dump throw (the CLI terminated; found by fuzzing the renderers), and terminal escape
+// sequences would reach the text output.
+TEST(HostileGraph, NamesWithInvalidUtf8AndControlCharacters) {
+  const std::string evil = std::string("n\xff\xfe\xc0\xaf") + "\x1b[2J\x1b]0;pwned\x07" +
+                           "\xc2\x9b"
+                           "31m" +
+                           "\xed\xa0\x80" + "tab\tnl\n\xe2\x82\xac";
+  ModelBuilder b;
+  b.Input("x", TP::FLOAT, {1, 4});
+  auto x = b.QDQ("x", "x", QParams::U8());
+  b.Node("Sigmoid", {x}, {evil + "_out"}, {}, evil);  // output not quantized: a finding
+  b.Output(evil + "_out", TP::FLOAT, {1, 4});
+  auto m = b.AutoValueInfo(false).Build();
+  m.set_producer_name(evil);
+  m.mutable_opset_import(0)->set_domain("");
+  auto r = CheckModel(m);
+  ASSERT_TRUE(Has(r, "op/output-not-quantized")) << Dump(r);
+  std::string json;
+  ASSERT_NO_THROW(json = RenderJson(r));
+  const auto text = RenderText(r, {.explain = true});
+  for (const auto& out : {json, text}) {
+    EXPECT_EQ(out.find('\x1b'), std::string::npos);
+    EXPECT_EQ(out.find('\x07'), std::string::npos);
+    EXPECT_EQ(out.find("\xc2\x9b"), std::string::npos);
+    EXPECT_EQ(out.find('\xff'), std::string::npos);
+  }
+  EXPECT_NE(text.find("\xe2\x82\xac"), std::string::npos);                   // valid UTF-8 is kept
+  EXPECT_NE(r.model.producer_name.find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD
+  EXPECT_EQ(r.model.producer_name.find('\n'), std::string::npos);
 }
 
 TEST(HostileGraph, DanglingInputsAreNamed) {
