@@ -81,8 +81,11 @@ void CheckEngine::UpdateGaugesLocked() {
 void CheckEngine::Run(const std::shared_ptr<Flight>& flight) {
   CheckOutcome outcome;
   const auto start = Clock::now();
+  StageTimings timings;
+  CheckOptions options = flight->job.options;
+  options.timings = &timings;
   try {
-    Report report = check_(*flight->job.bytes, flight->job.name, flight->job.options);
+    Report report = check_(*flight->job.bytes, flight->job.name, options);
     if (report.model.sha256.empty()) report.model.sha256 = flight->job.sha256;
     if (report.model.size_bytes == 0) report.model.size_bytes = flight->job.bytes->size();
     auto proto = std::make_shared<v1::Report>();
@@ -97,6 +100,15 @@ void CheckEngine::Run(const std::shared_ptr<Flight>& flight) {
     outcome.error = e.what();
   }
   metrics_->ObserveStage("check", std::chrono::duration<double>(Clock::now() - start).count());
+  // The checker's own stages (those that ran).
+  const std::pair<const char*, double> stages[] = {
+      {"check_parse", timings.parse_s},  {"check_onnx", timings.onnx_check_s},
+      {"check_index", timings.index_s},  {"check_quant", timings.quant_s},
+      {"check_units", timings.units_s},  {"check_rules", timings.rules_s},
+      {"check_report", timings.report_s}};
+  for (const auto& [stage, seconds] : stages) {
+    if (seconds > 0) metrics_->ObserveStage(stage, seconds);
+  }
   if (outcome.kind == CheckOutcome::Kind::kReport && sink_) sink_(flight->job, outcome.report);
   flight->job.bytes.reset();  // the model's memory is given back before any waiter is answered
 

@@ -20,7 +20,7 @@ struct ServerConfig {
   // Workers.
   unsigned workers = 0;             // check threads; 0 = hardware cores
   std::size_t queue_capacity = 64;  // checks waiting for a worker before RESOURCE_EXHAUSTED
-  unsigned io_threads = 2;          // threads reading files, fetching URLs, serving lookups
+  unsigned io_threads = 4;          // threads reading files, fetching URLs, serving lookups
 
   // Limits.
   std::uint64_t max_inline_bytes = 4ull << 20;    // CheckRequest.content

@@ -11,7 +11,10 @@ std::shared_ptr<const v1::Report> LruCache::Get(const std::string& key) {
 }
 
 void LruCache::Put(const std::string& key, std::shared_ptr<const v1::Report> report) {
-  const std::size_t cost = key.size() + report->SpaceUsedLong() + sizeof(Entry);
+  // Estimated memory: a parsed message takes about twice its wire size (strings, repeated-field
+  // and map overhead); plus the key and the bookkeeping. (Reflection's SpaceUsedLong is avoided:
+  // it is slow, and crashed on map fields under ThreadSanitizer.)
+  const std::size_t cost = key.size() + 2 * report->ByteSizeLong() + sizeof(Entry) + 64;
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = index_.find(key); it != index_.end()) {
     bytes_ -= it->second->cost;

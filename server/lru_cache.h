@@ -1,4 +1,5 @@
-// In-memory LRU of reports, bounded in bytes (key + SpaceUsedLong of the report). Thread-safe.
+// In-memory LRU of reports, bounded in bytes (key + an estimate of the report's memory from its
+// wire size). Thread-safe.
 #pragma once
 
 #include <cstddef>

@@ -58,7 +58,8 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                          .Name("axqc_check_duration_seconds")
                          .Help(
                              "Duration of the stages of a check: load (read file / fetch URL / "
-                             "hash), check (the checker itself), store (persist report), render "
+                             "hash), check (the checker itself; check_* are its own stages), "
+                             "store (persist report), render "
                              "(JSON report)")
                          .Register(r);
   queue_wait_ = &prometheus::BuildHistogram()

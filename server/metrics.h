@@ -31,7 +31,8 @@ class Metrics {
   // result: "memory_hit", "store_hit", "shared", "miss".
   void CountCacheLookup(const std::string& result);
   void CountRequest(const std::string& method, const std::string& code, double seconds);
-  // stage: "load", "check", "store", "render".
+  // stage: "load", "check" (and the checker's own stages "check_parse", "check_onnx",
+  // "check_index", "check_quant", "check_units", "check_rules", "check_report"), "store", "render".
   void ObserveStage(const std::string& stage, double seconds);
   void ObserveQueueWait(double seconds);
   void AddUploadBytes(double bytes);

@@ -818,6 +818,9 @@ TEST_F(ServerTest, MetricsEndpointHasTheExpectedSeriesAndValues) {
   EXPECT_EQ(m.Get("axqc_check_duration_seconds_count", {{"stage", "check"}}), 3.0);
   EXPECT_EQ(m.Get("axqc_check_duration_seconds_count", {{"stage", "load"}}), 3.0);
   EXPECT_EQ(m.Get("axqc_check_duration_seconds_count", {{"stage", "store"}}), 2.0);
+  // The checker's own stages: the rules ran for the two ONNX models, not for the invalid bytes.
+  EXPECT_EQ(m.Get("axqc_check_duration_seconds_count", {{"stage", "check_rules"}}), 2.0);
+  EXPECT_EQ(m.Get("axqc_check_duration_seconds_count", {{"stage", "check_units"}}), 2.0);
   EXPECT_EQ(m.Get("axqc_queue_wait_seconds_count"), 3.0);
   EXPECT_EQ(m.Get("axqc_queue_wait_seconds_bucket", {{"le", "+Inf"}}), 3.0);
   EXPECT_EQ(m.Get("axqc_queue_depth"), 0.0);

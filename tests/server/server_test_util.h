@@ -111,9 +111,7 @@ inline std::string NonConformantModel(const std::string& tag = "bad") {
   return ConvModelBytes(tag, true);
 }
 // Starts with byte 0xff: field number 31, wire type 7 (invalid) -> no protobuf parser accepts it.
-inline std::string NotOnnxBytes() {
-  return "\xff\xff\xff\xff this is not an ONNX model";
-}
+inline std::string NotOnnxBytes() { return "\xff\xff\xff\xff this is not an ONNX model"; }
 
 // The report the checker itself produces for `bytes` (what the server must return).
 inline Report DirectReport(const std::string& bytes, const std::string& name,
