@@ -1,5 +1,6 @@
 #include "graph_index.h"
 
+#include <algorithm>
 #include <deque>
 
 namespace axqc::detail {
@@ -66,6 +67,19 @@ GraphIndex::GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext)
     if (seen_names[name]++ > 0) name += "#" + std::to_string(i);  // duplicate names stay distinct
     names_.push_back(std::move(name));
   }
+  // Sized up front: rehashing these maps while they grow dominated indexing on 100k-node models.
+  std::size_t edges = 0, outs = 0;
+  for (const auto& node : g.node()) {
+    edges += static_cast<std::size_t>(node.input_size());
+    outs += static_cast<std::size_t>(node.output_size());
+  }
+  const auto inits = static_cast<std::size_t>(g.initializer_size());
+  inits_.reserve(inits);
+  producer_.reserve(outs);
+  consumers_.reserve(std::min(edges, outs + inits + static_cast<std::size_t>(g.input_size())));
+  types_.reserve(inits + static_cast<std::size_t>(g.value_info_size()) +
+                 static_cast<std::size_t>(g.input_size()) +
+                 static_cast<std::size_t>(g.output_size()));
   for (const auto& t : g.initializer()) inits_.emplace(t.name(), &t);
   for (const auto& vi : g.input()) {
     if (!inits_.contains(vi.name())) inputs_.insert(vi.name());
