@@ -70,9 +70,7 @@ bool ParseLabels(const std::vector<std::string>& in, std::map<std::string, std::
   return true;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   using namespace axqc::cli;
   CLI::App app{
       "axqc: conformance checker for quantized ONNX (QDQ) models against the ax quant spec"};
@@ -171,4 +169,17 @@ int main(int argc, char** argv) {
   }
   if (health->parsed()) return RunHealth(health_remote, health_service);
   return kExitError;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "axqc: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "axqc: unknown error\n";
+  }
+  return axqc::cli::kExitError;
 }

@@ -54,7 +54,7 @@ std::optional<long long> ParseWindowSeconds(const std::string& text) {
   } else if (unit == "d") {
     mul = 86400;
   } else if (unit == "w") {
-    mul = 7 * 86400;
+    mul = 7LL * 86400;
   } else {
     return std::nullopt;
   }
@@ -213,7 +213,7 @@ class Connection {
     for (int i = 0;; ++i) {
       grpc::ClientContext ctx;
       Prepare(&ctx);
-      const grpc::Status s = attempt(&ctx);
+      grpc::Status s = attempt(&ctx);
       if (request_id != nullptr) {
         const auto& md = ctx.GetServerInitialMetadata();
         auto it = md.find("x-request-id");
