@@ -64,6 +64,13 @@ std::vector<Finding> Emitter::Take() {
   return v;
 }
 
+namespace {
+std::uint64_t BoundaryKey(int unit, bool is_q, int node) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(unit)) << 33) |
+         (static_cast<std::uint64_t>(is_q) << 32) | static_cast<std::uint32_t>(node);
+}
+}  // namespace
+
 Context::Context(const GraphIndex& gi, const QuantTable& qt, Units& u, Emitter& e, bool cv)
     : g(gi), q(qt), units(u), out(e), check_value(cv) {
   claimed.assign(static_cast<std::size_t>(g.node_count()), false);
@@ -80,9 +87,8 @@ void Context::ClaimDq(int dq, int unit) {
   owned_edge[static_cast<std::size_t>(dq)] = true;
   int qn = -1;
   if (q.SourceOf(dq, &qn) == DqSource::kPairedQ && qn >= 0) claimed[static_cast<std::size_t>(qn)] = true;
-  if (unit >= 0) {
-    auto& v = units.all()[static_cast<std::size_t>(unit)].in_dq;
-    if (std::find(v.begin(), v.end(), dq) == v.end()) v.push_back(dq);
+  if (unit >= 0 && unit_boundaries.insert(BoundaryKey(unit, false, dq)).second) {
+    units.all()[static_cast<std::size_t>(unit)].in_dq.push_back(dq);
   }
 }
 
@@ -102,9 +108,8 @@ void Context::ClaimQ(int qn, int unit) {
     claimed[static_cast<std::size_t>(dq)] = true;
     owned_edge[static_cast<std::size_t>(dq)] = true;
   }
-  if (unit >= 0) {
-    auto& v = units.all()[static_cast<std::size_t>(unit)].out_q;
-    if (std::find(v.begin(), v.end(), qn) == v.end()) v.push_back(qn);
+  if (unit >= 0 && unit_boundaries.insert(BoundaryKey(unit, true, qn)).second) {
+    units.all()[static_cast<std::size_t>(unit)].out_q.push_back(qn);
   }
 }
 

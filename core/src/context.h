@@ -56,6 +56,9 @@ struct Context {
   std::vector<bool> claimed;       // Q/DQ node -> has a purpose
   std::vector<bool> owned_edge;    // DQ node -> its edge is owned by an operator/pattern rule
   std::vector<int> topo_pos;
+  // (unit, kind, node) already in a unit's in_dq / out_q: keeps claiming O(1) for nodes with
+  // tens of thousands of inputs (a linear search made that quadratic).
+  std::unordered_set<std::uint64_t> unit_boundaries;
 
   Context(const GraphIndex& gi, const QuantTable& qt, Units& u, Emitter& e, bool cv);
   // Marks a DQ (and its paired Q) as a boundary owned by an operator or pattern rule.
