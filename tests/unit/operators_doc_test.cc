@@ -20,13 +20,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// docs/rules of the source tree: $AXQC_DOCS_DIR, else relative to this file
-// (tests/unit/operators_doc_test.cc -> docs/rules).
+// docs/rules of the source tree: $AXQC_DOCS_DIR, else under AXQC_SOURCE_DIR (set by CMake;
+// __FILE__ may be relative when ccache rewrites paths).
 fs::path DocsDir() {
   if (const char* env = std::getenv("AXQC_DOCS_DIR"); env != nullptr && *env != '\0') {
     return fs::path(env);
   }
-  return fs::path(__FILE__).parent_path().parent_path().parent_path() / "docs" / "rules";
+  return fs::path(AXQC_SOURCE_DIR) / "docs" / "rules";
 }
 
 std::string ReadFile(const fs::path& p) {
