@@ -63,6 +63,7 @@ void RequireRank(onnx::InferenceContext& ctx, const char* op, std::size_t input,
 // ONNX's conv/pool shape inference (convPoolShapeInference, convPoolShapeInference1):
 // - without a kernel_shape attribute the kernel rank comes from W, and X's dims and the
 //   dilations are indexed by it unchecked: W's rank must not exceed X's;
+// - it divides by the strides: a zero stride is a division by zero (SIGFPE; fuzzer, Conv-1);
 // - with auto_pad other than VALID, a stride > 1 and no pads, it reduces each spatial dim by
 //   repeated subtraction (dim / stride iterations): a huge declared dim hangs it. Dims that would
 //   need more than 2^26 subtractions are refused.
@@ -80,11 +81,16 @@ void RequireConvPoolShapes(onnx::InferenceContext& ctx, const char* op, std::siz
                            " (the rank of input ", x, ")");
     }
   }
+  const auto* strides = ctx.getAttribute("strides");
+  if (strides != nullptr) {
+    for (auto v : strides->ints()) {
+      if (v < 1) fail_shape_inference(op, " strides must be positive (got ", v, ")");
+    }
+  }
   const auto* auto_pad = ctx.getAttribute("auto_pad");
   if (auto_pad == nullptr || auto_pad->s() == "VALID" || ctx.getAttribute("pads") != nullptr) {
     return;
   }
-  const auto* strides = ctx.getAttribute("strides");
   constexpr std::int64_t kMaxSteps = std::int64_t{1} << 26;
   for (int i = 2; i < xs.dim_size(); ++i) {
     const std::int64_t stride =

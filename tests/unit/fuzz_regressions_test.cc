@@ -211,6 +211,26 @@ TEST(FuzzRegressionCause, AutoPadWithHugeSpatialDimDoesNotHang) {
   }
 }
 
+// Conv/pool inference divides by the strides: a zero stride raised SIGFPE (fuzzer: an old-opset
+// pool, after all the fixes above).
+TEST(FuzzRegressionCause, ZeroOrNegativeStride) {
+  for (int64_t opset : {int64_t{7}, int64_t{21}}) {
+    for (int64_t stride : {int64_t{0}, int64_t{-1}}) {
+      ModelBuilder b(opset, opset == 7 ? 3 : 10);
+      b.Input("x", TP::FLOAT, {1, 1, 8});
+      b.Node("MaxPool", {"x"}, {"y"},
+             {ModelBuilder::AttrInts("kernel_shape", {2}),
+              ModelBuilder::AttrInts("strides", {stride})},
+             "pool");
+      b.Output("y", TP::FLOAT, {1, 1, 4});
+      auto r = RunCheck(b.AutoValueInfo(false));
+      EXPECT_TRUE(HasMessage(r, "onnx/invalid-model", "MaxPool strides must be positive"))
+          << opset << " " << stride << "\n"
+          << Dump(r);
+    }
+  }
+}
+
 // ONNX's ParseData resizes its buffer to raw_data.size() / sizeof(T) and then copies all
 // raw_data bytes: a raw_data length that is not a multiple of the element size overflows the
 // heap buffer (fuzzer: Reshape shape, Resize scales, scalar inputs). Every tensor's storage is
