@@ -42,18 +42,22 @@ int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results) 
     out = &file;
   }
   int worst = 0;
-  std::vector<Report> reports;
+  std::vector<Report> reports;  // copies, for the CI formats only
+  const bool ci_format =
+      args.format == "junit" || args.format == "sarif" || args.format == "github";
   std::vector<ModelError> errors;
   for (const auto& r : results) {
     if (Rank(r.exit_code) > Rank(worst)) worst = r.exit_code;
     if (r.ok) {
-      reports.push_back(r.report);
+      if (ci_format) reports.push_back(r.report);
     } else {
       std::cerr << "axqc: " << r.error_kind << ": " << r.error << "\n";
       errors.push_back({r.file, r.error});
     }
   }
-  if (args.format == "json") {
+  if (args.format == "json" && results.size() == 1 && results[0].ok) {
+    *out << RenderJson(results[0].report);  // same text as below, without the json tree
+  } else if (args.format == "json") {
     nlohmann::json docs = nlohmann::json::array();
     for (const auto& r : results) {
       if (r.ok) {

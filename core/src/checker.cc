@@ -177,7 +177,7 @@ class GuardedSchemas final : public onnx::ISchemaRegistry {
 // onnx/invalid-model: the ONNX checker plus strict shape inference (what full_check does), run
 // in place so the inferred value_info feeds the later stages without copying the model.
 void ValidateOnnx(LoadedModel& m, Emitter& out) {
-  auto& model = m.proto;
+  auto& model = *m.proto;
   // `tensor` keeps findings about different tensors apart (the emitter drops repeats of one key).
   auto invalid = [&](std::string msg, const std::string& key, const std::string& tensor = {}) {
     while (!msg.empty() && std::isspace(static_cast<unsigned char>(msg.back()))) msg.pop_back();
@@ -253,10 +253,10 @@ UnitInfo ToInfo(const Unit& u, const GraphIndex& g) {
   info.kind = u.Kind();
   info.op_type = CleanText(g.node(u.anchor).op_type());
   info.mode = u.mode;
-  for (int n : u.nodes) info.nodes.push_back(g.NodeName(n));
-  for (int n : u.tails) info.nodes.push_back(g.NodeName(n));
-  for (int n : u.in_dq) info.input_qdq.push_back(g.NodeName(n));
-  for (int n : u.out_q) info.output_qdq.push_back(g.NodeName(n));
+  for (int n : u.nodes) info.nodes.emplace_back(g.NodeName(n));
+  for (int n : u.tails) info.nodes.emplace_back(g.NodeName(n));
+  for (int n : u.in_dq) info.input_qdq.emplace_back(g.NodeName(n));
+  for (int n : u.out_q) info.output_qdq.emplace_back(g.NodeName(n));
   for (auto* v : {&info.nodes, &info.input_qdq, &info.output_qdq}) {
     for (auto& name : *v) CleanTextInPlace(name);
   }
@@ -289,23 +289,23 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   facts.file = m.name;
   facts.sha256 = m.sha256;
   facts.size_bytes = m.size;
-  facts.ir_version = m.proto.ir_version();
-  for (const auto& op : m.proto.opset_import()) facts.opsets.emplace_back(op.domain(), op.version());
-  facts.producer_name = m.proto.producer_name();
-  facts.producer_version = m.proto.producer_version();
-  facts.node_count = static_cast<std::size_t>(m.proto.graph().node_size());
-  facts.initializer_count = static_cast<std::size_t>(m.proto.graph().initializer_size());
+  facts.ir_version = m.proto->ir_version();
+  for (const auto& op : m.proto->opset_import()) facts.opsets.emplace_back(op.domain(), op.version());
+  facts.producer_name = m.proto->producer_name();
+  facts.producer_version = m.proto->producer_version();
+  facts.node_count = static_cast<std::size_t>(m.proto->graph().node_size());
+  facts.initializer_count = static_cast<std::size_t>(m.proto->graph().initializer_size());
 
   // value_info as declared by the producer, before inference adds its own.
   std::unordered_set<std::string> declared;
-  for (const auto& vi : m.proto.graph().value_info()) {
+  for (const auto& vi : m.proto->graph().value_info()) {
     if (TypeFromProto(vi.type()).complete) declared.insert(vi.name());
   }
 
   Emitter out(nullptr, options.check_value);
   ValidateOnnx(m, out);
   clock.Lap(&StageTimings::onnx_check_s);
-  GraphIndex g(m.proto.graph(), m.external.get());
+  GraphIndex g(m.proto->graph(), m.external.get());
   Emitter rules(&g, options.check_value);
   clock.Lap(&StageTimings::index_s);
   QuantTable q(g);

@@ -21,11 +21,11 @@ void Emitter::Emit(Args a) {
   f.message = std::move(a.message);
   f.group_key = a.group_key.empty() ? std::string(info->summary) : std::move(a.group_key);
   if (a.node >= 0 && g_) {
-    f.nodes.push_back(g_->NodeName(a.node));
+    f.nodes.emplace_back(g_->NodeName(a.node));
     f.op_type = g_->node(a.node).op_type();
   }
   for (int n : a.more_nodes) {
-    if (n >= 0 && g_) f.nodes.push_back(g_->NodeName(n));
+    if (n >= 0 && g_) f.nodes.emplace_back(g_->NodeName(n));
   }
   // Findings located at a Q/DQ node count against the operator they concern (first extra node).
   if (g_ && a.node >= 0 && !a.more_nodes.empty() && a.more_nodes.front() >= 0) {

@@ -68,7 +68,7 @@ struct Context {
   void Touch(int dq);
   // Marks a Q (and its paired DQ) as an output boundary of a unit.
   void ClaimQ(int q, int unit);
-  std::string Name(int node) const { return g.NodeName(node); }
+  std::string Name(int node) const { return std::string(g.NodeName(node)); }
   const std::string& Op(int node) const { return g.node(node).op_type(); }
 };
 

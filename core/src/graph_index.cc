@@ -1,7 +1,8 @@
 #include "graph_index.h"
 
 #include <algorithm>
-#include <deque>
+#include <functional>
+#include <unordered_set>
 
 namespace axqc::detail {
 
@@ -55,103 +56,264 @@ void CollectImplicitUses(const onnx::GraphProto& sub, std::unordered_set<std::st
 
 }  // namespace
 
-// Linear in nodes + edges: each node and each input/output name is visited a constant number of
-// times; lookups are hash maps keyed by views into the (immutable) GraphProto strings.
-GraphIndex::GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext) : g_(g), ext_(ext) {
+void NameTable::Reserve(std::size_t names) {
+  names_.reserve(names);
+  std::size_t cap = 16;
+  while (cap < names * 2) cap *= 2;
+  if (cap > slots_.size()) {
+    slots_.assign(cap, Slot{});
+    for (std::size_t id = 0; id < names_.size(); ++id) {
+      // Re-insert (only when Reserve follows inserts).
+      const auto h = std::hash<std::string_view>{}(names_[id]);
+      const std::uint32_t tag = static_cast<std::uint32_t>(h >> 32) | 1u;
+      std::size_t i = h & (slots_.size() - 1);
+      while (slots_[i].tag != 0) i = (i + 1) & (slots_.size() - 1);
+      slots_[i] = {tag, static_cast<std::int32_t>(id)};
+    }
+  }
+}
+
+void NameTable::Grow() { Reserve(std::max<std::size_t>(names_.size() * 2, 8)); }
+
+int NameTable::Intern(std::string_view name) {
+  if ((names_.size() + 1) * 2 > slots_.size()) Grow();
+  const auto h = std::hash<std::string_view>{}(name);
+  const std::uint32_t tag = static_cast<std::uint32_t>(h >> 32) | 1u;
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+    Slot& s = slots_[i];
+    if (s.tag == 0) {
+      s = {tag, static_cast<std::int32_t>(names_.size())};
+      names_.push_back(name);
+      return s.id;
+    }
+    if (s.tag == tag && names_[static_cast<std::size_t>(s.id)] == name) return s.id;
+  }
+}
+
+int NameTable::Find(std::string_view name) const {
+  if (slots_.empty()) return -1;
+  const auto h = std::hash<std::string_view>{}(name);
+  const std::uint32_t tag = static_cast<std::uint32_t>(h >> 32) | 1u;
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (s.tag == 0) return -1;
+    if (s.tag == tag && names_[static_cast<std::size_t>(s.id)] == name) return s.id;
+  }
+}
+
+void OccurrenceTable::Reserve(std::size_t occurrences) {
+  std::size_t cap = 16;
+  unsigned bits = 4;
+  while (cap < occurrences * 2) {
+    cap *= 2;
+    ++bits;
+  }
+  slots_.assign(cap, Slot{});
+  shift_ = 64 - bits;
+}
+
+std::size_t OccurrenceTable::Home(const char* p) const {
+  return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(p) * 0x9E3779B97F4A7C15ull) >>
+                                  shift_);
+}
+
+void OccurrenceTable::Add(std::string_view occurrence, int id) {
+  if (occurrence.empty() || occurrence.size() > UINT32_MAX || slots_.empty()) return;
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t used = 0;
+  for (std::size_t i = Home(occurrence.data());; i = (i + 1) & mask) {
+    Slot& s = slots_[i];
+    if (s.data == occurrence.data()) return;  // recorded already
+    if (s.data == nullptr) {
+      s = {occurrence.data(), static_cast<std::uint32_t>(occurrence.size()), id};
+      return;
+    }
+    if (++used == slots_.size()) return;  // full (more occurrences than reserved): skip
+  }
+}
+
+int OccurrenceTable::Find(std::string_view name) const {
+  if (slots_.empty() || name.empty()) return -1;
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = Home(name.data()), probes = 0; probes < slots_.size();
+       i = (i + 1) & mask, ++probes) {
+    const Slot& s = slots_[i];
+    if (s.data == nullptr) return -1;
+    if (s.data == name.data()) return s.size == name.size() ? s.id : -1;
+  }
+  return -1;
+}
+
+// Linear in nodes + edges: every name is interned once (one hash probe per occurrence); the
+// rest works on dense ids.
+GraphIndex::GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext)
+    : g_(g), ext_(ext) {
   const int n = g.node_size();
-  names_.reserve(static_cast<std::size_t>(n));
-  std::unordered_map<std::string, int> seen_names;
-  for (int i = 0; i < n; ++i) {
-    const auto& node = g.node(i);
-    std::string name = node.name().empty() ? node.op_type() + "#" + std::to_string(i) : node.name();
-    if (seen_names[name]++ > 0) name += "#" + std::to_string(i);  // duplicate names stay distinct
-    names_.push_back(std::move(name));
+  const auto un = static_cast<std::size_t>(n);
+  names_.reserve(un);
+  {
+    NameTable seen;
+    seen.Reserve(un);
+    for (int i = 0; i < n; ++i) {
+      const auto& node = g.node(i);
+      std::string_view name = node.name();
+      if (name.empty()) {
+        name = made_names_.emplace_back(node.op_type() + "#" + std::to_string(i));
+      }
+      const int before = seen.size();
+      if (seen.Intern(name) < before) {  // duplicate names stay distinct
+        name = made_names_.emplace_back(std::string(name) + "#" + std::to_string(i));
+      }
+      names_.push_back(name);
+    }
   }
-  // Sized up front: rehashing these maps while they grow dominated indexing on 100k-node models.
-  std::size_t edges = 0, outs = 0;
+
+  // Intern every tensor name; node inputs/outputs are recorded by id (CSR by node).
+  std::size_t io = 0;
   for (const auto& node : g.node()) {
-    edges += static_cast<std::size_t>(node.input_size());
-    outs += static_cast<std::size_t>(node.output_size());
+    io += static_cast<std::size_t>(node.input_size() + node.output_size());
   }
-  const auto inits = static_cast<std::size_t>(g.initializer_size());
-  inits_.reserve(inits);
-  producer_.reserve(outs);
-  consumers_.reserve(std::min(edges, outs + inits + static_cast<std::size_t>(g.input_size())));
-  types_.reserve(inits + static_cast<std::size_t>(g.value_info_size()) +
-                 static_cast<std::size_t>(g.input_size()) +
-                 static_cast<std::size_t>(g.output_size()));
-  for (const auto& t : g.initializer()) inits_.emplace(t.name(), &t);
-  for (const auto& vi : g.input()) {
-    if (!inits_.contains(vi.name())) inputs_.insert(vi.name());
-    types_[vi.name()] = TypeFromProto(vi.type());
+  const auto declared = static_cast<std::size_t>(g.initializer_size() + g.input_size() +
+                                                 g.value_info_size() + g.output_size());
+  ids_.Reserve(declared + io / 2);
+  occ_.Reserve(declared + io);
+  std::vector<int> init_ids, input_ids, vi_ids, output_ids;
+  init_ids.reserve(static_cast<std::size_t>(g.initializer_size()));
+  for (const auto& t : g.initializer()) init_ids.push_back(Intern(t.name()));
+  for (const auto& vi : g.input()) input_ids.push_back(Intern(vi.name()));
+  vi_ids.reserve(static_cast<std::size_t>(g.value_info_size()));
+  for (const auto& vi : g.value_info()) vi_ids.push_back(Intern(vi.name()));
+  for (const auto& vi : g.output()) output_ids.push_back(Intern(vi.name()));
+  io_.reserve(io);
+  io_begin_.reserve(un + 1);
+  out_begin_.reserve(un);
+  for (const auto& node : g.node()) {
+    io_begin_.push_back(static_cast<std::uint32_t>(io_.size()));
+    for (const auto& in : node.input()) io_.push_back(in.empty() ? -1 : Intern(in));
+    out_begin_.push_back(static_cast<std::uint32_t>(io_.size()));
+    for (const auto& o : node.output()) io_.push_back(o.empty() ? -1 : Intern(o));
   }
-  for (const auto& vi : g.value_info()) types_[vi.name()] = TypeFromProto(vi.type());
-  for (const auto& vi : g.output()) {
-    outputs_.insert(vi.name());
-    auto t = TypeFromProto(vi.type());
-    auto it = types_.find(vi.name());
-    if (it == types_.end() || (it->second.elem_type == 0 && t.elem_type != 0)) types_[vi.name()] = t;
+  io_begin_.push_back(static_cast<std::uint32_t>(io_.size()));
+
+  const auto nt = static_cast<std::size_t>(ids_.size());
+  tensors_.resize(nt);
+  types_.resize(nt);
+  auto set_type = [&](int id, TensorType t) {
+    tensors_[static_cast<std::size_t>(id)].typed = true;
+    types_[static_cast<std::size_t>(id)] = std::move(t);
+  };
+  for (int k = 0; k < g.initializer_size(); ++k) {
+    Tensor& e = tensors_[static_cast<std::size_t>(init_ids[static_cast<std::size_t>(k)])];
+    if (e.init == nullptr) e.init = &g.initializer(k);  // first wins on duplicates
   }
-  for (const auto& [name, t] : inits_) {
+  for (int k = 0; k < g.input_size(); ++k) {
+    const int id = input_ids[static_cast<std::size_t>(k)];
+    Tensor& e = tensors_[static_cast<std::size_t>(id)];
+    if (e.init == nullptr) e.input = true;
+    set_type(id, TypeFromProto(g.input(k).type()));
+  }
+  for (int k = 0; k < g.value_info_size(); ++k) {
+    set_type(vi_ids[static_cast<std::size_t>(k)], TypeFromProto(g.value_info(k).type()));
+  }
+  for (int k = 0; k < g.output_size(); ++k) {
+    const int id = output_ids[static_cast<std::size_t>(k)];
+    Tensor& e = tensors_[static_cast<std::size_t>(id)];
+    e.output = true;
+    auto t = TypeFromProto(g.output(k).type());
+    if (!e.typed || (types_[static_cast<std::size_t>(id)].elem_type == 0 && t.elem_type != 0)) {
+      set_type(id, std::move(t));
+    }
+  }
+  for (int k = 0; k < g.initializer_size(); ++k) {
+    const auto& t = g.initializer(k);
+    const int id = init_ids[static_cast<std::size_t>(k)];
+    if (tensors_[static_cast<std::size_t>(id)].init != &t) continue;
     TensorType tt;
-    tt.elem_type = t->data_type();
+    tt.elem_type = t.data_type();
     tt.has_shape = true;
-    tt.dims.assign(t->dims().begin(), t->dims().end());
+    tt.dims.assign(t.dims().begin(), t.dims().end());
     tt.complete = true;
-    types_[name] = std::move(tt);
+    set_type(id, std::move(tt));
   }
   for (int i = 0; i < n; ++i) {
-    const auto& node = g.node(i);
-    for (int s = 0; s < node.input_size(); ++s) {
-      if (!node.input(s).empty()) consumers_[node.input(s)].push_back({i, s});
+    for (int id : OutputIds(i)) {
+      if (id >= 0 && tensors_[static_cast<std::size_t>(id)].producer < 0) {
+        tensors_[static_cast<std::size_t>(id)].producer = i;  // first producer wins
+      }
     }
-    for (const auto& o : node.output()) {
-      if (!o.empty()) producer_.emplace(o, i);  // first producer wins on duplicates
-    }
-    for (const auto& a : node.attribute()) {
+  }
+
+  // Implicit uses by subgraphs (If/Loop/Scan bodies reading outer-scope tensors).
+  std::vector<std::pair<int, int>> implicit;  // (node, tensor id), in node order
+  for (int i = 0; i < n; ++i) {
+    for (const auto& a : g.node(i).attribute()) {
       if (!a.has_g() && a.graphs_size() == 0) continue;
       std::unordered_set<std::string> defined;
       std::vector<std::string> used;
       if (a.has_g()) CollectImplicitUses(a.g(), defined, used, 0);
       for (const auto& sg : a.graphs()) CollectImplicitUses(sg, defined, used, 0);
       for (const auto& u : used) {
-        // Only names that exist in this graph can be keys (views must point into the proto).
-        auto key = [&]() -> std::string_view {
-          if (auto it = producer_.find(u); it != producer_.end()) return it->first;
-          if (auto it = inits_.find(u); it != inits_.end()) return it->first;
-          if (auto it = inputs_.find(u); it != inputs_.end()) return *it;
-          return {};
-        }();
-        if (!key.empty()) consumers_[key].push_back({i, -1});
+        const int id = ids_.Find(u);
+        if (id < 0) continue;
+        const Tensor& e = tensors_[static_cast<std::size_t>(id)];
+        if (e.producer >= 0 || e.init != nullptr || e.input) implicit.emplace_back(i, id);
       }
     }
   }
-  // Kahn's algorithm; nodes on cycles are appended in file order.
-  std::vector<int> indeg(static_cast<std::size_t>(n), 0);
+
+  // Consumers, grouped by tensor in node order (regular inputs, then implicit uses, per node).
+  std::vector<std::uint32_t> count(nt + 1, 0);
   for (int i = 0; i < n; ++i) {
-    for (const auto& in : g.node(i).input()) {
-      auto it = producer_.find(in);
-      if (!in.empty() && it != producer_.end() && it->second != i) ++indeg[static_cast<std::size_t>(i)];
+    for (int id : InputIds(i)) {
+      if (id >= 0) ++count[static_cast<std::size_t>(id)];
     }
   }
-  std::deque<int> ready;
+  for (const auto& [node, id] : implicit) ++count[static_cast<std::size_t>(id)];
+  std::uint32_t total = 0;
+  for (std::size_t id = 0; id < nt; ++id) {
+    tensors_[id].uses_begin = tensors_[id].uses_end = total;
+    total += count[id];
+  }
+  uses_.resize(total);
+  std::size_t next_implicit = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto ins = InputIds(i);
+    for (std::size_t s = 0; s < ins.size(); ++s) {
+      if (ins[s] < 0) continue;
+      Tensor& e = tensors_[static_cast<std::size_t>(ins[s])];
+      uses_[e.uses_end++] = {i, static_cast<int>(s)};
+    }
+    for (; next_implicit < implicit.size() && implicit[next_implicit].first == i; ++next_implicit) {
+      Tensor& e = tensors_[static_cast<std::size_t>(implicit[next_implicit].second)];
+      uses_[e.uses_end++] = {i, -1};
+    }
+  }
+
+  // Kahn's algorithm; nodes on cycles are appended in file order.
+  std::vector<int> indeg(un, 0);
+  for (int i = 0; i < n; ++i) {
+    for (int id : InputIds(i)) {
+      if (id < 0) continue;
+      const int p = ProducerOf(id);
+      if (p >= 0 && p != i) ++indeg[static_cast<std::size_t>(i)];
+    }
+  }
+  std::vector<int> ready;
+  ready.reserve(un);
   for (int i = 0; i < n; ++i) {
     if (indeg[static_cast<std::size_t>(i)] == 0) ready.push_back(i);
   }
-  std::vector<bool> done(static_cast<std::size_t>(n), false);
-  topo_.reserve(static_cast<std::size_t>(n));
-  while (!ready.empty()) {
-    int i = ready.front();
-    ready.pop_front();
+  std::vector<bool> done(un, false);
+  topo_.reserve(un);
+  for (std::size_t head = 0; head < ready.size(); ++head) {
+    const int i = ready[head];
     done[static_cast<std::size_t>(i)] = true;
     topo_.push_back(i);
-    for (const auto& o : g.node(i).output()) {
-      if (o.empty()) continue;
-      auto pit = producer_.find(o);
-      if (pit == producer_.end() || pit->second != i) continue;
-      auto it = consumers_.find(o);
-      if (it == consumers_.end()) continue;
-      for (const auto& u : it->second) {
+    for (int o : OutputIds(i)) {
+      if (o < 0 || ProducerOf(o) != i) continue;
+      for (const auto& u : ConsumersOf(o)) {
         if (u.slot < 0 || u.node == i) continue;
         if (--indeg[static_cast<std::size_t>(u.node)] == 0) ready.push_back(u.node);
       }
@@ -162,27 +324,66 @@ GraphIndex::GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext)
   }
 }
 
-int GraphIndex::Producer(std::string_view t) const {
-  auto it = producer_.find(t);
-  return it == producer_.end() ? -1 : it->second;
+int GraphIndex::Intern(std::string_view occurrence) {
+  const int id = ids_.Intern(occurrence);
+  occ_.Add(occurrence, id);
+  return id;
 }
 
-const std::vector<Use>& GraphIndex::Consumers(std::string_view t) const {
-  static const std::vector<Use> kNone;
-  auto it = consumers_.find(t);
-  return it == consumers_.end() ? kNone : it->second;
+int GraphIndex::TensorId(std::string_view tensor) const {
+  const int id = occ_.Find(tensor);
+  return id >= 0 ? id : ids_.Find(tensor);
+}
+
+std::span<const int> GraphIndex::InputIds(int node) const {
+  const auto i = static_cast<std::size_t>(node);
+  return {io_.data() + io_begin_[i], io_.data() + out_begin_[i]};
+}
+
+std::span<const int> GraphIndex::OutputIds(int node) const {
+  const auto i = static_cast<std::size_t>(node);
+  return {io_.data() + out_begin_[i], io_.data() + io_begin_[i + 1]};
+}
+
+std::span<const Use> GraphIndex::ConsumersOf(int id) const {
+  const Tensor& e = tensors_[static_cast<std::size_t>(id)];
+  return {uses_.data() + e.uses_begin, uses_.data() + e.uses_end};
+}
+
+const TensorType* GraphIndex::TypeOf(int id) const {
+  return tensors_[static_cast<std::size_t>(id)].typed ? &types_[static_cast<std::size_t>(id)]
+                                                      : nullptr;
+}
+
+int GraphIndex::Producer(std::string_view t) const {
+  const int id = TensorId(t);
+  return id < 0 ? -1 : ProducerOf(id);
+}
+
+std::span<const Use> GraphIndex::Consumers(std::string_view t) const {
+  const int id = TensorId(t);
+  if (id < 0) return {};
+  return ConsumersOf(id);
 }
 
 const onnx::TensorProto* GraphIndex::Initializer(std::string_view t) const {
-  auto it = inits_.find(t);
-  return it == inits_.end() ? nullptr : it->second;
+  const int id = TensorId(t);
+  return id < 0 ? nullptr : InitializerOf(id);
 }
 
-bool GraphIndex::IsGraphInput(std::string_view t) const { return inputs_.contains(t); }
+bool GraphIndex::IsGraphInput(std::string_view t) const {
+  const int id = TensorId(t);
+  return id >= 0 && tensors_[static_cast<std::size_t>(id)].input;
+}
+
+bool GraphIndex::IsGraphOutput(std::string_view t) const {
+  const int id = TensorId(t);
+  return id >= 0 && tensors_[static_cast<std::size_t>(id)].output;
+}
 
 const TensorType* GraphIndex::Type(std::string_view t) const {
-  auto it = types_.find(t);
-  return it == types_.end() ? nullptr : &it->second;
+  const int id = TensorId(t);
+  return id < 0 ? nullptr : TypeOf(id);
 }
 
 int GraphIndex::ElemType(std::string_view t) const {

@@ -1,15 +1,19 @@
 // Stage 2: index the main graph: producers, consumers, initializers, tensor types and shapes.
+//
+// Every tensor name of the graph is interned once into a dense id (one pass over the strings);
+// producers, consumers (CSR), initializers, flags and types are arrays indexed by id, so the later
+// stages pay one hash probe per name lookup and none when they work with ids.
 #pragma once
 
+#include <onnx/onnx_pb.h>
+
 #include <cstdint>
+#include <deque>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
-
-#include <onnx/onnx_pb.h>
 
 #include "onnx_util.h"
 
@@ -21,30 +25,87 @@ struct Use {
 };
 
 struct TensorType {
-  int elem_type = 0;                  // 0 = unknown
+  int elem_type = 0;  // 0 = unknown
   bool has_shape = false;
-  std::vector<std::int64_t> dims;     // -1 = symbolic or unknown dimension
-  bool complete = false;              // elem type and every dim known (value or symbol)
+  std::vector<std::int64_t> dims;  // -1 = symbolic or unknown dimension
+  bool complete = false;           // elem type and every dim known (value or symbol)
+};
+
+// Open-addressing hash set of names (views into storage that outlives it) -> dense ids.
+class NameTable {
+ public:
+  void Reserve(std::size_t names);
+  // The id of `name`, inserting it with the next id when new.
+  int Intern(std::string_view name);
+  // -1 when absent.
+  int Find(std::string_view name) const;
+  std::string_view Name(int id) const { return names_[static_cast<std::size_t>(id)]; }
+  int size() const { return static_cast<int>(names_.size()); }
+
+ private:
+  struct Slot {
+    std::uint32_t tag = 0;  // upper hash bits | 1 (0 = empty)
+    std::int32_t id = -1;
+  };
+  void Grow();
+  std::vector<Slot> slots_;
+  std::vector<std::string_view> names_;
+};
+
+// Address of a name's characters in the model proto -> its id. Every name occurrence in the proto
+// has its own storage, so a lookup with a view into the proto (the common case: node.input(i))
+// is one probe without reading or hashing the characters.
+class OccurrenceTable {
+ public:
+  void Reserve(std::size_t occurrences);
+  void Add(std::string_view occurrence, int id);
+  int Find(std::string_view name) const;  // -1 when `name` is not a recorded occurrence
+
+ private:
+  struct Slot {
+    const char* data = nullptr;
+    std::uint32_t size = 0;
+    std::int32_t id = -1;
+  };
+  std::size_t Home(const char* p) const;
+  std::vector<Slot> slots_;
+  unsigned shift_ = 64;
 };
 
 class GraphIndex {
  public:
-  // `declared` collects tensors that carried value_info before shape inference ran.
   GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext);
 
   const onnx::GraphProto& graph() const { return g_; }
   int node_count() const { return g_.node_size(); }
   const onnx::NodeProto& node(int i) const { return g_.node(i); }
-  // Display name of a node: its name, or "<op_type>#<index>" when unnamed.
-  const std::string& NodeName(int i) const { return names_[static_cast<std::size_t>(i)]; }
+  // Display name of a node: its name, or "<op_type>#<index>" when unnamed or duplicated.
+  std::string_view NodeName(int i) const { return names_[static_cast<std::size_t>(i)]; }
   const std::vector<int>& topo_order() const { return topo_; }
 
-  // -1 when the tensor has no producer node.
+  // Dense tensor ids: every name used in the graph (node inputs and outputs, graph inputs and
+  // outputs, initializers, value_info). -1 for an unknown name.
+  int TensorId(std::string_view tensor) const;
+  std::string_view TensorName(int id) const { return ids_.Name(id); }
+  int tensor_count() const { return ids_.size(); }
+  // Ids of a node's inputs and outputs by slot; -1 for an empty (omitted) name.
+  std::span<const int> InputIds(int node) const;
+  std::span<const int> OutputIds(int node) const;
+
+  // By id (id >= 0).
+  int ProducerOf(int id) const { return tensors_[static_cast<std::size_t>(id)].producer; }
+  std::span<const Use> ConsumersOf(int id) const;
+  const onnx::TensorProto* InitializerOf(int id) const {
+    return tensors_[static_cast<std::size_t>(id)].init;
+  }
+  const TensorType* TypeOf(int id) const;
+
+  // By name. -1 when the tensor has no producer node.
   int Producer(std::string_view tensor) const;
-  const std::vector<Use>& Consumers(std::string_view tensor) const;
+  std::span<const Use> Consumers(std::string_view tensor) const;
   const onnx::TensorProto* Initializer(std::string_view tensor) const;
-  bool IsGraphInput(std::string_view tensor) const;   // excludes initializer-backed inputs
-  bool IsGraphOutput(std::string_view tensor) const { return outputs_.contains(tensor); }
+  bool IsGraphInput(std::string_view tensor) const;  // excludes initializer-backed inputs
+  bool IsGraphOutput(std::string_view tensor) const;
   // Type info from value_info / inputs / outputs / initializers (after inference).
   const TensorType* Type(std::string_view tensor) const;
   int ElemType(std::string_view tensor) const;
@@ -54,16 +115,26 @@ class GraphIndex {
   const ExternalDataReader* external() const { return ext_; }
 
  private:
+  struct Tensor {
+    int producer = -1;
+    std::uint32_t uses_begin = 0, uses_end = 0;  // into uses_
+    const onnx::TensorProto* init = nullptr;
+    bool input = false, output = false, typed = false;
+  };
   const onnx::GraphProto& g_;
   const ExternalDataReader* ext_;
-  std::vector<std::string> names_;
+  std::vector<std::string_view> names_;
+  std::deque<std::string> made_names_;  // storage of generated node names
   std::vector<int> topo_;
-  std::unordered_map<std::string_view, int> producer_;
-  std::unordered_map<std::string_view, std::vector<Use>> consumers_;
-  std::unordered_map<std::string_view, const onnx::TensorProto*> inits_;
-  std::unordered_set<std::string_view> inputs_;
-  std::unordered_set<std::string_view> outputs_;
-  std::unordered_map<std::string_view, TensorType> types_;
+  NameTable ids_;
+  OccurrenceTable occ_;
+  int Intern(std::string_view occurrence);  // ids_ + occ_
+  std::vector<Tensor> tensors_;
+  std::vector<TensorType> types_;         // by id; meaningful when Tensor::typed
+  std::vector<Use> uses_;                 // consumers, grouped by tensor
+  std::vector<std::uint32_t> io_begin_;   // node -> offset into io_ (inputs, then outputs)
+  std::vector<std::uint32_t> out_begin_;  // node -> offset of its outputs in io_
+  std::vector<int> io_;
 };
 
 TensorType TypeFromProto(const onnx::TypeProto& t);

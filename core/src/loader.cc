@@ -316,12 +316,12 @@ LoadedModel LoadFromFile(const std::string& path, StageTimings* timings) {
   m.size = bytes.size();
   m.sha256 = Sha256Hex(bytes);
   Lap(timings, t0, &StageTimings::sha256_s);
-  ParseInto(bytes, path, m.proto);
+  ParseInto(bytes, path, *m.proto);
   std::string().swap(bytes);
   m.dir = fs::path(path).parent_path().string();
   if (m.dir.empty()) m.dir = ".";
   auto reader = std::make_unique<DirExternalReader>(m.dir);
-  reader->ValidateAll(m.proto.graph(), path);
+  reader->ValidateAll(m.proto->graph(), path);
   m.external = std::move(reader);
   Lap(timings, t0, &StageTimings::parse_s);
   return m;
@@ -334,9 +334,9 @@ LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name, Stage
   m.size = bytes.size();
   m.sha256 = Sha256Hex(bytes);
   Lap(timings, t0, &StageTimings::sha256_s);
-  ParseInto(bytes, name, m.proto);
+  ParseInto(bytes, name, *m.proto);
   Lap(timings, t0, &StageTimings::parse_s);
-  if (HasExternal(m.proto.graph())) {
+  if (HasExternal(m.proto->graph())) {
     throw InputError(name + ": tensors stored as external data cannot be checked from memory; "
                             "check the model by path or embed the weights");
   }

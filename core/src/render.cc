@@ -11,9 +11,12 @@ namespace {
 
 const char* Color(Severity s) {
   switch (s) {
-    case Severity::kError: return "\033[31m";
-    case Severity::kWarn: return "\033[33m";
-    case Severity::kInfo: return "\033[36m";
+    case Severity::kError:
+      return "\033[31m";
+    case Severity::kWarn:
+      return "\033[33m";
+    case Severity::kInfo:
+      return "\033[36m";
   }
   return "";
 }
@@ -119,7 +122,152 @@ json ReportToJson(const Report& r) {
           {"units", units}};
 }
 
-std::string RenderJson(const Report& r, int indent) { return ReportToJson(r).dump(indent) + "\n"; }
+namespace {
+
+// Writes the arrays that grow with the model (findings, units) straight into the output, in
+// exactly the layout nlohmann::json::dump produces for ReportToJson (sorted keys; every string
+// goes through json's own serializer, so the escaping is the same). Building them as a json tree
+// first dominated rendering on large models. `d` is the nesting depth of the value written.
+class Writer {
+ public:
+  Writer(std::string& out, int indent) : out_(out), indent_(indent) {}
+
+  void Str(std::string_view s) { out_ += json(s).dump(); }
+  void Num(std::size_t n) { out_ += std::to_string(n); }
+  // Opens an object or array at depth d.
+  void Open(char c) { out_ += c; }
+  void Close(char c, int d, bool empty) {
+    if (!empty) Newline(d);
+    out_ += c;
+  }
+  // Before the k-th member (k = 0, 1, ...) of a container at depth d.
+  void Item(std::size_t k, int d) {
+    if (k > 0) out_ += ',';
+    Newline(d + 1);
+  }
+  void Key(std::string_view key, std::size_t k, int d) {
+    Item(k, d);
+    Str(key);
+    out_ += indent_ < 0 ? ":" : ": ";
+  }
+  void Strings(const std::vector<std::string>& v, int d) {
+    Open('[');
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      Item(i, d);
+      Str(v[i]);
+    }
+    Close(']', d, v.empty());
+  }
+
+ private:
+  void Newline(int d) {
+    if (indent_ < 0) return;
+    out_ += '\n';
+    out_.append(static_cast<std::size_t>(d * indent_), ' ');
+  }
+  std::string& out_;
+  int indent_;
+};
+
+void WriteFinding(Writer& w, const Finding& f, int d) {
+  w.Open('{');
+  w.Key("group", 0, d);
+  w.Str(f.group_key);
+  w.Key("message", 1, d);
+  w.Str(f.message);
+  w.Key("nodes", 2, d);
+  w.Strings(f.nodes, d + 1);
+  w.Key("op_type", 3, d);
+  w.Str(f.op_type);
+  w.Key("rule", 4, d);
+  w.Str(f.rule);
+  w.Key("section", 5, d);
+  w.Str(f.section);
+  w.Key("severity", 6, d);
+  w.Str(SeverityName(f.severity));
+  w.Key("tensors", 7, d);
+  w.Strings(f.tensors, d + 1);
+  w.Key("values", 8, d);
+  w.Open('[');
+  std::size_t k = 0;
+  for (const auto& [name, value] : f.values) {
+    w.Item(k++, d + 1);
+    w.Open('{');
+    w.Key("name", 0, d + 2);
+    w.Str(name);
+    w.Key("value", 1, d + 2);
+    w.Str(value);
+    w.Close('}', d + 2, false);
+  }
+  w.Close(']', d + 1, f.values.empty());
+  w.Close('}', d, false);
+}
+
+void WriteUnit(Writer& w, const UnitInfo& u, int d) {
+  w.Open('{');
+  w.Key("id", 0, d);
+  w.Num(u.id);
+  w.Key("input_qdq", 1, d);
+  w.Strings(u.input_qdq, d + 1);
+  w.Key("kind", 2, d);
+  w.Str(u.kind);
+  w.Key("mode", 3, d);
+  w.Str(u.mode);
+  w.Key("nodes", 4, d);
+  w.Strings(u.nodes, d + 1);
+  w.Key("op_type", 5, d);
+  w.Str(u.op_type);
+  w.Key("output_qdq", 6, d);
+  w.Strings(u.output_qdq, d + 1);
+  w.Close('}', d, false);
+}
+
+template <typename T, typename Fn>
+std::string WriteArray(const std::vector<T>& items, int indent, Fn write) {
+  std::string out;
+  Writer w(out, indent);
+  w.Open('[');
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    w.Item(i, 1);
+    write(w, items[i], 2);
+  }
+  w.Close(']', 1, items.empty());
+  return out;
+}
+
+// Replaces the string value of the top-level `key` (written as `"key": "placeholder"`) with
+// `value`. Raw newlines never occur inside serialized strings, and no other member of the report
+// has a string value under these keys, so with indentation the needle is unique; compact output
+// has the same property for the key/value pair.
+void Splice(std::string& doc, int indent, std::string_view key, const std::string& value) {
+  std::string prefix = indent < 0 ? "" : "\n" + std::string(static_cast<std::size_t>(indent), ' ');
+  prefix += "\"" + std::string(key) + "\"" + (indent < 0 ? ":" : ": ");
+  const std::string needle = prefix + "\"axqc-" + std::string(key) + "-placeholder\"";
+  const auto at = doc.find(needle);
+  if (at != std::string::npos) doc.replace(at, needle.size(), prefix + value);
+}
+
+}  // namespace
+
+// The document without its two big arrays comes from ReportToJson; the arrays are written
+// directly and spliced in at their (sorted) places.
+std::string RenderJson(const Report& r, int indent) {
+  Report shell;
+  shell.verdict = r.verdict;
+  shell.check_value = r.check_value;
+  shell.tool_version = r.tool_version;
+  shell.rule_set_version = r.rule_set_version;
+  shell.model = r.model;
+  shell.summary = r.summary;
+  shell.groups = r.groups;
+  json doc = ReportToJson(shell);
+  doc["findings"] = "axqc-findings-placeholder";
+  doc["units"] = "axqc-units-placeholder";
+  std::string out = doc.dump(indent);
+  Splice(out, indent, "findings", WriteArray(r.findings, indent, WriteFinding));
+  Splice(out, indent, "units", WriteArray(r.units, indent, WriteUnit));
+  return out + "\n";
+}
 
 Report ReportFromJson(const json& j) {
   Report r;
@@ -133,7 +281,8 @@ Report ReportFromJson(const json& j) {
   r.model.size_bytes = m.value("size_bytes", std::uint64_t{0});
   r.model.ir_version = m.value("ir_version", std::int64_t{0});
   for (const auto& o : m.value("opsets", json::array())) {
-    r.model.opsets.emplace_back(o.at("domain").get<std::string>(), o.at("version").get<std::int64_t>());
+    r.model.opsets.emplace_back(o.at("domain").get<std::string>(),
+                                o.at("version").get<std::int64_t>());
   }
   r.model.producer_name = m.value("producer_name", "");
   r.model.producer_version = m.value("producer_version", "");
@@ -197,7 +346,8 @@ std::string RenderText(const Report& r, const TextOptions& o) {
      << ")\n";
   for (const auto& g : r.groups) {
     const auto* info = FindRule(g.rule);
-    os << "\n" << c(Color(g.severity)) << SeverityName(g.severity) << reset << " " << bold << g.rule
+    os << "\n"
+       << c(Color(g.severity)) << SeverityName(g.severity) << reset << " " << bold << g.rule
        << reset << " [" << g.section << "]";
     if (g.count > 1) os << " x" << g.count;
     os << ": " << g.summary << "\n";

@@ -436,11 +436,9 @@ TensorProto ModelBuilder::MakeInt(const std::string& name, int elem_type,
 }
 
 void ModelBuilder::AddInit(TensorProto t) {
-  for (const TensorProto& existing : initializers_) {
-    if (existing.name() != t.name()) {
-      continue;
-    }
-    if (existing.SerializeAsString() == t.SerializeAsString()) {
+  const auto [it, inserted] = init_index_.try_emplace(t.name(), initializers_.size());
+  if (!inserted) {
+    if (initializers_[it->second].SerializeAsString() == t.SerializeAsString()) {
       return;  // shared, e.g. Q and DQ
     }
     throw std::invalid_argument("modelgen: initializer '" + t.name() +
@@ -450,12 +448,7 @@ void ModelBuilder::AddInit(TensorProto t) {
 }
 
 bool ModelBuilder::HasInitializer(const std::string& name) const {
-  for (const TensorProto& t : initializers_) {
-    if (t.name() == name) {
-      return true;
-    }
-  }
-  return false;
+  return init_index_.contains(name);
 }
 
 ModelBuilder& ModelBuilder::InitF32(const std::string& name, const std::vector<int64_t>& dims,

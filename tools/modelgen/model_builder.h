@@ -23,6 +23,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -205,6 +206,7 @@ class ModelBuilder {
   std::set<std::string> untyped_outputs_;
   std::vector<onnx::ValueInfoProto> value_infos_;
   std::vector<onnx::TensorProto> initializers_;
+  std::unordered_map<std::string, std::size_t> init_index_;  // name -> position in initializers_
   std::vector<onnx::NodeProto> nodes_;
   std::map<std::string, int64_t> opsets_;  // extra imports (domain -> version)
   std::map<std::string, int> node_counters_;
