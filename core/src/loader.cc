@@ -1,6 +1,11 @@
 #include "loader.h"
 
 #include <fcntl.h>
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/wire_format_lite.h>
+#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -12,12 +17,9 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <stdexcept>
 #include <vector>
-
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/wire_format_lite.h>
-#include <openssl/evp.h>
 
 #include "axqc/checker.h"
 
@@ -31,14 +33,12 @@ double StageNow(const StageTimings& t) {
     ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
   }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::string Sha256Hex(std::string_view bytes) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
+namespace {
+
+std::string Hex(const unsigned char* md, unsigned int len) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(std::size_t{len} * 2);
@@ -47,6 +47,15 @@ std::string Sha256Hex(std::string_view bytes) {
     out.push_back(kHex[md[i] & 0xf]);
   }
   return out;
+}
+
+}  // namespace
+
+std::string Sha256Hex(std::string_view bytes) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
+  return Hex(md, len);
 }
 
 namespace {
@@ -111,7 +120,8 @@ class DirExternalReader final : public ExternalDataReader {
  public:
   explicit DirExternalReader(std::string dir) : dir_(std::move(dir)) {}
 
-  std::optional<std::string> Read(const onnx::TensorProto& t, std::size_t max_bytes) const override {
+  std::optional<std::string> Read(const onnx::TensorProto& t,
+                                  std::size_t max_bytes) const override {
     std::string location;
     std::uint64_t offset = 0;
     std::optional<std::uint64_t> length;
@@ -174,7 +184,8 @@ class DirExternalReader final : public ExternalDataReader {
     if (rel.empty() || *rel.begin() == "..") {
       return "location '" + location + "' resolves outside the model directory (symlink)";
     }
-    if (!fs::is_regular_file(target, ec)) return "location '" + location + "' is not a regular file";
+    if (!fs::is_regular_file(target, ec))
+      return "location '" + location + "' is not a regular file";
     return {};
   }
 
@@ -299,25 +310,80 @@ LoadedModel LoadFromFile(const std::string& path, StageTimings* timings) {
     throw;
   }
   st = fst;
-  std::string bytes(static_cast<std::size_t>(st.st_size), '\0');
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    auto got = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    done += static_cast<std::size_t>(got);
-  }
-  ::close(fd);
-  if (done != bytes.size()) throw InputError(path + ": short read");
-  Lap(timings, t0, &StageTimings::read_s);
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
 
+  // Pass 1: hash the file in chunks (read and sha256 timed separately). The file is never held
+  // in memory as a whole: peak memory is the parsed model, not file + model.
   LoadedModel m;
   m.name = path;
-  m.size = bytes.size();
-  m.sha256 = Sha256Hex(bytes);
-  Lap(timings, t0, &StageTimings::sha256_s);
-  ParseInto(bytes, path, *m.proto);
-  std::string().swap(bytes);
+  m.size = static_cast<std::uint64_t>(st.st_size);
+  {
+    std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+    if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
+      throw std::runtime_error("sha256: cannot initialise OpenSSL digest");
+    }
+    std::vector<char> chunk(std::size_t{1} << 20);
+    double read_s = 0, hash_s = 0;
+    std::uint64_t done = 0;
+    for (;;) {
+      const double a0 = timings ? StageNow(*timings) : 0;
+      auto got = ::read(fd, chunk.data(), chunk.size());
+      if (got < 0 && errno == EINTR) continue;
+      const double a1 = timings ? StageNow(*timings) : 0;
+      read_s += a1 - a0;
+      if (got < 0) throw InputError(path + ": read error (" + std::strerror(errno) + ")");
+      if (got == 0) break;
+      EVP_DigestUpdate(ctx.get(), chunk.data(), static_cast<std::size_t>(got));
+      done += static_cast<std::uint64_t>(got);
+      if (timings) hash_s += StageNow(*timings) - a1;
+    }
+    if (done != m.size) throw InputError(path + ": changed while being read (size)");
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(ctx.get(), md, &len);
+    m.sha256 = Hex(md, len);
+    if (timings) {
+      timings->read_s += read_s;
+      timings->sha256_s += hash_s;
+      t0 = StageNow(*timings);
+    }
+  }
+
+  // Pass 2: parse straight from the file descriptor.
+  bool parsed = false;
+  if (m.size > 0 && ::lseek(fd, 0, SEEK_SET) == 0) {
+    google::protobuf::io::FileInputStream raw(fd, 1 << 20);
+    google::protobuf::io::CodedInputStream in(&raw);
+    in.SetTotalBytesLimit(static_cast<int>(kMaxModelBytes));
+    in.SetRecursionLimit(kMaxMessageDepth);
+    parsed = m.proto->ParseFromCodedStream(&in) && in.ConsumedEntireMessage() &&
+             in.CurrentPosition() == static_cast<int>(m.size);
+  }
+  if (!parsed ||
+      (!m.proto->has_graph() && m.proto->ir_version() == 0 && m.proto->opset_import_size() == 0)) {
+    // Error path: read the bytes to explain the failure (empty, too deep, not a model, ...).
+    std::string bytes(static_cast<std::size_t>(m.size), '\0');
+    std::size_t got_total = 0;
+    if (::lseek(fd, 0, SEEK_SET) == 0) {
+      while (got_total < bytes.size()) {
+        auto got = ::read(fd, bytes.data() + got_total, bytes.size() - got_total);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        got_total += static_cast<std::size_t>(got);
+      }
+    }
+    bytes.resize(got_total);
+    m.proto->Clear();
+    ParseInto(bytes, path, *m.proto);  // throws InputError with the cause
+  }
+  struct stat after {};
+  if (::fstat(fd, &after) != 0 || after.st_size != st.st_size ||
+      after.st_mtim.tv_sec != st.st_mtim.tv_sec || after.st_mtim.tv_nsec != st.st_mtim.tv_nsec) {
+    throw InputError(path + ": changed while being read");
+  }
   m.dir = fs::path(path).parent_path().string();
   if (m.dir.empty()) m.dir = ".";
   auto reader = std::make_unique<DirExternalReader>(m.dir);
@@ -337,8 +403,9 @@ LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name, Stage
   ParseInto(bytes, name, *m.proto);
   Lap(timings, t0, &StageTimings::parse_s);
   if (HasExternal(m.proto->graph())) {
-    throw InputError(name + ": tensors stored as external data cannot be checked from memory; "
-                            "check the model by path or embed the weights");
+    throw InputError(name +
+                     ": tensors stored as external data cannot be checked from memory; "
+                     "check the model by path or embed the weights");
   }
   return m;
 }
