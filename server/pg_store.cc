@@ -535,6 +535,17 @@ void PgStore::Heartbeat() {
         // Database unreachable: try again next period; the lease may run out meanwhile.
       }
     }
+    // Claims of servers that died are taken over when the model is requested again; those of
+    // models nobody asks for any more are deleted here after a while.
+    try {
+      With([&](PGconn* c) {
+        Run(c,
+            "DELETE FROM axqc_check_claims WHERE expires_at < now() - make_interval(secs => $1)",
+            {Text(FormatDouble(std::max(600.0, 10 * options_.claim_lease_seconds)))});
+        return true;
+      });
+    } catch (const StoreError&) {
+    }
     lock.lock();
   }
 }
