@@ -43,7 +43,7 @@ class PgStore final : public ReportStore {
   void AppendHistory(const HistoryRow& row) override;
   StatsResult QueryStats(const StatsQuery& query) override;
   void Flush() override {}  // every write is committed (durable) when the call returns
-  std::string Describe() const override { return "postgresql:" + described_; }
+  std::string Describe() const override { return described_; }
 
   bool TryClaim(const std::string& cache_key) override;
   void ReleaseClaim(const std::string& cache_key) noexcept override;

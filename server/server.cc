@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <cmath>
@@ -116,8 +117,11 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
       },
       s->metrics_.get(),
       // Every check that ends (with or without report, or dropped from the queue) gives up its
-      // claim, so that servers waiting for it read the report or check themselves.
-      [store = s->store_.get()](const std::string& key) { store->ReleaseClaim(key); });
+      // claim, so that servers waiting for it read the report or check themselves. On the I/O
+      // pool: a flight can end on a gRPC thread (cancellation), which must not wait for the store.
+      [store = s->store_.get(), io = s->io_.get()](const std::string& key) {
+        boost::asio::post(*io, [store, key] { store->ReleaseClaim(key); });
+      });
   deps.engine = s->engine_.get();
   s->service_ = std::make_unique<CheckerService>(deps);
 

@@ -242,6 +242,34 @@ TEST(Config, ErrorsNameTheOptionAndItsSource) {
   EXPECT_NE(*unknown_flag.exit_code, 0);
 }
 
+TEST(Config, StoreLocationAndPostgresOptions) {
+  auto sqlite = server::LoadConfig({"axqc-server", "--store-path", "/d/s.db"}, Env({}));
+  ASSERT_FALSE(sqlite.exit_code);
+  EXPECT_EQ(server::StoreLocation(sqlite.config), "/d/s.db");
+  EXPECT_DOUBLE_EQ(sqlite.config.claim_lease_seconds, 30);
+  EXPECT_EQ(sqlite.config.store_pool_size, 4u);
+  EXPECT_DOUBLE_EQ(sqlite.config.test_check_delay_seconds, 0);
+
+  auto pg = server::LoadConfig(
+      {"axqc-server", "--store-path", "/d/s.db", "--claim-lease-seconds", "2.5"},
+      Env({{"AXQC_STORE", "postgresql://axqc:pw@db:5432/axqc"}, {"AXQC_STORE_POOL_SIZE", "8"}}));
+  ASSERT_FALSE(pg.exit_code);
+  EXPECT_EQ(server::StoreLocation(pg.config), "postgresql://axqc:pw@db:5432/axqc");
+  EXPECT_DOUBLE_EQ(pg.config.claim_lease_seconds, 2.5);
+  EXPECT_EQ(pg.config.store_pool_size, 8u);
+
+  // --print-config never shows the password.
+  auto printed = server::LoadConfig(
+      {"axqc-server", "--print-config", "--store", "postgresql://axqc:pw@db:5432/axqc"}, Env({}));
+  ASSERT_TRUE(printed.exit_code);
+  EXPECT_EQ(nlohmann::json::parse(printed.message).at("store"), "postgresql://axqc@db:5432/axqc");
+
+  EXPECT_THROW(server::LoadConfig({"axqc-server", "--claim-lease-seconds", "0.5"}, Env({})),
+               server::ConfigError);
+  EXPECT_THROW(server::LoadConfig({"axqc-server", "--store-pool-size", "0"}, Env({})),
+               server::ConfigError);
+}
+
 TEST(Config, HelpVersionAndPrintConfig) {
   auto help = server::LoadConfig({"axqc-server", "--help"}, Env({}));
   ASSERT_TRUE(help.exit_code);
