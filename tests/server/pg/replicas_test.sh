@@ -56,7 +56,10 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 # ------------------------------------------------------------------ workspace and cleanup
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/axqc-pg-test.XXXXXX")
+BASE=${TMPDIR:-/tmp}
+# PostgreSQL's user must reach its directories: fall back to /tmp when TMPDIR is private.
+if [ ${#AS_PG[@]} -gt 0 ] && ! "${AS_PG[@]}" test -x "$BASE"; then BASE=/tmp; fi
+WORK=$(mktemp -d "$BASE/axqc-pg-test.XXXXXX")
 chmod 755 "$WORK"
 # PostgreSQL's data directory, socket directory and log, owned by the user that runs it.
 PGDIR=$WORK/pg
