@@ -8,7 +8,7 @@
 # Scenarios (each with exact expectations):
 #   0. both replicas start at once against an empty database: the schema is migrated once;
 #      the store contract tests of axqc_server_unit_test run against PostgreSQL too;
-#   1. a model uploaded to A is a hash-first GetReport hit (store_hit) on B;
+#   1. models uploaded to A are store hits on B: hash-first GetReport, and Check of a path;
 #   2. identical uploads to A and B at the same time run one check (the check-stage counts of both
 #      /metrics endpoints sum to 1; the other request is "shared");
 #   3. GetStats on A and on B returns the combined, exact counts of both replicas;
@@ -140,6 +140,7 @@ variant "$EXAMPLES/conformant_cnn.onnx" "$WORK/models/m1.onnx" "pg m1"
 variant "$EXAMPLES/broken_weight_per_tensor.onnx" "$WORK/models/m2.onnx" "pg m2"
 variant "$EXAMPLES/conformant_cnn.onnx" "$WORK/models/m3.onnx" "pg m3"
 variant "$EXAMPLES/conformant_cnn.onnx" "$WORK/models/m4.onnx" "pg m4"
+variant "$EXAMPLES/conformant_cnn.onnx" "$WORK/models/m5.onnx" "pg m5"
 
 # ------------------------------------------------------------------ replicas
 declare -A GRPC METRICS PID
@@ -147,7 +148,7 @@ start_server() {  # start_server NAME
   local n=$1
   rm -f "$WORK/$n.ready"
   "$SERVER_BIN" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --ready-file "$WORK/$n.ready" \
-    --store "$DSN" --claim-lease-seconds $LEASE --test-check-delay-seconds $CHECK_DELAY \
+    --allowed-root "$WORK/models" --store "$DSN" --claim-lease-seconds $LEASE --test-check-delay-seconds $CHECK_DELAY \
     --workers 2 --store-connect-timeout-seconds 2 --store-statement-timeout-seconds 5 \
     --grace-period-seconds 5 >"$WORK/$n.log" 2>&1 &
   PID[$n]=$!
@@ -224,13 +225,23 @@ expect_eq "rows of axqc_schema_version" "$(psql_q axqc 'SELECT count(*) FROM axq
 expect_eq "schema version" "$(psql_q axqc 'SELECT max(version) FROM axqc_schema_version')" 1
 
 # ------------------------------------------------------------------ 1. shared cache
-log "1. upload to A, hash-first GetReport hit on B"
-expect_eq "axqc check --server A m1.onnx exit code" "$(client_check A m1.onnx)" 0
-expect_eq "A: Upload of m1 was a miss" "$(log_count "$WORK/A.log" msg=request method=Upload code=OK cache=miss)" 1
+log "1. uploads to A; on B a hash-first GetReport and a Check (path reference) are store hits"
+client_check A m1.onnx >"$WORK/rc-A-m1" &
+c1=$!
+client_check A m5.onnx >"$WORK/rc-A-m5" &
+c2=$!
+wait $c1 $c2
+expect_eq "axqc check --server A m1.onnx exit code" "$(cat "$WORK/rc-A-m1")" 0
+expect_eq "axqc check --server A m5.onnx exit code" "$(cat "$WORK/rc-A-m5")" 0
+expect_eq "A: Uploads that were misses" "$(log_count "$WORK/A.log" msg=request method=Upload code=OK cache=miss)" 2
 expect_eq "axqc check --server B m1.onnx exit code" "$(client_check B m1.onnx)" 0
 expect_eq "B: GetReport store_hit" "$(log_count "$WORK/B.log" msg=request method=GetReport code=OK cache=store_hit)" 1
 expect_eq "B: uploads" "$(log_count "$WORK/B.log" msg=request method=Upload)" 0
-expect_eq "checks run (A + B)" "$(metric_sum axqc_check_duration_seconds_count stage=check)" 1
+rc=0
+"$CLIENT_BIN" check --server "127.0.0.1:${GRPC[B]}" --retries 0 --ref m5.onnx >/dev/null || rc=$?
+expect_eq "axqc check --server B --ref m5.onnx exit code" "$rc" 0
+expect_eq "B: Check store_hit" "$(log_count "$WORK/B.log" msg=request method=Check code=OK cache=store_hit)" 1
+expect_eq "checks run (A + B)" "$(metric_sum axqc_check_duration_seconds_count stage=check)" 2
 
 # ------------------------------------------------------------------ 2. cross-replica single flight
 log "2. identical uploads to A and B at the same time"
@@ -243,13 +254,15 @@ wait $c1 $c2
 expect_eq "exit code on A (non_conformant)" "$(cat "$WORK/rc-A-m2")" 1
 expect_eq "exit code on B (non_conformant)" "$(cat "$WORK/rc-B-m2")" 1
 log "  both answered in $(elapsed "$t0" "$(now)") s"
-expect_eq "checks run (A + B, m1 and m2)" "$(metric_sum axqc_check_duration_seconds_count stage=check)" 2
+expect_eq "checks run (A + B: m1, m5, m2)" "$(metric_sum axqc_check_duration_seconds_count stage=check)" 3
 expect_eq "cache lookups 'shared' (A + B)" "$(metric_sum axqc_cache_lookups_total result=shared)" 1
-expect_eq "answered Check/Upload requests (A + B)" "$(metric_sum axqc_checks_total)" 3
-cmp -s <("$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r if "findings" not in r else r["findings"])' "$WORK/out-A-m2.onnx.json" 2>/dev/null) \
-       <("$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r if "findings" not in r else r["findings"])' "$WORK/out-B-m2.onnx.json" 2>/dev/null) ||
-  die "A and B returned different findings for m2"
-log "  ok: A and B returned the same findings"
+expect_eq "answered Check/Upload requests (A + B)" "$(metric_sum axqc_checks_total)" 5
+same=$("$PY" -c 'import json,sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+print(len(a["findings"]) if a["findings"] and a["findings"] == b["findings"] and a["verdict"] == b["verdict"] else "differ")' \
+  "$WORK/out-A-m2.onnx.json" "$WORK/out-B-m2.onnx.json")
+[ "$same" != differ ] || die "A and B returned different reports for m2"
+log "  ok: A and B returned the same verdict and the same $same findings"
 
 # ------------------------------------------------------------------ 3. stats over all replicas
 log "3. GetStats on either replica: the history of both"
@@ -258,10 +271,10 @@ stats() {  # stats REPLICA: "requests conformant non_conformant"
     "$PY" -c 'import json,sys; t=json.load(sys.stdin)["total"]
 print(int(t["requests"]), int(t["conformant"]), int(t["non_conformant"]))'
 }
-# History rows: m1 upload on A (conformant), m2 uploads on A and B (non_conformant); GetReport
-# hits are not Check/Upload requests.
-expect_eq "stats on A (requests conformant non_conformant)" "$(stats A)" "3 1 2"
-expect_eq "stats on B (requests conformant non_conformant)" "$(stats B)" "3 1 2"
+# History rows: m1 and m5 uploads on A, m5 Check on B (conformant), m2 uploads on A and B
+# (non_conformant); GetReport hits are not Check/Upload requests.
+expect_eq "stats on A (requests conformant non_conformant)" "$(stats A)" "5 3 2"
+expect_eq "stats on B (requests conformant non_conformant)" "$(stats B)" "5 3 2"
 expect_eq "history rows by replica" \
   "$(psql_q axqc 'SELECT count(DISTINCT replica) FROM axqc_history')" 2
 
@@ -329,12 +342,12 @@ log "  PostgreSQL started again"
 expect_eq "axqc check --server B m4.onnx exit code" "$(client_check B m4.onnx)" 0
 expect_eq "B: Upload of m4 was a miss" \
   "$(log_count "$WORK/B.log" msg=request method=Upload code=OK cache=miss model_sha256="$(sha m4.onnx)")" 1
-# History: 3 rows before, m3 and m4 on B (A's m3 upload never finished).
-expect_eq "stats on B after the restart" "$(stats B)" "5 3 2"
-expect_eq "reports in the database" "$(psql_q axqc 'SELECT count(*) FROM axqc_reports')" 4
+# History: 5 rows before, m3 and m4 on B (A's m3 upload never finished).
+expect_eq "stats on B after the restart" "$(stats B)" "7 5 2"
+expect_eq "reports in the database" "$(psql_q axqc 'SELECT count(*) FROM axqc_reports')" 5
 # A restart between two requests: B's pooled connections are stale, the next call replaces them.
 pg_ctl -m fast -w restart >/dev/null
-expect_eq "stats on B right after a restart of PostgreSQL" "$(stats B)" "5 3 2"
+expect_eq "stats on B right after a restart of PostgreSQL" "$(stats B)" "7 5 2"
 
 # ------------------------------------------------------------------ 6. graceful stop
 log "6. SIGTERM B"
