@@ -9,12 +9,13 @@
 namespace axqc::server {
 
 CheckEngine::CheckEngine(unsigned workers, std::size_t queue_capacity, CheckFn check,
-                         ResultSink sink, Metrics* metrics)
+                         ResultSink sink, Metrics* metrics, FlightEnd flight_end)
     : workers_(std::max(1u, workers)),
       capacity_(queue_capacity),
       check_(std::move(check)),
       sink_(std::move(sink)),
       metrics_(metrics),
+      flight_end_(std::move(flight_end)),
       pool_(workers_) {
   metrics_->workers().Set(workers_);
   metrics_->queue_capacity().Set(static_cast<double>(capacity_));
@@ -22,15 +23,23 @@ CheckEngine::CheckEngine(unsigned workers, std::size_t queue_capacity, CheckFn c
 
 CheckEngine::~CheckEngine() { Shutdown(); }
 
-CheckEngine::Ticket CheckEngine::Submit(CheckJob job, Completion done) {
+CheckEngine::Ticket CheckEngine::Submit(CheckJob job, Completion done,
+                                        const std::function<void(SubmitStatus)>& admitted) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (stopped_) return {SubmitStatus::kStopped, 0};
+  auto status = [&](SubmitStatus st) {
+    if (admitted) admitted(st);
+    return st;
+  };
+  if (stopped_) return {status(SubmitStatus::kStopped), 0};
   const std::uint64_t id = next_waiter_++;
   if (auto it = flights_.find(job.key); it != flights_.end()) {
     it->second->waiters.emplace_back(id, std::move(done));
-    return {SubmitStatus::kJoined, id};
+    return {status(SubmitStatus::kJoined), id};
   }
-  if (busy_ >= workers_ && pending_.size() >= capacity_) return {SubmitStatus::kQueueFull, 0};
+  if (busy_ >= workers_ && pending_.size() >= capacity_) {
+    return {status(SubmitStatus::kQueueFull), 0};
+  }
+  status(SubmitStatus::kQueued);
   auto flight = std::make_shared<Flight>();
   flight->originator = id;
   flight->waiters.emplace_back(id, std::move(done));
@@ -45,19 +54,24 @@ CheckEngine::Ticket CheckEngine::Submit(CheckJob job, Completion done) {
 }
 
 bool CheckEngine::Cancel(const std::string& key, std::uint64_t waiter) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = flights_.find(key);
-  if (it == flights_.end()) return false;
-  auto flight = it->second;
-  auto& ws = flight->waiters;
-  auto w = std::find_if(ws.begin(), ws.end(), [&](const auto& p) { return p.first == waiter; });
-  if (w == ws.end()) return false;
-  ws.erase(w);
-  if (ws.empty() && !flight->running) {
-    pending_.erase(std::remove(pending_.begin(), pending_.end(), flight), pending_.end());
-    flights_.erase(it);
-    UpdateGaugesLocked();
+  bool dropped = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = flights_.find(key);
+    if (it == flights_.end()) return false;
+    auto flight = it->second;
+    auto& ws = flight->waiters;
+    auto w = std::find_if(ws.begin(), ws.end(), [&](const auto& p) { return p.first == waiter; });
+    if (w == ws.end()) return false;
+    ws.erase(w);
+    if (ws.empty() && !flight->running) {
+      pending_.erase(std::remove(pending_.begin(), pending_.end(), flight), pending_.end());
+      flights_.erase(it);
+      UpdateGaugesLocked();
+      dropped = true;
+    }
   }
+  if (dropped && flight_end_) flight_end_(key);
   return true;
 }
 
@@ -110,6 +124,7 @@ void CheckEngine::Run(const std::shared_ptr<Flight>& flight) {
     if (seconds > 0) metrics_->ObserveStage(stage, seconds);
   }
   if (outcome.kind == CheckOutcome::Kind::kReport && sink_) sink_(flight->job, outcome.report);
+  if (flight_end_) flight_end_(flight->job.key);
   flight->job.bytes.reset();  // the model's memory is given back before any waiter is answered
 
   std::vector<std::pair<std::uint64_t, Completion>> waiters;
@@ -141,6 +156,7 @@ void CheckEngine::Shutdown() {
     UpdateGaugesLocked();
   }
   for (auto& f : dropped) {
+    if (flight_end_) flight_end_(f->job.key);
     CheckOutcome o;
     o.kind = CheckOutcome::Kind::kShutdown;
     o.error = "the server is shutting down";

@@ -47,11 +47,14 @@ struct CheckOutcome {
 using Completion = std::function<void(const CheckOutcome&)>;
 // Called once per successful check, on the worker, before any waiter is completed.
 using ResultSink = std::function<void(const CheckJob&, const std::shared_ptr<const v1::Report>&)>;
+// Called once for every flight (one check of a key) that ends: after the check ran (any outcome,
+// after the sink), when its last waiter left it in the queue, or when shutdown dropped it.
+using FlightEnd = std::function<void(const std::string& key)>;
 
 class CheckEngine {
  public:
   CheckEngine(unsigned workers, std::size_t queue_capacity, CheckFn check, ResultSink sink,
-              Metrics* metrics);
+              Metrics* metrics, FlightEnd flight_end = {});
   ~CheckEngine();
   CheckEngine(const CheckEngine&) = delete;
   CheckEngine& operator=(const CheckEngine&) = delete;
@@ -62,8 +65,10 @@ class CheckEngine {
     std::uint64_t waiter = 0;  // for Cancel; valid for kQueued and kJoined
   };
   // `done` is called exactly once unless the waiter is cancelled first (then never), on a worker
-  // thread (or the caller of Shutdown).
-  Ticket Submit(CheckJob job, Completion done);
+  // thread (or the caller of Shutdown). `admitted`, when set, is called with the status before
+  // Submit returns and before `done` can run (under the engine's lock: keep it short).
+  Ticket Submit(CheckJob job, Completion done,
+                const std::function<void(SubmitStatus)>& admitted = {});
   // Removes the waiter; returns true when it was still waiting (its completion will not run).
   bool Cancel(const std::string& key, std::uint64_t waiter);
   // Stops accepting, fails queued checks with kShutdown, waits for running checks.
@@ -91,6 +96,7 @@ class CheckEngine {
   CheckFn check_;
   ResultSink sink_;
   Metrics* metrics_;
+  FlightEnd flight_end_;
   boost::asio::thread_pool pool_;
 
   mutable std::mutex mu_;

@@ -13,6 +13,7 @@
 
 #include "axqc/catalog.h"
 #include "axqc/checker.h"
+#include "pg_store.h"
 
 namespace axqc::server {
 
@@ -185,6 +186,26 @@ const std::vector<Opt>& Options() {
               &ServerConfig::url_max_redirects, 10),
       StringOpt("store-path", "SQLite store file (WAL mode); \":memory:\" keeps nothing on disk",
                 &ServerConfig::store_path),
+      Opt{"store",
+          "store location, replaces store-path when set: a SQLite file, sqlite:PATH, or a "
+          "PostgreSQL URI postgresql://USER@HOST:PORT/DB shared by several replicas (password "
+          "from PGPASSWORD or ~/.pgpass preferably)",
+          false, "LOCATION", [](ServerConfig& c, const Values& v) { c.store = Last(v); },
+          [](const ServerConfig& c) { return RedactConnectionString(c.store); }},
+      UintOpt("store-pool-size", "PostgreSQL store: connections at most",
+              &ServerConfig::store_pool_size, 256),
+      SecondsOpt("store-connect-timeout-seconds",
+                 "PostgreSQL store: timeout of one connection attempt",
+                 &ServerConfig::store_connect_timeout_seconds),
+      SecondsOpt("store-statement-timeout-seconds",
+                 "PostgreSQL store: timeout of one statement (and of waiting for a free "
+                 "connection)",
+                 &ServerConfig::store_statement_timeout_seconds),
+      SecondsOpt("claim-lease-seconds",
+                 "PostgreSQL store: a replica checking a model renews its claim every third of "
+                 "this; a claim not renewed this long (replica died) is taken over by a waiting "
+                 "replica",
+                 &ServerConfig::claim_lease_seconds),
       BytesOpt("cache-bytes", "in-memory report cache size (e.g. 256MiB); 0 disables",
                &ServerConfig::cache_bytes),
       SecondsOpt("grace-period-seconds",
@@ -207,6 +228,10 @@ const std::vector<Opt>& Options() {
                 "PEM CA certificates; when set, clients must present a certificate signed by one "
                 "of them (mutual TLS)",
                 &ServerConfig::tls_client_ca_file),
+      SecondsOpt("test-check-delay-seconds",
+                 "TESTING ONLY: every check sleeps this long first (simulates slow checks in "
+                 "tests); keep 0 in production",
+                 &ServerConfig::test_check_delay_seconds),
   };
   return kOptions;
 }
@@ -369,6 +394,18 @@ void FinalizeConfig(ServerConfig& c) {
   }
   if (c.url_timeout_seconds == 0) throw ConfigError("url-timeout-seconds must be at least 1");
   if (c.store_path.empty()) throw ConfigError("store-path must not be empty (use :memory:)");
+  if (c.store_pool_size == 0) throw ConfigError("store-pool-size must be at least 1");
+  if (c.store_connect_timeout_seconds < 1) {
+    throw ConfigError("store-connect-timeout-seconds must be at least 1");
+  }
+  if (c.store_statement_timeout_seconds < 1) {
+    throw ConfigError("store-statement-timeout-seconds must be at least 1");
+  }
+  if (c.claim_lease_seconds < 1) throw ConfigError("claim-lease-seconds must be at least 1");
+}
+
+std::string StoreLocation(const ServerConfig& config) {
+  return config.store.empty() ? config.store_path : config.store;
 }
 
 ConfigResult LoadConfig(const std::vector<std::string>& args, const EnvLookup& env) {

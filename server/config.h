@@ -35,7 +35,18 @@ struct ServerConfig {
 
   // Cache and store.
   std::string store_path = "axqc-store.sqlite3";  // SQLite file (WAL); ":memory:" for none
-  std::uint64_t cache_bytes = 256ull << 20;       // in-memory LRU of reports
+  // Store location; when set it replaces store_path: a SQLite path, "sqlite:PATH", or a
+  // PostgreSQL URI "postgresql://user@host:5432/db" shared by several replicas.
+  std::string store;
+  unsigned store_pool_size = 4;                 // PostgreSQL connections at most
+  double store_connect_timeout_seconds = 5;     // PostgreSQL: per connection attempt
+  double store_statement_timeout_seconds = 10;  // PostgreSQL: per statement
+  double claim_lease_seconds = 30;  // PostgreSQL: a check claim not renewed this long is taken over
+  std::uint64_t cache_bytes = 256ull << 20;  // in-memory LRU of reports
+
+  // Testing only: every check sleeps this long first (simulates slow checks). Never set it in
+  // production.
+  double test_check_delay_seconds = 0;
 
   // Shutdown.
   double grace_period_seconds = 30;   // in-flight RPCs get this long to finish
@@ -88,6 +99,9 @@ std::vector<OptionDoc> OptionDocs();
 
 // Parses "64MiB", "1GiB", "1000", "10kB" into bytes. Throws ConfigError.
 std::uint64_t ParseBytes(const std::string& text);
+
+// The store to open: `store` when set, else `store_path`.
+std::string StoreLocation(const ServerConfig& config);
 
 // Applies defaults (workers = hardware cores) and checks consistency. Throws ConfigError.
 void FinalizeConfig(ServerConfig& config);

@@ -77,6 +77,21 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                        .Help("Failed operations on the persistent store")
                        .Register(r)
                        .Add({});
+  claim_takeovers_ =
+      &prometheus::BuildCounter()
+           .Name("axqc_claim_takeovers_total")
+           .Help(
+               "Checks run after waiting for another server sharing the store (PostgreSQL): its "
+               "claim ended without a report or was not renewed in time (server died)")
+           .Register(r)
+           .Add({});
+  claim_waits_ = &prometheus::BuildGauge()
+                      .Name("axqc_claim_waiting_requests")
+                      .Help(
+                          "Check/Upload requests waiting for a check that another server sharing "
+                          "the store (PostgreSQL) runs")
+                      .Register(r)
+                      .Add({});
   queue_depth_ = &prometheus::BuildGauge()
                       .Name("axqc_queue_depth")
                       .Help("Checks waiting for a worker")
@@ -149,5 +164,7 @@ void Metrics::ObserveQueueWait(double seconds) { queue_wait_->Observe(seconds); 
 void Metrics::AddUploadBytes(double bytes) { upload_bytes_->Increment(bytes); }
 
 void Metrics::CountStoreError() { store_errors_->Increment(); }
+
+void Metrics::CountClaimTakeover() { claim_takeovers_->Increment(); }
 
 }  // namespace axqc::server

@@ -37,6 +37,9 @@ class Metrics {
   void ObserveQueueWait(double seconds);
   void AddUploadBytes(double bytes);
   void CountStoreError();
+  // A server that waited for another server's check claimed the model itself (the other server
+  // released its claim without a report, or stopped renewing it).
+  void CountClaimTakeover();
 
   prometheus::Gauge& queue_depth() { return *queue_depth_; }
   prometheus::Gauge& busy_workers() { return *busy_workers_; }
@@ -45,6 +48,8 @@ class Metrics {
   prometheus::Gauge& cache_bytes() { return *cache_bytes_; }
   prometheus::Gauge& cache_entries() { return *cache_entries_; }
   prometheus::Gauge& inflight_bytes() { return *inflight_bytes_; }
+  // Check/Upload requests waiting for a check that another server sharing the store runs.
+  prometheus::Gauge& claim_waits() { return *claim_waits_; }
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -57,6 +62,7 @@ class Metrics {
   prometheus::Histogram* queue_wait_;
   prometheus::Counter* upload_bytes_;
   prometheus::Counter* store_errors_;
+  prometheus::Counter* claim_takeovers_;
   prometheus::Gauge* queue_depth_;
   prometheus::Gauge* busy_workers_;
   prometheus::Gauge* workers_;
@@ -64,6 +70,7 @@ class Metrics {
   prometheus::Gauge* cache_bytes_;
   prometheus::Gauge* cache_entries_;
   prometheus::Gauge* inflight_bytes_;
+  prometheus::Gauge* claim_waits_;
 };
 
 }  // namespace axqc::server

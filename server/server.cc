@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <cmath>
@@ -65,7 +66,12 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
   }
 
   try {
-    s->store_ = OpenStore(c.store_path);
+    StoreOptions store_options;
+    store_options.pool_size = c.store_pool_size;
+    store_options.connect_timeout_seconds = c.store_connect_timeout_seconds;
+    store_options.statement_timeout_seconds = c.store_statement_timeout_seconds;
+    store_options.claim_lease_seconds = c.claim_lease_seconds;
+    s->store_ = OpenStore(StoreLocation(c), store_options);
   } catch (const StoreError& e) {
     throw std::runtime_error(std::string("store: ") + e.what());
   }
@@ -93,6 +99,15 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
       hooks.check ? hooks.check
                   : [](std::string_view bytes, const std::string& name,
                        const CheckOptions& options) { return CheckBytes(bytes, name, options); };
+  if (c.test_check_delay_seconds > 0) {
+    s->logger_->Warn("test-check-delay-seconds is set: every check is slowed down (testing only)",
+                     {{"seconds", c.test_check_delay_seconds}});
+    check = [inner = std::move(check), delay = c.test_check_delay_seconds](
+                std::string_view bytes, const std::string& name, const CheckOptions& options) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+      return inner(bytes, name, options);
+    };
+  }
   // The sink only needs the parts of deps that exist now (store, cache, metrics, logger).
   ServiceDeps sink_deps = deps;
   s->engine_ = std::make_unique<CheckEngine>(
@@ -100,7 +115,13 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
       [sink_deps](const CheckJob& job, const std::shared_ptr<const v1::Report>& report) {
         CheckerService::StoreResult(sink_deps, job, report);
       },
-      s->metrics_.get());
+      s->metrics_.get(),
+      // Every check that ends (with or without report, or dropped from the queue) gives up its
+      // claim, so that servers waiting for it read the report or check themselves. On the I/O
+      // pool: a flight can end on a gRPC thread (cancellation), which must not wait for the store.
+      [store = s->store_.get(), io = s->io_.get()](const std::string& key) {
+        boost::asio::post(*io, [store, key] { store->ReleaseClaim(key); });
+      });
   deps.engine = s->engine_.get();
   s->service_ = std::make_unique<CheckerService>(deps);
 

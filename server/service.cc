@@ -5,6 +5,7 @@
 #include <openssl/rand.h>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -543,39 +544,115 @@ void CheckerService::Process(const std::shared_ptr<CheckCall>& call, LoadedModel
   job.options_key = service::OptionsKey(fields.options);
   job.options = service::CoreOptions(fields.options);
   job.bytes = std::move(model.bytes);
-  auto ticket = d_.engine->Submit(std::move(job), [this, call](const CheckOutcome& o) {
-    switch (o.kind) {
-      case CheckOutcome::Kind::kReport:
-        Respond(call, o.report, o.shared ? v1::CACHE_RESULT_SHARED : v1::CACHE_RESULT_MISS);
-        break;
-      case CheckOutcome::Kind::kInputError:
-        RecordInputError(call, o.error);
-        break;
-      case CheckOutcome::Kind::kShutdown:
-        call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, o.error));
-        break;
-      case CheckOutcome::Kind::kInternalError:
-        call->Finish(grpc::Status(grpc::StatusCode::INTERNAL, "checker failed: " + o.error));
-        break;
+  ClaimAndSubmit(call, std::move(job));
+}
+
+void CheckerService::ClaimAndSubmit(const std::shared_ptr<CheckCall>& call, CheckJob job) {
+  if (call->cancelled.load() || call->finished()) return;
+  bool claimed = false;
+  try {
+    claimed = d_.store->TryClaim(job.key);
+  } catch (const StoreError& e) {
+    d_.metrics->CountStoreError();
+    call->Finish(
+        grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string("store unavailable: ") + e.what()));
+    return;
+  }
+  if (claimed) {
+    SubmitCheck(call, std::move(job));
+    return;
+  }
+  // Another server sharing the store is checking this model: wait for its report.
+  d_.metrics->claim_waits().Increment();
+  WaitForPeer(call, std::move(job));
+}
+
+void CheckerService::WaitForPeer(const std::shared_ptr<CheckCall>& call, CheckJob job) {
+  auto timer = std::make_shared<boost::asio::steady_timer>(d_.io->get_executor(),
+                                                           d_.store->ClaimPollInterval());
+  timer->async_wait([this, call, timer, job = std::move(job)](const boost::system::error_code& ec) {
+    auto done_waiting = [&] { d_.metrics->claim_waits().Decrement(); };
+    // A cancelled call (client gone, deadline, server past its grace period) stops waiting.
+    if (ec || call->cancelled.load() || call->finished()) {
+      done_waiting();
+      return;
     }
+    try {
+      if (auto blob = d_.store->GetReport(job.key)) {
+        auto report = std::make_shared<v1::Report>();
+        if (report->ParseFromString(*blob)) {
+          done_waiting();
+          d_.cache->Put(job.key, report);
+          d_.metrics->cache_bytes().Set(static_cast<double>(d_.cache->bytes()));
+          d_.metrics->cache_entries().Set(static_cast<double>(d_.cache->entries()));
+          d_.metrics->CountCacheLookup("shared");
+          Respond(call, std::move(report), v1::CACHE_RESULT_SHARED);
+          return;
+        }
+      }
+      // No report yet: the claim is still held (wait on), was released without a report, or its
+      // holder stopped renewing it (take it over).
+      if (!d_.store->TryClaim(job.key)) {
+        WaitForPeer(call, job);
+        return;
+      }
+    } catch (const StoreError& e) {
+      done_waiting();
+      d_.metrics->CountStoreError();
+      call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                std::string("store unavailable: ") + e.what()));
+      return;
+    }
+    done_waiting();
+    d_.metrics->CountClaimTakeover();
+    d_.logger->Info("claim taken after waiting: checking here",
+                    {{"request_id", call->request_id}, {"model_sha256", job.sha256}});
+    SubmitCheck(call, job);
   });
+}
+
+void CheckerService::SubmitCheck(const std::shared_ptr<CheckCall>& call, CheckJob job) {
+  const std::string key = job.key;
+  auto ticket = d_.engine->Submit(
+      std::move(job),
+      [this, call](const CheckOutcome& o) {
+        switch (o.kind) {
+          case CheckOutcome::Kind::kReport:
+            Respond(call, o.report, o.shared ? v1::CACHE_RESULT_SHARED : v1::CACHE_RESULT_MISS);
+            break;
+          case CheckOutcome::Kind::kInputError:
+            RecordInputError(call, o.error);
+            break;
+          case CheckOutcome::Kind::kShutdown:
+            call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, o.error));
+            break;
+          case CheckOutcome::Kind::kInternalError:
+            call->Finish(grpc::Status(grpc::StatusCode::INTERNAL, "checker failed: " + o.error));
+            break;
+        }
+      },
+      // Counted before the check can complete (and the client see its answer).
+      [this](CheckEngine::SubmitStatus st) {
+        if (st == CheckEngine::SubmitStatus::kJoined) {
+          d_.metrics->CountCacheLookup("shared");
+        } else if (st != CheckEngine::SubmitStatus::kStopped) {
+          d_.metrics->CountCacheLookup("miss");
+        }
+      });
   switch (ticket.status) {
     case CheckEngine::SubmitStatus::kQueued:
-      d_.metrics->CountCacheLookup("miss");
-      call->SetWaiter(key, ticket.waiter);
-      break;
     case CheckEngine::SubmitStatus::kJoined:
-      d_.metrics->CountCacheLookup("shared");
       call->SetWaiter(key, ticket.waiter);
       break;
     case CheckEngine::SubmitStatus::kQueueFull:
-      d_.metrics->CountCacheLookup("miss");
+      d_.store->ReleaseClaim(key);
       call->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                 "the check queue is full (" +
                                     std::to_string(d_.config->queue_capacity) +
                                     " waiting); retry later"));
       break;
     case CheckEngine::SubmitStatus::kStopped:
+      d_.store->ReleaseClaim(key);
       call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
       break;
   }

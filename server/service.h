@@ -1,7 +1,9 @@
 // The axqc.v1.Checker gRPC service on the callback API. Request handling:
 //   RPC arrives -> admission (draining? auth?) -> source work on the I/O pool (read file / fetch
-//   URL / verify upload, sha256) -> cache: memory LRU, then the store -> check engine (bounded
-//   queue, single flight) -> response + history row + metrics + one JSON log line.
+//   URL / verify upload, sha256) -> cache: memory LRU, then the store -> claim in the store
+//   (single flight across servers sharing it; wait for the claiming server's report) -> check
+//   engine (bounded queue, in-process single flight) -> response + history row + metrics + one
+//   JSON log line.
 #pragma once
 
 #include <atomic>
@@ -64,6 +66,11 @@ class CheckerService final : public v1::Checker::CallbackService {
  private:
   using CheckCall = Call<v1::CheckResponse>;
   void Process(const std::shared_ptr<CheckCall>& call, LoadedModel model);
+  // Claims the check in the store (single flight across servers), then submits it to the engine;
+  // when another server holds the claim, waits for its report instead.
+  void ClaimAndSubmit(const std::shared_ptr<CheckCall>& call, CheckJob job);
+  void WaitForPeer(const std::shared_ptr<CheckCall>& call, CheckJob job);
+  void SubmitCheck(const std::shared_ptr<CheckCall>& call, CheckJob job);
   void Respond(const std::shared_ptr<CheckCall>& call, std::shared_ptr<const v1::Report> report,
                v1::CacheResult cache);
   void RecordInputError(const std::shared_ptr<CheckCall>& call, const std::string& message);

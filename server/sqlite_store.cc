@@ -342,15 +342,4 @@ void SqliteStore::Flush() {
   Exec(writer_, "PRAGMA wal_checkpoint(TRUNCATE)");
 }
 
-std::unique_ptr<ReportStore> OpenStore(const std::string& location) {
-  std::string path = location;
-  if (path.rfind("sqlite:", 0) == 0) path = path.substr(7);
-  if (path.find("://") != std::string::npos) {
-    throw StoreError("unsupported store location '" + location +
-                     "' (this build has the embedded SQLite store only)");
-  }
-  if (path.empty()) throw StoreError("empty store path");
-  return std::make_unique<SqliteStore>(path);
-}
-
 }  // namespace axqc::server

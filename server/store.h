@@ -1,7 +1,9 @@
-// Persistent report store and request history, behind an interface so that backends other than
-// the embedded SQLite one (e.g. PostgreSQL) can be added without touching the service.
+// Persistent report store and request history, behind an interface with two backends: the
+// embedded SQLite store (one server) and PostgreSQL (several replicas sharing reports, history and
+// check claims). The service only sees this interface.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -81,6 +83,14 @@ struct StatsResult {
   std::vector<RuleStat> top_failing_rules;
 };
 
+// Settings of the backends that connect to a database server (PostgreSQL); SQLite ignores them.
+struct StoreOptions {
+  unsigned pool_size = 4;              // connections at most
+  double connect_timeout_seconds = 5;  // per connection attempt (libpq connect_timeout, >= 2)
+  double statement_timeout_seconds = 30;
+  double claim_lease_seconds = 30;  // a claim not renewed this long may be taken over
+};
+
 class ReportStore {
  public:
   virtual ~ReportStore() = default;
@@ -96,10 +106,32 @@ class ReportStore {
   virtual void Flush() = 0;
   // Human-readable description for logs, e.g. "sqlite:/var/lib/axqc/axqc.sqlite3".
   virtual std::string Describe() const = 0;
+
+  // Single flight across servers that share this store. A server claims a cache key before it
+  // checks the model; a server that finds the key claimed by another live server polls GetReport
+  // (every ClaimPollInterval) instead of checking, and claims again: that succeeds once the claim
+  // was released without a report (failed check) or its holder stopped renewing it (takeover).
+  // A store private to one server (SQLite) grants every claim at once: the in-process single
+  // flight of the check engine is all there is.
+  //
+  // True: this server runs the check (a new claim, one it holds already, or an expired one).
+  // False: another server holds a live claim. Throws StoreError.
+  virtual bool TryClaim(const std::string& /*cache_key*/) { return true; }
+  // Gives the claim up (after the report is stored, or after a check without report). Never
+  // throws; a claim that cannot be deleted expires with its lease.
+  virtual void ReleaseClaim(const std::string& /*cache_key*/) noexcept {}
+  virtual std::chrono::milliseconds ClaimPollInterval() const {
+    return std::chrono::milliseconds(250);
+  }
 };
 
-// Opens the store named by `location`: a file path or "sqlite:<path>" for the embedded SQLite
-// store (":memory:" = not persisted). Throws StoreError.
-std::unique_ptr<ReportStore> OpenStore(const std::string& location);
+// True for locations that name a PostgreSQL database (postgresql:// or postgres:// URIs).
+bool IsPostgresLocation(const std::string& location);
+
+// Opens the store named by `location`: a PostgreSQL URI (postgresql://... or postgres://...),
+// a file path or "sqlite:<path>" for the embedded SQLite store (":memory:" = not persisted).
+// Throws StoreError.
+std::unique_ptr<ReportStore> OpenStore(const std::string& location,
+                                       const StoreOptions& options = {});
 
 }  // namespace axqc::server

@@ -99,6 +99,11 @@ for rules in "$ROOT"/deploy/prometheus/*.yml; do
   [ "$rules" = "$PROM_SRC" ] && continue
   promtool check rules "$rules" >/dev/null || die "promtool check rules $rules"
 done
+# The replicas' scrape config of compose.postgres.yaml, beside the alert rules as mounted there.
+mkdir -p "$WORK/replicas"
+cp "$ROOT/deploy/docker/prometheus-replicas.yml" "$ROOT/deploy/prometheus/alerts.yml" "$WORK/replicas/"
+promtool check config "$WORK/replicas/prometheus-replicas.yml" >/dev/null \
+  || die "promtool check config deploy/docker/prometheus-replicas.yml"
 
 log "static checks of deploy/ (Dockerfile, compose, Kubernetes, server configs)"
 "$PY" "$ROOT/tests/deploy/validate_deploy.py" "$ROOT" "$SERVER_BIN" "$CLIENT_BIN" "$WORK" \

@@ -15,6 +15,11 @@
 * deploy/k8s: every manifest parses; the kustomization lists them all; Deployment ports, gRPC probe
   ports, annotations and mounts agree with the ConfigMap; terminationGracePeriodSeconds exceeds
   shutdown delay + grace period; Services, HPA and PDB select/target the Deployment.
+* PostgreSQL variants: compose.postgres.yaml (replicas, store URI on the postgres service, the
+  load balancer's upstream and the DNS scrape target on the right ports) and the deploy/k8s-postgres
+  overlay (patch of the base Deployment, store secret shared with the StatefulSet, Service port;
+  rendered with `kubectl kustomize` when kubectl is installed); the server accepts the configs
+  with a postgresql:// store.
 """
 import json
 import os
@@ -359,6 +364,128 @@ def validate_k8s(root, server_bin, image_uid, tmpdir):
     check(all(labels.get(k) == v for k, v in pdb.items()), "PDB selects the pods")
 
 
+# ------------------------------------------------------------------------------------------------
+# PostgreSQL variants
+
+def server_config_env(server_bin, conf_path, env):
+    e = {"PATH": os.environ.get("PATH", "")}
+    e.update(env)
+    out = subprocess.run([server_bin, "--config", conf_path, "--print-config"],
+                         capture_output=True, text=True, env=e)
+    if out.returncode != 0:
+        raise SystemExit("FAIL: axqc-server rejects %s with %s: %s" % (conf_path, env, out.stderr.strip()))
+    return json.loads(out.stdout)
+
+
+def validate_compose_postgres(root, server_bin, image_cfg):
+    d = os.path.join(root, "deploy/docker")
+    c = yaml.safe_load(open(os.path.join(d, "compose.postgres.yaml")))
+    svcs = c.get("services", {})
+    check({"postgres", "axqc-server", "grpc-lb", "prometheus", "grafana"} <= set(svcs),
+          "compose.postgres services: %s" % sorted(svcs))
+    srv = svcs.get("axqc-server", {})
+    env = srv.get("environment", {})
+    store = env.get("AXQC_STORE", "")
+    check(re.fullmatch(r"postgresql://axqc@postgres:5432/axqc", store) is not None,
+          "compose.postgres: AXQC_STORE is the postgres service (%s)" % store)
+    pg_env = svcs.get("postgres", {}).get("environment", {})
+    check(env.get("PGPASSWORD") == pg_env.get("POSTGRES_PASSWORD"),
+          "compose.postgres: the servers' PGPASSWORD is the database's password")
+    check(srv.get("deploy", {}).get("replicas", 1) >= 2, "compose.postgres: 2+ axqc-server replicas")
+    check(not srv.get("ports"), "compose.postgres: replicas publish no host port (the balancer does)")
+    check("postgres" in srv.get("depends_on", {}), "compose.postgres: servers wait for postgres")
+    check(seconds(srv.get("stop_grace_period", "10s")) > image_cfg_seconds(image_cfg),
+          "compose.postgres: stop_grace_period exceeds shutdown delay + grace period")
+    cfg = server_config_env(server_bin, os.path.join(root, "deploy/docker/server.conf"),
+                            {"AXQC_STORE": store})
+    check(cfg["store"] == store, "the image's server.conf with AXQC_STORE=%s is accepted" % store)
+    grpc_port = port_of(image_cfg["listen"])
+    lb = svcs.get("grpc-lb", {})
+    check(any(str(p) == "127.0.0.1:%d:%d" % (grpc_port, grpc_port) for p in lb.get("ports", [])),
+          "compose.postgres: the balancer publishes 127.0.0.1:%d" % grpc_port)
+    nginx = open(os.path.join(d, "nginx-grpc.conf")).read()
+    check(re.search(r"server\s+axqc-server:%d\b" % grpc_port, nginx) is not None
+          and re.search(r"listen\s+%d\s+http2" % grpc_port, nginx) is not None,
+          "nginx-grpc.conf: listens on and forwards to the gRPC port %d" % grpc_port)
+    mounts = [str(v) for v in svcs.get("prometheus", {}).get("volumes", [])]
+    check("./prometheus-replicas.yml:/etc/prometheus/prometheus.yml:ro" in mounts
+          and "../prometheus/alerts.yml:/etc/prometheus/alerts.yml:ro" in mounts,
+          "compose.postgres: Prometheus gets prometheus-replicas.yml and the alert rules")
+    pcfg = yaml.safe_load(open(os.path.join(d, "prometheus-replicas.yml")))
+    job = [j for j in pcfg["scrape_configs"] if j["job_name"] == "axqc"]
+    sd = job[0].get("dns_sd_configs", [{}])[0] if job else {}
+    check(sd.get("names") == ["axqc-server"] and sd.get("port") == port_of(image_cfg["metrics-listen"]),
+          "prometheus-replicas.yml: job axqc discovers axqc-server:%d by DNS (%s)" % (
+              port_of(image_cfg["metrics-listen"]), sd))
+
+
+def validate_k8s_postgres(root, server_bin, tmpdir):
+    d = os.path.join(root, "deploy/k8s-postgres")
+    kust = yaml.safe_load(open(os.path.join(d, "kustomization.yaml")))
+    res = kust.get("resources", [])
+    check("../k8s" in res, "k8s-postgres builds on ../k8s")
+    for r in res:
+        check(os.path.exists(os.path.join(d, r)), "k8s-postgres resource %s exists" % r)
+    patches = [p["path"] for p in kust.get("patches", [])]
+    base = {}
+    for f in sorted(os.listdir(os.path.join(root, "deploy/k8s"))):
+        if f.endswith(".yaml"):
+            for doc in yaml.safe_load_all(open(os.path.join(root, "deploy/k8s", f))):
+                if doc:
+                    base.setdefault(doc["kind"], []).append(doc)
+    dep = base["Deployment"][0]
+    ctr_name = dep["spec"]["template"]["spec"]["containers"][0]["name"]
+    patch = yaml.safe_load(open(os.path.join(d, patches[0]))) if patches else {}
+    check(patch.get("kind") == "Deployment" and patch["metadata"]["name"] == dep["metadata"]["name"],
+          "k8s-postgres patches the base Deployment")
+    pctrs = patch.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [{}])
+    check(pctrs[0].get("name") == ctr_name, "the patch names the container %s" % ctr_name)
+    env = {e["name"]: e for e in pctrs[0].get("env", [])}
+    ref = env.get("AXQC_STORE", {}).get("valueFrom", {}).get("secretKeyRef", {})
+    check(ref.get("name") == "axqc-store" and ref.get("key") == "dsn",
+          "AXQC_STORE comes from secret axqc-store, key dsn (%s)" % ref)
+    pg = {}
+    for doc in yaml.safe_load_all(open(os.path.join(d, "postgres.yaml"))):
+        if doc:
+            pg[doc["kind"]] = doc
+    sts = pg.get("StatefulSet", {})
+    pctr = sts["spec"]["template"]["spec"]["containers"][0]
+    penv = {e["name"]: e for e in pctr.get("env", [])}
+    pref = penv.get("POSTGRES_PASSWORD", {}).get("valueFrom", {}).get("secretKeyRef", {})
+    check(pref.get("name") == "axqc-store", "the StatefulSet's password comes from secret axqc-store")
+    svc = pg.get("Service", {})
+    cports = {p["name"]: p["containerPort"] for p in pctr["ports"]}
+    check(svc.get("metadata", {}).get("name") == "axqc-postgres"
+          and svc["spec"]["ports"][0]["port"] == 5432
+          and svc["spec"]["ports"][0]["targetPort"] in cports,
+          "Service axqc-postgres:5432 targets the database container")
+    check(all(sts["spec"]["template"]["metadata"]["labels"].get(k) == v
+              for k, v in svc["spec"]["selector"].items()), "Service axqc-postgres selects the pod")
+    check(any(v["metadata"]["name"] in [m["name"] for m in pctr["volumeMounts"]]
+              for v in sts["spec"].get("volumeClaimTemplates", [])),
+          "the database directory is on a volume claim")
+    cm = base["ConfigMap"][0]
+    conf = os.path.join(tmpdir, "k8s-pg-server.conf")
+    with open(conf, "w") as f:
+        f.write(cm["data"]["server.conf"])
+    dsn = "postgresql://axqc@axqc-postgres:5432/axqc"
+    cfg = server_config_env(server_bin, conf, {"AXQC_STORE": dsn,
+                                               "AXQC_CLAIM_LEASE_SECONDS": env["AXQC_CLAIM_LEASE_SECONDS"]["value"],
+                                               "AXQC_STORE_POOL_SIZE": env["AXQC_STORE_POOL_SIZE"]["value"]})
+    check(cfg["store"] == dsn, "the ConfigMap with the overlay's environment is accepted")
+    if subprocess.run(["sh", "-c", "command -v kubectl"], capture_output=True).returncode == 0:
+        out = subprocess.run(["kubectl", "kustomize", d], capture_output=True, text=True)
+        docs = [x for x in yaml.safe_load_all(out.stdout) if x] if out.returncode == 0 else []
+        kinds = sorted(x["kind"] for x in docs)
+        rendered = [x for x in docs if x["kind"] == "Deployment"]
+        names = [e["name"] for e in rendered[0]["spec"]["template"]["spec"]["containers"][0].get("env", [])] if rendered else []
+        check(out.returncode == 0 and "StatefulSet" in kinds and "AXQC_STORE" in names
+              and "AXQC_CONFIG" in names,
+              "kubectl kustomize deploy/k8s-postgres renders (%s; %s)" % (kinds, out.stderr.strip()[:200]))
+    else:
+        print("note: no kubectl here: deploy/k8s-postgres not rendered")
+
+
 def main(argv):
     if len(argv) != 5:
         print(__doc__, file=sys.stderr)
@@ -369,6 +496,8 @@ def main(argv):
     uid = validate_dockerfile(root, [server_bin, client_bin], image_cfg)
     validate_compose(root, image_cfg)
     validate_k8s(root, server_bin, uid, tmpdir)
+    validate_compose_postgres(root, server_bin, image_cfg)
+    validate_k8s_postgres(root, server_bin, tmpdir)
     print("deploy/ static checks: %d passed, %d failed" % (len(OKS), len(FAILURES)))
     return 1 if FAILURES else 0
 

@@ -1,5 +1,6 @@
 // Runs the real axqc-server binary: configuration from flags, environment and a config file, a
-// check over gRPC, /metrics over HTTP, JSON-lines logs on stderr, SIGTERM -> graceful exit 0.
+// check over gRPC, /metrics over HTTP, JSON-lines logs on stderr, SIGTERM -> graceful exit 0,
+// startup failures. (Replicas on a real PostgreSQL: tests/server/pg/replicas_test.sh.)
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -151,6 +152,25 @@ TEST(ServerBinary, BadConfigurationExitsWithAMessage) {
   const auto j = nlohmann::json::parse(ReadFile(err));
   EXPECT_EQ(j.at("msg"), "startup failed");
   EXPECT_NE(j.at("error").get<std::string>().find("/nonexistent-axqc"), std::string::npos);
+}
+
+TEST(ServerBinary, UnreachablePostgresStoreIsAStartupFailureWithoutThePassword) {
+  TempDir dir;
+  const fs::path err = dir / "stderr.log";
+  const auto t0 = std::chrono::steady_clock::now();
+  ServerProcess proc({"--listen", "127.0.0.1:0", "--metrics-listen", "", "--store",
+                      "postgresql://axqc:s3cret@127.0.0.1:1/axqc"},
+                     {}, err);
+  EXPECT_EQ(proc.Wait(), 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  const std::string log = ReadFile(err);
+  const auto j = nlohmann::json::parse(log);
+  EXPECT_EQ(j.at("msg"), "startup failed");
+  EXPECT_NE(j.at("error").get<std::string>().find(
+                "store: postgresql: cannot connect to postgresql://axqc@127.0.0.1:1/axqc"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("s3cret"), std::string::npos) << log;
 }
 
 }  // namespace
