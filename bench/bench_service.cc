@@ -6,6 +6,10 @@
 // Starts its own axqc-server processes on free loopback ports (store in a temporary directory)
 // and measures, as a client would see it:
 //   get_report_hit   GetReport of a cached model by hash, with 1, 8 and 32 concurrent clients
+//   get_report_paced 32 typed clients at a steady 50 requests/s each (open loop, below saturation)
+//   get_report_hit_wire  the same as get_report_hit, but the client does not parse the response
+//   (GenericStub):
+//                    the server's latency with less client CPU on the shared cores
 //   upload_hit       Upload of a cached small model (bytes are sent and hashed, no check)
 //   upload_miss      Upload of a new variant of the small model on every request (a full check)
 //   upload_mb_s      Upload of the large model (cached: transfer + sha256 + lookup) against a raw
@@ -19,6 +23,7 @@
 // on the steady clock; p50/p99 over all requests of a scenario.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <onnx/onnx_pb.h>
@@ -33,6 +38,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -196,6 +202,21 @@ grpc::Status GetReport(axqc::v1::Checker::Stub& stub, const std::string& sha,
   return stub.GetReport(&ctx, req, resp);
 }
 
+// GetReport at the wire level: the response bytes are received but not parsed, so that the load
+// generator (on the same cores) takes less CPU from the server than a typed client does.
+grpc::Status GetReportWire(grpc::GenericStub& stub, const grpc::ByteBuffer& request,
+                           std::size_t* response_bytes) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grpc::ByteBuffer resp;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, "/axqc.v1.Checker/GetReport", grpc::StubOptions(), &request, &resp,
+                 [&](grpc::Status s) { done.set_value(std::move(s)); });
+  grpc::Status s = done.get_future().get();
+  *response_bytes = resp.Length();
+  return s;
+}
+
 // A new model each call: the small model with a distinct doc_string (same graph, new sha256).
 class Variants {
  public:
@@ -241,9 +262,9 @@ struct Result {
 };
 
 // Runs `op` in `clients` threads for `seconds`; op returns the status of one request.
-template <typename Op>
+template <typename Stub = axqc::v1::Checker::Stub, typename Op>
 Result RunClients(const std::string& scenario, const std::string& target, int clients,
-                  double seconds, Op op) {
+                  double seconds, Op op, double per_client_rps = 0) {
   Result r;
   r.scenario = scenario;
   r.clients = clients;
@@ -253,10 +274,26 @@ Result RunClients(const std::string& scenario, const std::string& target, int cl
   const auto t0 = Clock::now();
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
-      auto stub = axqc::v1::Checker::NewStub(NewChannel(target, c));
+      auto stub = [&] {
+        if constexpr (std::is_same_v<Stub, grpc::GenericStub>) {
+          return std::make_unique<grpc::GenericStub>(NewChannel(target, c));
+        } else {
+          return axqc::v1::Checker::NewStub(NewChannel(target, c));
+        }
+      }();
       std::vector<double> lat;
       std::size_t ok = 0, err = 0, ex = 0;
+      // Paced clients send at fixed times (staggered), whatever the previous latency was.
+      const auto interval = per_client_rps > 0
+                                ? std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(1.0 / per_client_rps))
+                                : Clock::duration::zero();
+      auto next = Clock::now() + interval * c / std::max(clients, 1);
       while (!stop.load()) {
+        if (per_client_rps > 0) {
+          std::this_thread::sleep_until(next);
+          next += interval;
+        }
         const auto a = Clock::now();
         const grpc::Status s = op(*stub);
         const auto b = Clock::now();
@@ -324,8 +361,10 @@ double LoopbackMbps(const std::string& bytes) {
 int Usage() {
   std::cerr << "usage: axqc-bench-service --server-bin PATH --small MODEL.onnx --large MODEL.onnx\n"
                "                          [--seconds S] [--json OUT.json] [--machine TEXT]\n"
-               "                          [--only get_report_hit|upload_hit|upload_miss|upload|"
-               "overload]\n";
+               "                          [--only "
+               "get_report_hit|get_report_hit_paced|get_report_hit_wire|"
+               "upload_hit|"
+               "upload_miss|upload|overload]\n";
   return 2;
 }
 
@@ -396,6 +435,33 @@ int main(int argc, char** argv) try {
                           axqc::v1::CheckResponse r;
                           return GetReport(st, small_sha, &r);
                         }));
+    }
+    axqc::v1::GetReportRequest wire_req;
+    wire_req.set_sha256(small_sha);
+    const std::string wire_bytes = wire_req.SerializeAsString();
+    grpc::Slice wire_slice(wire_bytes);
+    const grpc::ByteBuffer wire_buffer(&wire_slice, 1);
+    std::size_t wire_response_bytes = 0;
+    for (int clients : {1, 8, 32}) {
+      if (!want("get_report_hit_wire")) break;
+      report(RunClients<grpc::GenericStub>("get_report_hit_wire", server.target(), clients, seconds,
+                                           [&](grpc::GenericStub& st) {
+                                             std::size_t n = 0;
+                                             auto s = GetReportWire(st, wire_buffer, &n);
+                                             if (s.ok()) wire_response_bytes = n;
+                                             return s;
+                                           }));
+    }
+    out["get_report_response_bytes"] = wire_response_bytes;
+    // 32 clients at a steady 50 requests/s each (1,600/s): latency below saturation.
+    if (want("get_report_hit_paced")) {
+      report(RunClients(
+          "get_report_paced", server.target(), 32, seconds,
+          [&](axqc::v1::Checker::Stub& st) {
+            axqc::v1::CheckResponse r;
+            return GetReport(st, small_sha, &r);
+          },
+          50));
     }
     for (int clients : {1, 8, 32}) {
       if (!want("upload_hit")) break;

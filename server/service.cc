@@ -323,6 +323,8 @@ class CheckerService::CallBase : public std::enable_shared_from_this<CallBase> {
   std::atomic<bool> cancelled{false};
   // Set by the reactor: sends the status (and on OK the response) to the client.
   std::function<void(const grpc::Status&)> finisher;
+  // Run by the reactor once gRPC is done with the call (the response has been sent or dropped).
+  std::function<void()> on_done;
 
  private:
   std::atomic<bool> finished_{false};
@@ -346,7 +348,10 @@ class UnaryReactor final : public grpc::ServerUnaryReactor {
  public:
   explicit UnaryReactor(std::shared_ptr<CheckerService::CallBase> call) : call_(std::move(call)) {}
   void OnCancel() override { call_->OnCancelled(); }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    if (call_->on_done) call_->on_done();
+    delete this;
+  }
 
  private:
   std::shared_ptr<CheckerService::CallBase> call_;
@@ -950,10 +955,14 @@ grpc::ServerUnaryReactor* CheckerService::GetReport(grpc::CallbackServerContext*
     f.options = req->options();
     f.name = req->name();
   });
-  boost::asio::post(*d_.io, [this, call = call, sha = req->sha256()]() {
+  // A memory-cache hit is answered on this thread; the store is read on the I/O pool.
+  const std::string key = service::CacheKey(req->sha256(), req->options());
+  if (auto report = d_.cache->Get(key)) {
+    RespondReport(call, resp, std::move(report), v1::CACHE_RESULT_MEMORY_HIT);
+    return reactor;
+  }
+  boost::asio::post(*d_.io, [this, call = call, resp, key]() {
     if (call->cancelled.load()) return;
-    const auto fields = call->Snapshot();
-    const std::string key = service::CacheKey(sha, fields.options);
     std::shared_ptr<const v1::Report> report = d_.cache->Get(key);
     v1::CacheResult cache = v1::CACHE_RESULT_MEMORY_HIT;
     if (report == nullptr) {
@@ -973,30 +982,60 @@ grpc::ServerUnaryReactor* CheckerService::GetReport(grpc::CallbackServerContext*
         return;
       }
     }
-    d_.metrics->CountCacheLookup(report == nullptr ? "miss" : CacheLabel(cache));
     if (report == nullptr) {
+      d_.metrics->CountCacheLookup("miss");
       call->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
                                 "no report for this sha256 with these options and rule set " +
                                     std::string(kRuleSetVersion)));
       return;
     }
-    try {
-      BuildResponse(d_, call->request_id, fields.name, fields.options, *report, cache,
-                    &call->response);
-    } catch (const std::exception& e) {
-      call->Finish(grpc::Status(grpc::StatusCode::INTERNAL,
-                                std::string("cannot encode the report: ") + e.what()));
-      return;
-    }
-    call->Update([&](CallBase::Fields& f) {
-      f.verdict = VerdictLabel(report->verdict());
-      f.cache = CacheLabel(cache);
-      f.errors = report->summary().errors();
-      f.warnings = report->summary().warnings();
-    });
-    call->Finish(grpc::Status::OK);
+    RespondReport(call, resp, std::move(report), cache);
   });
   return reactor;
+}
+
+// Answers GetReport with a cached report. In protobuf format without a renamed file the response
+// borrows the cached (immutable) message instead of copying it; the reactor gives it back when
+// gRPC is done with the call.
+void CheckerService::RespondReport(const std::shared_ptr<Call<v1::CheckResponse>>& call,
+                                   v1::CheckResponse* grpc_resp,
+                                   std::shared_ptr<const v1::Report> report,
+                                   v1::CacheResult cache) {
+  d_.metrics->CountCacheLookup(CacheLabel(cache));
+  const auto fields = call->Snapshot();
+  const bool borrow = fields.options.format() != v1::REPORT_FORMAT_JSON &&
+                      (fields.name.empty() || fields.name == report->model().file());
+  try {
+    if (borrow) {
+      auto& r = call->response;
+      r.set_request_id(call->request_id);
+      r.set_sha256(report->model().sha256());
+      r.set_verdict(report->verdict());
+      r.set_cache(cache);
+      r.set_rule_set_version(report->rule_set_version());
+      auto* shared = const_cast<v1::Report*>(report.get());  // read-only from here on
+      r.unsafe_arena_set_allocated_report(shared);
+      call->on_done = [call_raw = call.get(), grpc_resp, shared, keep = report]() {
+        for (auto* m : {grpc_resp, &call_raw->response}) {
+          if (m->has_report() && &m->report() == shared) (void)m->unsafe_arena_release_report();
+        }
+      };
+    } else {
+      BuildResponse(d_, call->request_id, fields.name, fields.options, *report, cache,
+                    &call->response);
+    }
+  } catch (const std::exception& e) {
+    call->Finish(grpc::Status(grpc::StatusCode::INTERNAL,
+                              std::string("cannot encode the report: ") + e.what()));
+    return;
+  }
+  call->Update([&](CallBase::Fields& f) {
+    f.verdict = VerdictLabel(report->verdict());
+    f.cache = CacheLabel(cache);
+    f.errors = report->summary().errors();
+    f.warnings = report->summary().warnings();
+  });
+  call->Finish(grpc::Status::OK);
 }
 
 grpc::ServerUnaryReactor* CheckerService::GetStats(grpc::CallbackServerContext* ctx,
