@@ -12,7 +12,7 @@
 //
 // Stages: read, sha256, parse (protobuf + external-data validation), onnx_check (ONNX full check
 // + strict shape inference), index, quant, units, rules, report (grouping, summaries), render
-// (RenderJson). floor = read + sha256 + parse + onnx_check; project = index .. render.
+// (RenderJson). floor = read + sha256 + parse + onnx_check; project = guards .. render.
 // External data: MODEL.data next to MODEL is counted as the model's external bytes.
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -44,11 +44,17 @@ struct Stage {
   double axqc::StageTimings::*field;  // null: measured here (render)
 };
 constexpr Stage kStages[] = {
-    {"read", &axqc::StageTimings::read_s},     {"sha256", &axqc::StageTimings::sha256_s},
-    {"parse", &axqc::StageTimings::parse_s},   {"onnx_check", &axqc::StageTimings::onnx_check_s},
-    {"index", &axqc::StageTimings::index_s},   {"quant", &axqc::StageTimings::quant_s},
-    {"units", &axqc::StageTimings::units_s},   {"rules", &axqc::StageTimings::rules_s},
-    {"report", &axqc::StageTimings::report_s}, {"render", nullptr},
+    {"read", &axqc::StageTimings::read_s},
+    {"sha256", &axqc::StageTimings::sha256_s},
+    {"parse", &axqc::StageTimings::parse_s},
+    {"onnx_check", &axqc::StageTimings::onnx_check_s},
+    {"guards", &axqc::StageTimings::guards_s},
+    {"index", &axqc::StageTimings::index_s},
+    {"quant", &axqc::StageTimings::quant_s},
+    {"units", &axqc::StageTimings::units_s},
+    {"rules", &axqc::StageTimings::rules_s},
+    {"report", &axqc::StageTimings::report_s},
+    {"render", nullptr},
 };
 constexpr int kFloorStages = 4;  // read, sha256, parse, onnx_check
 
@@ -256,7 +262,7 @@ int main(int argc, char** argv) {
     PrintTable(results, "wall_s");
     PrintTable(results, "cpu_s");
     std::cout << "(ms, min of " << repeat
-              << " runs; floor = read+sha256+parse+onnx_check; project = index..render; proj% = "
+              << " runs; floor = read+sha256+parse+onnx_check; project = guards..render; proj% = "
                  "project / floor; us/node = project per node; rss/f = peak RSS / model file)\n";
     if (!json_out.empty()) {
       json doc = {{"schema", "axqc.bench.check/v1"},

@@ -26,9 +26,9 @@ class Emitter {
 
   struct Args {
     std::string_view rule;
-    int node = -1;                       // primary node (ordering and location)
+    int node = -1;  // primary node (ordering and location)
     std::string message;
-    std::string group_key;               // name-free summary for grouping
+    std::string group_key;  // name-free summary for grouping
     std::vector<std::string> tensors = {};
     std::vector<std::pair<std::string, std::string>> values = {};
     std::vector<int> more_nodes = {};
@@ -53,8 +53,8 @@ struct Context {
   Units& units;
   Emitter& out;
   bool check_value;
-  std::vector<bool> claimed;       // Q/DQ node -> has a purpose
-  std::vector<bool> owned_edge;    // DQ node -> its edge is owned by an operator/pattern rule
+  std::vector<bool> claimed;     // Q/DQ node -> has a purpose
+  std::vector<bool> owned_edge;  // DQ node -> its edge is owned by an operator/pattern rule
   std::vector<int> topo_pos;
   // (unit, kind, node) already in a unit's in_dq / out_q: keeps claiming O(1) for nodes with
   // tens of thousands of inputs (a linear search made that quadratic).
@@ -73,14 +73,15 @@ struct Context {
 };
 
 // Stages of the rule pass, one per file under checks/.
-void CheckOnnxBase(Context& c, const std::unordered_set<std::string>& declared_value_info);
-void CheckQdqNodes(Context& c);       // 3.1, 3.2, 3.3 per Q/DQ node; integer types
-void CheckQdqEdges(Context& c);       // 3.4, 3.5: pairing, fan-out, DQ sources, requantize
-void CheckComputeUnits(Context& c);   // 4, 5: quant-only operators and patterns
-void CheckReluClip(Context& c);       // 5.15, 5.16 standalone Relu/Clip
-void CheckPassiveUnits(Context& c);   // 5.10, 5.11, 5.13, 5.14, 6.6
-void CheckRequantizeUnits(Context& c);// 6.7
-void CheckPatterns(Context& c);       // 6.1: internal Q/DQ and escapes; ambiguity
-void CheckClosure(Context& c);        // 2.3: uncovered/unsupported nodes, orphan Q/DQ
+// `declared_value_info`: by tensor id, whether the producer declared a complete value_info.
+void CheckOnnxBase(Context& c, const std::vector<bool>& declared_value_info);
+void CheckQdqNodes(Context& c);         // 3.1, 3.2, 3.3 per Q/DQ node; integer types
+void CheckQdqEdges(Context& c);         // 3.4, 3.5: pairing, fan-out, DQ sources, requantize
+void CheckComputeUnits(Context& c);     // 4, 5: quant-only operators and patterns
+void CheckReluClip(Context& c);         // 5.15, 5.16 standalone Relu/Clip
+void CheckPassiveUnits(Context& c);     // 5.10, 5.11, 5.13, 5.14, 6.6
+void CheckRequantizeUnits(Context& c);  // 6.7
+void CheckPatterns(Context& c);         // 6.1: internal Q/DQ and escapes; ambiguity
+void CheckClosure(Context& c);          // 2.3: uncovered/unsupported nodes, orphan Q/DQ
 
 }  // namespace axqc::detail

@@ -1,5 +1,6 @@
 // Public entry points of the checker pipeline:
-//   load model -> index graph -> read quant params -> group nodes into units -> apply rules -> report.
+//   load model -> index graph -> read quant params -> group nodes into units -> apply rules ->
+//   report.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,7 @@ struct StageTimings {
   double sha256_s = 0;      // hashing the model bytes
   double parse_s = 0;       // protobuf parse (+ external data validation for CheckFile)
   double onnx_check_s = 0;  // ONNX checker (full check) + strict shape inference
+  double guards_s = 0;      // axqc's own work around it: tensor storage guards, declared value_info
   double index_s = 0;       // graph index
   double quant_s = 0;       // quant params
   double units_s = 0;       // units / ownership (patterns)
@@ -28,9 +30,9 @@ struct StageTimings {
 };
 
 struct CheckOptions {
-  bool check_value = false;        // spec 2.5: -c / --check-value
-  std::size_t max_locations = 5;   // per finding group
-  bool include_units = true;       // fill Report::units (ownership map)
+  bool check_value = false;         // spec 2.5: -c / --check-value
+  std::size_t max_locations = 5;    // per finding group
+  bool include_units = true;        // fill Report::units (ownership map)
   StageTimings* timings = nullptr;  // when set, filled with the time of each stage
 };
 

@@ -4,7 +4,7 @@
 
 namespace axqc::detail {
 
-void CheckOnnxBase(Context& c, const std::unordered_set<std::string>& declared) {
+void CheckOnnxBase(Context& c, const std::vector<bool>& declared) {
   for (int i : c.g.topo_order()) {
     const auto& n = c.g.node(i);
     if (n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx")) {
@@ -17,9 +17,12 @@ void CheckOnnxBase(Context& c, const std::unordered_set<std::string>& declared) 
                   .tensors = {n.output_size() ? n.output(0) : std::string()}});
     }
     if (!c.out.enabled("onnx/value-info-missing")) continue;
-    for (const auto& o : n.output()) {
-      if (o.empty() || c.g.IsGraphOutput(o)) continue;
-      if (!declared.contains(o)) {
+    const auto ids = c.g.OutputIds(i);
+    for (int k = 0; k < n.output_size(); ++k) {
+      const auto& o = n.output(k);
+      const int id = ids[static_cast<std::size_t>(k)];
+      if (id < 0 || c.g.IsGraphOutput(o)) continue;
+      if (!declared[static_cast<std::size_t>(id)]) {
         c.out.Emit({.rule = "onnx/value-info-missing",
                     .node = i,
                     .message = "intermediate tensor '" + o + "' (output of " + n.op_type() + " '" +
