@@ -45,6 +45,8 @@ class Metrics {
   prometheus::Gauge& cache_bytes() { return *cache_bytes_; }
   prometheus::Gauge& cache_entries() { return *cache_entries_; }
   prometheus::Gauge& inflight_bytes() { return *inflight_bytes_; }
+  prometheus::Gauge& inflight_upload_bytes() { return *inflight_upload_bytes_; }
+  prometheus::Gauge& uploads_in_flight() { return *uploads_in_flight_; }
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -64,6 +66,8 @@ class Metrics {
   prometheus::Gauge* cache_bytes_;
   prometheus::Gauge* cache_entries_;
   prometheus::Gauge* inflight_bytes_;
+  prometheus::Gauge* inflight_upload_bytes_;
+  prometheus::Gauge* uploads_in_flight_;
 };
 
 }  // namespace axqc::server
