@@ -504,6 +504,45 @@ TEST_F(Reliability, UrlRedirectsSizeAndTimeCaps) {
   EXPECT_TRUE(GaugesReturnToZero(ts));
 }
 
+TEST_F(Reliability, UrlBodiesAreChargedToTheByteBudgetWhileTheyDownload) {
+  constexpr int kLength = 30000;
+  std::atomic<bool> release{false};
+  HttpStub http([&](boost::asio::ip::tcp::socket& sock, const std::string& target,
+                    const std::atomic<bool>& stop) {
+    if (target != "/slow") {
+      Send(sock, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+      return;
+    }
+    // Half the body, then nothing until the test has looked at the gauge.
+    Send(sock, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(kLength) + "\r\n\r\n" +
+                   std::string(kLength / 2, 'z'));
+    while (!release.load() && !stop.load()) std::this_thread::sleep_for(Ms(10));
+  });
+  TestServer ts(dir_, {[&](server::ServerConfig& c) {
+                         c.url_allow_hosts = {"127.0.0.1"};
+                         c.url_timeout_seconds = 60;
+                         c.max_model_bytes = 50000;
+                         c.max_inline_bytes = 50000;
+                         c.max_inflight_bytes = 50000;
+                       },
+                       {}});
+  v1::CheckResponse resp;
+  grpc::Status s;
+  std::thread fetch([&] { s = CheckUrl(ts.stub(), http.Url("/slow"), &resp); });
+  // The declared length is reserved before the body is buffered...
+  EXPECT_TRUE(WaitFor([&] { return ts.Metrics().Value("axqc_inflight_model_bytes") == kLength; },
+                      Ms(20000)));
+  // ... so an inline model that does not fit beside it is refused meanwhile.
+  v1::CheckResponse inline_resp;
+  const grpc::Status inline_status = CheckInline(ts.stub(), std::string(25000, 'q'), &inline_resp);
+  EXPECT_EQ(inline_status.error_code(), StatusCode::RESOURCE_EXHAUSTED)
+      << inline_status.error_message();
+  release.store(true);  // the server closes the connection: a truncated body
+  fetch.join();
+  EXPECT_EQ(s.error_code(), StatusCode::UNAVAILABLE) << s.error_message();
+  EXPECT_TRUE(GaugesReturnToZero(ts));
+}
+
 // ------------------------------------------------------------------------------------------------
 // Path references: a directory swapped for a symlink to outside the root, over and over, while
 // requests resolve paths through it. No request may ever read the file outside.
