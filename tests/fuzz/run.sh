@@ -92,7 +92,7 @@ if [ "$TARGET" = upload ]; then
   ASAN_OPTIONS="detect_leaks=0" "$BUILD/tests/fuzz/upload_seeds" "$USEEDS" "$SEEDS"/*
   # shellcheck disable=SC2086
   exec "$BUILD/tests/fuzz/fuzz_upload" "$BUILD/upload-corpus" "$USEEDS" \
-    -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -max_len=300000 -timeout=10 \
+    -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -max_len=40000 -timeout=10 \
     -artifact_prefix="$BUILD/upload-artifacts/" -print_final_stats=1 ${AXQC_FUZZ_ARGS:-}
 fi
 # shellcheck disable=SC2086

@@ -29,10 +29,11 @@
 
 namespace axqc::fuzz {
 
-// Limits of the fuzzed assembler: small, so that inputs of a few hundred kB reach every limit.
-inline constexpr std::uint64_t kFuzzMaxModelBytes = 96 * 1024;
-inline constexpr std::uint64_t kFuzzModelBudget = 128 * 1024;
-inline constexpr std::uint64_t kFuzzUploadBudget = 80 * 1024;
+// Limits of the fuzzed assembler: small, so that inputs of a few kB (the example models) reach
+// every limit.
+inline constexpr std::uint64_t kFuzzMaxModelBytes = 12 * 1024;
+inline constexpr std::uint64_t kFuzzModelBudget = 16 * 1024;
+inline constexpr std::uint64_t kFuzzUploadBudget = 10 * 1024;
 
 class InputReader {
  public:
