@@ -283,8 +283,9 @@ TEST_F(Reliability, ClientsVanishingMidUploadAndMidCheckLeaveNoWorkerOrBufferBeh
       ASSERT_TRUE(streams.back()->Metadata(model.size()));
       ASSERT_TRUE(streams.back()->Chunk(model.substr(0, model.size() / 2)));
     }
-    ASSERT_TRUE(WaitFor([&] { return ts.Metrics().Value("axqc_uploads_in_flight") == 3; }));
-    EXPECT_EQ(ts.Metrics().Value("axqc_inflight_upload_bytes"), 3.0 * model.size());
+    ASSERT_TRUE(WaitFor(
+        [&] { return ts.Metrics().Value("axqc_inflight_upload_bytes") == 3.0 * model.size(); }));
+    EXPECT_EQ(ts.Metrics().Value("axqc_uploads_in_flight"), 3);
     for (auto& s : streams) s->Cancel();
     for (auto& s : streams) EXPECT_EQ(s->Finish().error_code(), StatusCode::CANCELLED);
     EXPECT_TRUE(GaugesReturnToZero(ts));
