@@ -22,6 +22,7 @@
 #pragma GCC diagnostic pop
 
 #include "auth.h"
+#include "config.h"
 #include "metrics.h"
 #include "model_source.h"
 #include "server_test_util.h"
@@ -608,6 +609,34 @@ TEST_F(Reliability, PathResolutionUnderASymlinkSwapNeverLeavesTheRoot) {
   EXPECT_GT(refused, 0);
   EXPECT_GT(swaps.load(), 100);
   EXPECT_EQ(budget.used(), 0u);
+}
+
+// ------------------------------------------------------------------------------------------------
+// The settings
+
+TEST(ReliabilityConfig, UploadBudgetAndIdleTimeoutFromFlagsAndEnvironment) {
+  auto env = [](std::map<std::string, std::string> vars) -> server::EnvLookup {
+    return [vars](const std::string& name) -> std::optional<std::string> {
+      auto it = vars.find(name);
+      if (it == vars.end()) return std::nullopt;
+      return it->second;
+    };
+  };
+  auto r = server::LoadConfig({"axqc-server"}, env({}));
+  ASSERT_FALSE(r.exit_code) << r.message;
+  EXPECT_EQ(r.config.max_inflight_upload_bytes, 2ull << 30);
+  EXPECT_EQ(r.config.upload_idle_timeout_seconds, 60.0);
+  r = server::LoadConfig({"axqc-server", "--max-inflight-upload-bytes", "64MiB"},
+                         env({{"AXQC_UPLOAD_IDLE_TIMEOUT_SECONDS", "2.5"}}));
+  ASSERT_FALSE(r.exit_code) << r.message;
+  EXPECT_EQ(r.config.max_inflight_upload_bytes, 64ull << 20);
+  EXPECT_EQ(r.config.upload_idle_timeout_seconds, 2.5);
+  try {
+    server::LoadConfig({"axqc-server", "--upload-idle-timeout-seconds", "-1"}, env({}));
+    ADD_FAILURE() << "a negative timeout was accepted";
+  } catch (const server::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("upload-idle-timeout-seconds"), std::string::npos);
+  }
 }
 
 // ------------------------------------------------------------------------------------------------
