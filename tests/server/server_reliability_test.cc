@@ -603,6 +603,9 @@ TEST_F(Reliability, PathResolutionUnderASymlinkSwapNeverLeavesTheRoot) {
   }
   stop.store(true);
   swapper.join();
+  RecordProperty("read_inside", read_inside);
+  RecordProperty("refused", refused);
+  RecordProperty("swaps", static_cast<int>(swaps.load()));
   EXPECT_EQ(read_outside, 0);
   EXPECT_GT(read_inside, 0);
   EXPECT_GT(refused, 0);
