@@ -172,6 +172,15 @@ const std::vector<Opt>& Options() {
       BytesOpt("max-inflight-bytes",
                "model bytes held in memory by all requests together (e.g. 4GiB)",
                &ServerConfig::max_inflight_bytes),
+      BytesOpt("max-inflight-upload-bytes",
+               "bytes held by Upload streams still being received, all together (e.g. 2GiB); an "
+               "upload that would exceed it gets RESOURCE_EXHAUSTED (a declared size_bytes is "
+               "reserved when the metadata arrives)",
+               &ServerConfig::max_inflight_upload_bytes),
+      SecondsOpt("upload-idle-timeout-seconds",
+                 "an Upload stream that sends no message for this long is ended with "
+                 "DEADLINE_EXCEEDED and its buffer freed; 0 disables",
+                 &ServerConfig::upload_idle_timeout_seconds),
       ListOpt("allowed-root",
               "directory that path references may read from (repeatable, comma-separated in "
               "env/file); none disables path references",

@@ -26,6 +26,10 @@ struct ServerConfig {
   std::uint64_t max_inline_bytes = 4ull << 20;    // CheckRequest.content
   std::uint64_t max_model_bytes = 1ull << 30;     // Upload, path and URL models
   std::uint64_t max_inflight_bytes = 4ull << 30;  // model bytes held in memory at once
+  // Bytes held by Upload streams still being received (part of max_inflight_bytes).
+  std::uint64_t max_inflight_upload_bytes = 2ull << 30;
+  // An Upload stream with no message for this long is ended with DEADLINE_EXCEEDED; 0 disables.
+  double upload_idle_timeout_seconds = 60;
 
   // Model sources.
   std::vector<std::string> allowed_roots;    // directories path references may read from

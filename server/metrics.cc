@@ -127,6 +127,16 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                          .Help("Model bytes held in memory by requests and running checks")
                          .Register(r)
                          .Add({});
+  inflight_upload_bytes_ = &prometheus::BuildGauge()
+                                .Name("axqc_inflight_upload_bytes")
+                                .Help("Bytes reserved by Upload streams still being received")
+                                .Register(r)
+                                .Add({});
+  uploads_in_flight_ = &prometheus::BuildGauge()
+                            .Name("axqc_uploads_in_flight")
+                            .Help("Upload streams still being received")
+                            .Register(r)
+                            .Add({});
   prometheus::BuildGauge()
       .Name("axqc_build_info")
       .Help("Always 1; labels carry the checker version and rule-set version")

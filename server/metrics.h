@@ -50,6 +50,8 @@ class Metrics {
   prometheus::Gauge& inflight_bytes() { return *inflight_bytes_; }
   // Check/Upload requests waiting for a check that another server sharing the store runs.
   prometheus::Gauge& claim_waits() { return *claim_waits_; }
+  prometheus::Gauge& inflight_upload_bytes() { return *inflight_upload_bytes_; }
+  prometheus::Gauge& uploads_in_flight() { return *uploads_in_flight_; }
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -71,6 +73,8 @@ class Metrics {
   prometheus::Gauge* cache_entries_;
   prometheus::Gauge* inflight_bytes_;
   prometheus::Gauge* claim_waits_;
+  prometheus::Gauge* inflight_upload_bytes_;
+  prometheus::Gauge* uploads_in_flight_;
 };
 
 }  // namespace axqc::server

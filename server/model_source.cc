@@ -18,13 +18,13 @@ bool ByteBudget::TryReserve(std::uint64_t n) {
   do {
     if (n > limit_ || cur > limit_ - n) return false;
   } while (!used_.compare_exchange_weak(cur, cur + n));
-  metrics_->inflight_bytes().Increment(static_cast<double>(n));
+  if (gauge_ != nullptr) gauge_->Increment(static_cast<double>(n));
   return true;
 }
 
 void ByteBudget::Release(std::uint64_t n) {
   used_.fetch_sub(n);
-  metrics_->inflight_bytes().Decrement(static_cast<double>(n));
+  if (gauge_ != nullptr) gauge_->Decrement(static_cast<double>(n));
 }
 
 Reservation& Reservation::operator=(Reservation&& o) noexcept {
@@ -40,8 +40,7 @@ Reservation& Reservation::operator=(Reservation&& o) noexcept {
 void Reservation::Grow(std::uint64_t n) {
   if (budget_ == nullptr || n == 0) return;
   if (!budget_->TryReserve(n)) {
-    throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                      "the server holds too many model bytes right now; retry later");
+    throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED, budget_->exhausted_message());
   }
   bytes_ += n;
 }

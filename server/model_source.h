@@ -29,18 +29,30 @@ class SourceError : public std::runtime_error {
   grpc::StatusCode code_;
 };
 
-// Bytes of models held in memory by all requests together (--max-inflight-bytes).
+// A bound on bytes held in memory, exported as a gauge: the model bytes of all requests together
+// (--max-inflight-bytes, gauge axqc_inflight_model_bytes), and the bytes of uploads still being
+// received (--max-inflight-upload-bytes, gauge axqc_inflight_upload_bytes).
 class ByteBudget {
  public:
-  ByteBudget(std::uint64_t limit, Metrics* metrics) : limit_(limit), metrics_(metrics) {}
+  // `gauge` may be null. `exhausted` is the message of the RESOURCE_EXHAUSTED error of
+  // Reservation::Grow.
+  ByteBudget(std::uint64_t limit, prometheus::Gauge* gauge,
+             std::string exhausted = "the server holds too many model bytes right now; retry later")
+      : limit_(limit), gauge_(gauge), exhausted_(std::move(exhausted)) {}
+  // The model-bytes budget with the gauge axqc_inflight_model_bytes.
+  ByteBudget(std::uint64_t limit, Metrics* metrics)
+      : ByteBudget(limit, metrics != nullptr ? &metrics->inflight_bytes() : nullptr) {}
   // False when `n` more bytes would exceed the limit.
   bool TryReserve(std::uint64_t n);
   void Release(std::uint64_t n);
   std::uint64_t used() const { return used_.load(); }
+  std::uint64_t limit() const { return limit_; }
+  const std::string& exhausted_message() const { return exhausted_; }
 
  private:
   const std::uint64_t limit_;
-  Metrics* metrics_;
+  prometheus::Gauge* gauge_;
+  const std::string exhausted_;
   std::atomic<std::uint64_t> used_{0};
 };
 

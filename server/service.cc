@@ -10,13 +10,16 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <utility>
 
 #include "auth.h"
 #include "axqc/catalog.h"
 #include "axqc/render.h"
 #include "report_proto.h"
+#include "request_validation.h"
 #include "sha256.h"
+#include "upload_assembler.h"
 #include "url_fetch.h"
 
 namespace axqc::server {
@@ -67,9 +70,6 @@ const char* StatusCodeName(grpc::StatusCode code) {
 
 namespace {
 
-constexpr std::size_t kMaxLabels = 16;
-constexpr std::size_t kMaxLabelValue = 256;
-
 std::string RandomRequestId() {
   unsigned char b[8];
   if (RAND_bytes(b, sizeof(b)) != 1) {
@@ -85,50 +85,11 @@ std::string RandomRequestId() {
   return out;
 }
 
-bool ValidToken(std::string_view s, std::size_t max, bool allow_colon) {
-  if (s.empty() || s.size() > max) return false;
-  for (char c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '.' || c == '-' || (allow_colon && c == ':');
-    if (!ok) return false;
-  }
-  return true;
-}
-
 std::string MetadataValue(const grpc::CallbackServerContext* ctx, const char* key) {
   const auto& md = ctx->client_metadata();
   auto it = md.find(key);
   if (it == md.end()) return {};
   return std::string(it->second.data(), it->second.size());
-}
-
-grpc::Status Invalid(const std::string& msg) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
-}
-
-template <typename LabelMap>
-grpc::Status ValidateLabels(const LabelMap& labels, const char* what) {
-  if (labels.size() > kMaxLabels) {
-    return Invalid(std::string(what) + ": at most " + std::to_string(kMaxLabels) + " labels");
-  }
-  for (const auto& [k, v] : labels) {
-    if (!ValidToken(k, 63, false)) {
-      return Invalid(std::string(what) + ": label key '" + k + "' must match [A-Za-z0-9_.-]{1,63}");
-    }
-    if (v.size() > kMaxLabelValue) {
-      return Invalid(std::string(what) + ": value of label '" + k + "' is longer than " +
-                     std::to_string(kMaxLabelValue) + " bytes");
-    }
-  }
-  return grpc::Status::OK;
-}
-
-grpc::Status ValidateOptions(const v1::CheckOptions& o) {
-  if (o.max_locations() > service::kMaxLocations) {
-    return Invalid("options.max_locations is at most " + std::to_string(service::kMaxLocations));
-  }
-  if (!v1::ReportFormat_IsValid(o.format())) return Invalid("options.format is unknown");
-  return grpc::Status::OK;
 }
 
 const char* VerdictLabel(v1::Verdict v) {
@@ -406,6 +367,14 @@ void BuildResponse(const ServiceDeps& d, const std::string& request_id, const st
 }
 
 }  // namespace
+
+CheckerService::CheckerService(ServiceDeps deps)
+    : d_(std::move(deps)),
+      upload_budget_(d_.config->max_inflight_upload_bytes, &d_.metrics->inflight_upload_bytes(),
+                     "the server holds too many bytes of uploads in progress right now; retry "
+                     "later"),
+      upload_watchdog_(std::chrono::milliseconds(
+          static_cast<std::int64_t>(std::llround(d_.config->upload_idle_timeout_seconds * 1e3)))) {}
 
 // ------------------------------------------------------------------------------------------------
 // Check and Upload pipeline
@@ -784,30 +753,44 @@ class CheckerService::UploadReactor final : public grpc::ServerReadReactor<v1::U
  public:
   UploadReactor(CheckerService* service, grpc::CallbackServerContext* ctx,
                 std::shared_ptr<CheckCall> call)
-      : service_(service), ctx_(ctx), call_(std::move(call)), reservation_(service->d_.budget) {}
+      : service_(service),
+        ctx_(ctx),
+        call_(std::move(call)),
+        assembler_(service->d_.config->max_model_bytes, service->d_.budget,
+                   &service->upload_budget_) {
+    service_->d_.metrics->uploads_in_flight().Increment();
+  }
+  ~UploadReactor() override { EndReceiving(); }
 
-  void Begin() { StartRead(&msg_); }
+  void Begin() {
+    const auto seconds = std::chrono::duration<double>(service_->upload_watchdog_.timeout());
+    idle_ = service_->upload_watchdog_.Watch([call = call_, seconds]() {
+      std::ostringstream text;
+      text << "no Upload message for " << seconds.count()
+           << " s (the server's upload idle timeout); upload abandoned";
+      call->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, text.str()));
+    });
+    StartRead(&msg_);
+  }
 
   void OnReadDone(bool ok) override {
-    if (call_->finished() || call_->cancelled.load()) return;  // stop reading
+    if (call_->finished() || call_->cancelled.load()) {  // stop reading
+      EndReceiving();
+      return;
+    }
     if (!ok) {
       // A failed read is either the client's half-close or a cancellation (then OnCancel
       // finishes the call).
-      if (!ctx_->IsCancelled()) EndOfStream();
+      if (ctx_->IsCancelled()) {
+        EndReceiving();
+      } else {
+        EndOfStream();
+      }
       return;
     }
-    const auto& d = service_->d_;
-    if (!have_metadata_) {
-      if (msg_.part_case() != v1::UploadRequest::kMetadata) {
-        Fail(Invalid("the first Upload message must carry metadata"));
-        return;
-      }
+    IdleWatchdog::Touch(idle_);
+    if (!assembler_.started() && msg_.part_case() == v1::UploadRequest::kMetadata) {
       const auto& m = msg_.metadata();
-      grpc::Status s = ValidateLabels(m.labels(), "metadata.labels");
-      if (s.ok()) s = ValidateOptions(m.options());
-      if (s.ok() && !m.sha256().empty() && !service::IsSha256Hex(m.sha256())) {
-        s = Invalid("metadata.sha256 must be 64 lowercase hex characters");
-      }
       call_->Update([&](CallBase::Fields& f) {
         f.source = "upload";
         f.name = m.file_name().empty() ? "upload.onnx" : m.file_name();
@@ -815,42 +798,14 @@ class CheckerService::UploadReactor final : public grpc::ServerReadReactor<v1::U
         f.options = m.options();
         f.size_bytes = m.size_bytes();
       });
-      if (!s.ok()) {
-        Fail(s);
-        return;
-      }
-      if (m.size_bytes() > d.config->max_model_bytes) {
-        Fail(TooBig(m.size_bytes()));
-        return;
-      }
-      declared_size_ = m.size_bytes();
-      declared_sha256_ = m.sha256();
-      have_metadata_ = true;
-      if (declared_size_ > 0) data_.reserve(declared_size_);
-    } else {
-      if (msg_.part_case() != v1::UploadRequest::kChunk) {
-        Fail(Invalid("only the first Upload message may carry metadata"));
-        return;
-      }
-      const std::string& chunk = msg_.chunk();
-      d.metrics->AddUploadBytes(static_cast<double>(chunk.size()));
-      if (data_.size() + chunk.size() > d.config->max_model_bytes) {
-        Fail(TooBig(data_.size() + chunk.size()));
-        return;
-      }
-      if (declared_size_ > 0 && data_.size() + chunk.size() > declared_size_) {
-        Fail(Invalid("received more bytes than the declared size_bytes " +
-                     std::to_string(declared_size_)));
-        return;
-      }
-      try {
-        reservation_.Grow(chunk.size());
-      } catch (const SourceError& e) {
-        Fail(e.status());
-        return;
-      }
-      hasher_.Update(chunk);
-      data_.append(chunk);
+    }
+    if (msg_.part_case() == v1::UploadRequest::kChunk) {
+      service_->d_.metrics->AddUploadBytes(static_cast<double>(msg_.chunk().size()));
+    }
+    if (grpc::Status s = assembler_.Add(msg_); !s.ok()) {
+      EndReceiving();
+      call_->Finish(s);
+      return;
     }
     // Never start a read after Finish: the finisher takes the same lock (the mutex lives in the
     // call state, which outlives the reactor).
@@ -862,39 +817,30 @@ class CheckerService::UploadReactor final : public grpc::ServerReadReactor<v1::U
   void OnDone() override { delete this; }
 
  private:
-  grpc::Status TooBig(std::uint64_t size) const {
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        "model is " + std::to_string(size) + " bytes or more, over the limit of " +
-                            std::to_string(service_->d_.config->max_model_bytes));
+  // The stream is over (half-close, failure, cancellation, timeout): stop the idle timer, free
+  // what was received, count the upload out. Idempotent.
+  void EndReceiving() {
+    if (receiving_done_) return;
+    receiving_done_ = true;
+    service_->upload_watchdog_.Unwatch(idle_);
+    idle_.reset();
+    assembler_.Abort();
+    service_->d_.metrics->uploads_in_flight().Decrement();
   }
-  void Fail(const grpc::Status& s) {
-    call_->Finish(s);
-    data_.clear();
-    data_.shrink_to_fit();
-    reservation_.Reset();
-  }
+
   void EndOfStream() {
-    if (!have_metadata_) {
-      Fail(Invalid("empty Upload stream: metadata and model bytes expected"));
-      return;
-    }
-    if (declared_size_ > 0 && data_.size() != declared_size_) {
-      Fail(Invalid("received " + std::to_string(data_.size()) + " bytes, declared size_bytes " +
-                   std::to_string(declared_size_)));
-      return;
-    }
+    service_->upload_watchdog_.Unwatch(idle_);
     LoadedModel model;
-    model.sha256 = hasher_.HexDigest();
+    grpc::Status s = assembler_.Finish(&model);
     call_->Update([&](CallBase::Fields& f) {
-      f.sha256 = model.sha256;
-      f.size_bytes = data_.size();
+      if (!model.sha256.empty()) f.sha256 = model.sha256;
+      if (model.bytes != nullptr) f.size_bytes = model.bytes->size();
     });
-    if (!declared_sha256_.empty() && declared_sha256_ != model.sha256) {
-      Fail(Invalid("sha256 mismatch: declared " + declared_sha256_ + ", received bytes hash to " +
-                   model.sha256));
+    EndReceiving();
+    if (!s.ok()) {
+      call_->Finish(s);
       return;
     }
-    model.bytes = AccountedBytes(std::move(data_), std::move(reservation_));
     boost::asio::post(*service_->d_.io,
                       [service = service_, call = call_, model = std::move(model)]() mutable {
                         service->Process(call, std::move(model));
@@ -905,12 +851,9 @@ class CheckerService::UploadReactor final : public grpc::ServerReadReactor<v1::U
   grpc::CallbackServerContext* ctx_;
   std::shared_ptr<CheckCall> call_;
   v1::UploadRequest msg_;
-  bool have_metadata_ = false;
-  std::uint64_t declared_size_ = 0;
-  std::string declared_sha256_;
-  std::string data_;
-  service::Sha256 hasher_;
-  Reservation reservation_;
+  UploadAssembler assembler_;
+  IdleWatchdog::Handle idle_;
+  bool receiving_done_ = false;
 };
 
 grpc::ServerReadReactor<v1::UploadRequest>* CheckerService::Upload(grpc::CallbackServerContext* ctx,

@@ -14,6 +14,7 @@
 #include "axqc/v1/axqc.grpc.pb.h"
 #include "check_engine.h"
 #include "config.h"
+#include "idle_watchdog.h"
 #include "logger.h"
 #include "lru_cache.h"
 #include "metrics.h"
@@ -38,7 +39,7 @@ struct ServiceDeps {
 
 class CheckerService final : public v1::Checker::CallbackService {
  public:
-  explicit CheckerService(ServiceDeps deps) : d_(std::move(deps)) {}
+  explicit CheckerService(ServiceDeps deps);
 
   grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* ctx, const v1::CheckRequest* req,
                                   v1::CheckResponse* resp) override;
@@ -79,6 +80,10 @@ class CheckerService final : public v1::Checker::CallbackService {
   void RecordHistory(const CheckCall& call, const v1::Report* report);
 
   ServiceDeps d_;
+  // Bytes of Upload streams still being received (--max-inflight-upload-bytes).
+  ByteBudget upload_budget_;
+  // Ends Upload streams that stay silent (--upload-idle-timeout-seconds).
+  IdleWatchdog upload_watchdog_;
 };
 
 // Name of a gRPC status code as used in logs and the requests_total metric ("OK", "NOT_FOUND").

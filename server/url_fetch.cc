@@ -55,6 +55,10 @@ struct Hop {
   unsigned status = 0;
   std::string location;
   std::string body;
+  // Bytes of the body charged to the byte budget while it is read (the declared Content-Length
+  // up front, else as it arrives).
+  Reservation reservation;
+  std::string budget_error;  // set when the budget refused the body
 };
 
 // One GET over plain TCP or TLS, driven by callbacks on a private io_context.
@@ -69,6 +73,7 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
         stream_(MakeStream(ioc, tls)),
         url_(std::move(url)),
         deadline_(deadline),
+        max_bytes_(max_bytes),
         out_(out) {
     parser_.body_limit(max_bytes);
     parser_.header_limit(64 * 1024);
@@ -162,21 +167,53 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
       }
       return;  // the body of a non-200 answer is not read
     }
-    Tcp().expires_at(deadline_);
-    http::async_read(
-        stream_, buffer_, parser_,
-        [self = this->shared_from_this()](beast::error_code e, std::size_t) { self->OnBody(e); });
+    // The body is charged to the byte budget before it is buffered: a declared length at once
+    // (the parser reserves that much memory when the body starts), otherwise as it arrives.
+    if (const auto length = parser_.content_length()) {
+      if (*length > max_bytes_) {
+        Fail(http::error::body_limit, "read");
+        return;
+      }
+      if (!Reserve(*length)) return;
+    }
+    ReadSome();
   }
 
-  void OnBody(beast::error_code ec) {
+  void ReadSome() {
+    Tcp().expires_at(deadline_);
+    http::async_read_some(
+        stream_, buffer_, parser_,
+        [self = this->shared_from_this()](beast::error_code e, std::size_t) { self->OnSome(e); });
+  }
+
+  void OnSome(beast::error_code ec) {
     if (Fail(ec, "read")) return;
+    if (!Reserve(parser_.get().body().size())) return;
+    if (!parser_.is_done()) {
+      ReadSome();
+      return;
+    }
     out_->body = std::move(parser_.get().body());
+  }
+
+  // Grows the reservation to `total` bytes; false (and the hop failed) when the budget refuses.
+  bool Reserve(std::uint64_t total) {
+    Reservation& r = out_->reservation;
+    if (total <= r.bytes()) return true;
+    try {
+      r.Grow(total - r.bytes());
+      return true;
+    } catch (const SourceError& e) {
+      out_->budget_error = e.what();
+      return false;
+    }
   }
 
   tcp::resolver resolver_;
   Stream stream_;
   ParsedUrl url_;
   std::chrono::steady_clock::time_point deadline_;
+  std::uint64_t max_bytes_;
   Hop* out_;
   beast::flat_buffer buffer_;
   http::request<http::empty_body> req_;
@@ -184,9 +221,10 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
 };
 
 Hop RunHop(const ParsedUrl& url, std::chrono::steady_clock::time_point deadline,
-           std::uint64_t max_bytes, const std::atomic<bool>& cancelled) {
+           std::uint64_t max_bytes, ByteBudget& budget, const std::atomic<bool>& cancelled) {
   net::io_context ioc;
   Hop hop;
+  hop.reservation = Reservation(&budget);
   std::optional<net::ssl::context> tls;
   if (url.scheme == "https") {
     tls.emplace(net::ssl::context::tls_client);
@@ -326,7 +364,10 @@ LoadedModel FetchUrl(const std::string& url_text, const UrlPolicy& policy, ByteB
       throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
                         "URL host " + url.HostHeader() + " is not in the server's allowlist");
     }
-    Hop hop = RunHop(url, deadline, policy.max_bytes, cancelled);
+    Hop hop = RunHop(url, deadline, policy.max_bytes, budget, cancelled);
+    if (!hop.budget_error.empty()) {
+      throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED, hop.budget_error);
+    }
     if (hop.ec) {
       if (hop.ec == http::error::body_limit) {
         throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -341,8 +382,9 @@ LoadedModel FetchUrl(const std::string& url_text, const UrlPolicy& policy, ByteB
           std::string("fetching ") + url.Redacted() + ": " + hop.stage + ": " + hop.ec.message());
     }
     if (hop.status == 200) {
-      Reservation reservation(&budget);
-      reservation.Grow(hop.body.size());
+      Reservation reservation = std::move(hop.reservation);
+      if (hop.body.size() > reservation.bytes())
+        reservation.Grow(hop.body.size() - reservation.bytes());
       LoadedModel out;
       out.sha256 = service::Sha256Hex(hop.body);
       out.bytes = AccountedBytes(std::move(hop.body), std::move(reservation));

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target (clang-14, ASan + UBSan + libFuzzer) in build/fuzz and runs it.
+# Builds a libFuzzer target (clang-14, ASan + UBSan + libFuzzer) in build/fuzz and runs it.
 #
-#   tests/fuzz/run.sh [SECONDS]      default 600; one process, one core
+#   tests/fuzz/run.sh [SECONDS] [TARGET]   default 600 s, TARGET check; one process, one core
+#
+# TARGET check: fuzz_check (model bytes -> load + check). TARGET upload: fuzz_upload (a sequence
+# of Upload messages -> the server's upload state machine, see upload_fuzz_input.h); its seeds are
+# the same models encoded as uploads (build/fuzz/upload-seeds), its working corpus
+# build/fuzz/upload-corpus, its findings go to build/fuzz/upload-artifacts/ and are kept in
+# tests/fuzz/upload_regressions/ (run by tests/server/upload_fuzz_regressions_test.cc).
 #
 # Seed corpus (rebuilt each run in build/fuzz/seeds): the example models, the models written by
 # the test builder (fuzz_seeds) and every Nth model of the ONNX backend test data
@@ -15,6 +21,14 @@
 set -euo pipefail
 
 SECONDS_TO_RUN="${1:-600}"
+TARGET="${2:-check}"
+case "$TARGET" in
+  check | upload) ;;
+  *)
+    echo "run.sh: unknown target '$TARGET' (check or upload)" >&2
+    exit 2
+    ;;
+esac
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 BUILD="$ROOT/build/fuzz"
 DEPS="${AXQC_DEPS_DIR:-/opt/axqc-deps}"
@@ -27,15 +41,20 @@ if ! command -v "$CXX_BIN" >/dev/null; then
   exit 2
 fi
 
-if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+if [ ! -f "$BUILD/CMakeCache.txt" ] || ! grep -q '^AXQC_BUILD_SERVER:BOOL=ON' "$BUILD/CMakeCache.txt"; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_COMPILER="$CXX_BIN" \
     -DCMAKE_PREFIX_PATH="$DEPS/onnx-1.17.0" \
     -DAXQC_FUZZ=ON -DAXQC_SANITIZE=ON \
-    -DAXQC_BUILD_TESTS=OFF -DAXQC_BUILD_SERVER=OFF
+    -DAXQC_BUILD_TESTS=OFF -DAXQC_BUILD_SERVER=ON -DAXQC_BUILD_BENCH=OFF
 fi
-cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_check fuzz_seeds axqc-gen-examples
+if [ "$TARGET" = check ]; then
+  cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_check fuzz_seeds axqc-gen-examples
+else
+  cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_upload upload_seeds fuzz_seeds \
+    axqc-gen-examples
+fi
 
 # ---- seed corpus
 SEEDS="$BUILD/seeds"
@@ -60,10 +79,22 @@ else
 fi
 echo "run.sh: $(find "$SEEDS" -type f | wc -l) seed files, $(find "$BUILD/corpus" -type f | wc -l) in the corpus"
 
-# ---- fuzz (single process: one core)
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0:detect_stack_use_after_return=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 cd "$BUILD"
+
+# ---- fuzz (single process: one core)
+if [ "$TARGET" = upload ]; then
+  USEEDS="$BUILD/upload-seeds"
+  rm -rf "$USEEDS"
+  mkdir -p "$BUILD/upload-corpus" "$BUILD/upload-artifacts"
+  # Models small enough for the fuzzed limits (upload_seeds skips the others).
+  ASAN_OPTIONS="detect_leaks=0" "$BUILD/tests/fuzz/upload_seeds" "$USEEDS" "$SEEDS"/*
+  # shellcheck disable=SC2086
+  exec "$BUILD/tests/fuzz/fuzz_upload" "$BUILD/upload-corpus" "$USEEDS" \
+    -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -max_len=40000 -timeout=10 \
+    -artifact_prefix="$BUILD/upload-artifacts/" -print_final_stats=1 ${AXQC_FUZZ_ARGS:-}
+fi
 # shellcheck disable=SC2086
 exec "$BUILD/tests/fuzz/fuzz_check" "$BUILD/corpus" "$SEEDS" \
   -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -max_len=200000 -timeout=10 \

@@ -1,11 +1,14 @@
 // Runs the real axqc-server binary: configuration from flags, environment and a config file, a
 // check over gRPC, /metrics over HTTP, JSON-lines logs on stderr, SIGTERM -> graceful exit 0,
-// startup failures. (Replicas on a real PostgreSQL: tests/server/pg/replicas_test.sh.)
+// startup failures; SIGKILL while results are being written, then a restart on the same store.
+// (Replicas on a real PostgreSQL: tests/server/pg/replicas_test.sh.)
 #include <signal.h>
 #include <spawn.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "server_test_util.h"
 #include "sha256.h"
@@ -171,6 +174,148 @@ TEST(ServerBinary, UnreachablePostgresStoreIsAStartupFailureWithoutThePassword) 
             std::string::npos)
       << log;
   EXPECT_EQ(log.find("s3cret"), std::string::npos) << log;
+}
+
+// Every statement's first column of every row, as text.
+std::vector<std::string> SqliteQuery(const fs::path& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::vector<std::string> out;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+    ADD_FAILURE() << "cannot open " << db_path << ": " << sqlite3_errmsg(db);
+    sqlite3_close(db);
+    return out;
+  }
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+    ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db);
+  } else {
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+      const auto* text = sqlite3_column_text(stmt, 0);
+      out.emplace_back(text == nullptr ? "" : reinterpret_cast<const char*>(text));
+    }
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return out;
+}
+
+int StartAndWaitForPort(std::unique_ptr<ServerProcess>& proc, const TempDir& dir,
+                        const fs::path& store) {
+  const fs::path ready = dir / "ready.json";
+  const fs::path err = dir / "stderr.log";
+  fs::remove(ready);
+  proc = std::make_unique<ServerProcess>(
+      std::vector<std::string>{"--listen", "127.0.0.1:0", "--metrics-listen", "", "--ready-file",
+                               ready.string(), "--store-path", store.string(), "--workers", "2",
+                               "--queue-capacity", "64", "--log-level", "warn"},
+      std::vector<std::string>{}, err);
+  if (!WaitFor([&] { return fs::exists(ready); }, std::chrono::seconds(30))) {
+    ADD_FAILURE() << "server did not start: " << ReadFile(err);
+    return 0;
+  }
+  return nlohmann::json::parse(ReadFile(ready)).at("grpc_port");
+}
+
+// Many concurrent checks of distinct models; SIGKILL while reports and history rows are being
+// written. Every report a client received must be in the store after the restart (results are
+// committed before the reply is sent), and the database must be intact.
+TEST(ServerBinary, SigkillWhileWritingResultsLosesNoAcknowledgedReport) {
+  TempDir dir;
+  const fs::path store = dir / "store.sqlite3";
+  std::unique_ptr<ServerProcess> proc;
+  const int port = StartAndWaitForPort(proc, dir, store);
+  ASSERT_GT(port, 0);
+
+  constexpr int kModels = 1000;
+  constexpr int kClients = 8;
+  std::vector<std::string> models;
+  for (int i = 0; i < kModels; ++i) {
+    models.push_back(i % 3 == 0 ? NonConformantModel("kill" + std::to_string(i))
+                                : ConformantModel("kill" + std::to_string(i)));
+  }
+  std::mutex mu;
+  std::map<std::string, v1::Verdict> acknowledged;  // sha256 -> verdict the client received
+  std::atomic<int> next{0};
+  std::atomic<int> failures_after_kill{0};
+  std::atomic<bool> killed{false};
+  auto channel =
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+  auto stub = v1::Checker::NewStub(channel);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&] {
+      for (int i = next.fetch_add(1); i < kModels; i = next.fetch_add(1)) {
+        v1::CheckResponse resp;
+        const grpc::Status s =
+            CheckInline(*stub, models[i], &resp, {}, false, std::chrono::milliseconds(60000));
+        if (s.ok()) {
+          std::lock_guard<std::mutex> lock(mu);
+          acknowledged[resp.sha256()] = resp.verdict();
+        } else if (killed.load()) {
+          failures_after_kill.fetch_add(1);
+          return;
+        } else {
+          ADD_FAILURE() << "before the kill: " << s.error_message();
+        }
+      }
+    });
+  }
+  // Kill once a good number of results is written and more are in flight.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return acknowledged.size() >= 300;
+      },
+      std::chrono::seconds(120)));
+  killed.store(true);
+  EXPECT_EQ(proc->Stop(SIGKILL, std::chrono::seconds(20)), 128 + SIGKILL);
+  for (auto& t : clients) t.join();
+  stub.reset();
+  channel.reset();
+  std::map<std::string, v1::Verdict> acked;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    acked = acknowledged;
+  }
+  ASSERT_GE(acked.size(), 300u);
+  EXPECT_LT(acked.size(), static_cast<std::size_t>(kModels));  // killed mid-run
+  EXPECT_GE(failures_after_kill.load(), 1);
+
+  // The database opens and is intact (SQLite replays the WAL), and holds every acknowledged
+  // report and its history row.
+  EXPECT_EQ(SqliteQuery(store, "PRAGMA integrity_check"), std::vector<std::string>{"ok"});
+  EXPECT_EQ(SqliteQuery(store, "PRAGMA foreign_key_check"), std::vector<std::string>{});
+  const auto stored = SqliteQuery(store, "SELECT sha256 FROM reports");
+  const std::set<std::string> stored_set(stored.begin(), stored.end());
+  const auto history = SqliteQuery(store, "SELECT sha256 FROM history");
+  const std::set<std::string> history_set(history.begin(), history.end());
+  for (const auto& [sha, verdict] : acked) {
+    EXPECT_EQ(stored_set.count(sha), 1u) << sha;
+    EXPECT_EQ(history_set.count(sha), 1u) << sha;
+  }
+
+  // Restart on the same store: every acknowledged report is served from it.
+  const int port2 = StartAndWaitForPort(proc, dir, store);
+  ASSERT_GT(port2, 0);
+  channel =
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port2), grpc::InsecureChannelCredentials());
+  stub = v1::Checker::NewStub(channel);
+  for (const auto& [sha, verdict] : acked) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::GetReportRequest req;
+    req.set_sha256(sha);
+    v1::CheckResponse resp;
+    const grpc::Status s = stub->GetReport(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << sha << ": " << s.error_message();
+    EXPECT_EQ(resp.verdict(), verdict);
+    EXPECT_EQ(resp.cache(), v1::CACHE_RESULT_STORE_HIT);
+    EXPECT_EQ(resp.report().model().sha256(), sha);
+  }
+  stub.reset();
+  channel.reset();
+  EXPECT_EQ(proc->Stop(SIGTERM, std::chrono::seconds(30)), 0);
+  EXPECT_EQ(SqliteQuery(store, "PRAGMA integrity_check"), std::vector<std::string>{"ok"});
 }
 
 }  // namespace

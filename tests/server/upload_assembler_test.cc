@@ -1,0 +1,254 @@
+// UploadAssembler (the Upload stream's state machine) without gRPC, and the upload fuzz target's
+// regression inputs: every file in tests/fuzz/upload_regressions/ is decoded and replayed with the
+// invariants of the fuzz target (upload_fuzz_input.h).
+#include "upload_assembler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "model_source.h"
+#include "sha256.h"
+#include "upload_fuzz_input.h"
+
+namespace axqc::test {
+namespace {
+
+namespace fs = std::filesystem;
+using grpc::StatusCode;
+using server::ByteBudget;
+using server::LoadedModel;
+using server::UploadAssembler;
+
+v1::UploadRequest Meta(std::uint64_t size = 0, const std::string& sha = "") {
+  v1::UploadRequest r;
+  r.mutable_metadata()->set_file_name("m.onnx");
+  r.mutable_metadata()->set_size_bytes(size);
+  r.mutable_metadata()->set_sha256(sha);
+  return r;
+}
+
+v1::UploadRequest Chunk(const std::string& bytes) {
+  v1::UploadRequest r;
+  r.set_chunk(bytes);
+  return r;
+}
+
+struct Budgets {
+  ByteBudget model{1000, static_cast<prometheus::Gauge*>(nullptr)};
+  ByteBudget upload{600, static_cast<prometheus::Gauge*>(nullptr), "upload budget exhausted"};
+};
+
+TEST(UploadAssembler, AssemblesChunksAndKeepsTheModelBytesCharged) {
+  Budgets b;
+  const std::string model(300, 'm');
+  LoadedModel out;
+  {
+    UploadAssembler a(500, &b.model, &b.upload);
+    ASSERT_TRUE(a.Add(Meta(300, service::Sha256Hex(model))).ok());
+    // The declared size is reserved up front.
+    EXPECT_EQ(b.upload.used(), 300u);
+    EXPECT_EQ(b.model.used(), 300u);
+    ASSERT_TRUE(a.Add(Chunk(model.substr(0, 1))).ok());
+    ASSERT_TRUE(a.Add(Chunk(model.substr(1, 200))).ok());
+    ASSERT_TRUE(a.Add(Chunk("")).ok());
+    ASSERT_TRUE(a.Add(Chunk(model.substr(201))).ok());
+    EXPECT_EQ(a.received(), 300u);
+    ASSERT_TRUE(a.Finish(&out).ok());
+    EXPECT_EQ(b.upload.used(), 0u);
+  }
+  ASSERT_NE(out.bytes, nullptr);
+  EXPECT_EQ(*out.bytes, model);
+  EXPECT_EQ(out.sha256, service::Sha256Hex(model));
+  EXPECT_EQ(b.model.used(), 300u);
+  out.bytes.reset();
+  EXPECT_EQ(b.model.used(), 0u);
+}
+
+TEST(UploadAssembler, UndeclaredSizeGrowsWithTheChunks) {
+  Budgets b;
+  UploadAssembler a(500, &b.model, &b.upload);
+  ASSERT_TRUE(a.Add(Meta()).ok());
+  EXPECT_EQ(b.upload.used(), 0u);
+  ASSERT_TRUE(a.Add(Chunk(std::string(120, 'x'))).ok());
+  EXPECT_EQ(b.upload.used(), 120u);
+  EXPECT_EQ(b.model.used(), 120u);
+}
+
+TEST(UploadAssembler, OrderAndFieldErrors) {
+  Budgets b;
+  {
+    UploadAssembler a(500, &b.model, &b.upload);
+    const grpc::Status s = a.Add(Chunk("x"));
+    EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(s.error_message(), "the first Upload message must carry metadata");
+    EXPECT_EQ(a.Add(Meta()).error_code(), StatusCode::INVALID_ARGUMENT);  // already ended
+  }
+  {
+    UploadAssembler a(500, &b.model, &b.upload);
+    ASSERT_TRUE(a.Add(Meta(10)).ok());
+    EXPECT_EQ(a.Add(Meta(10)).error_message(), "only the first Upload message may carry metadata");
+    EXPECT_EQ(b.model.used(), 0u);
+    EXPECT_EQ(b.upload.used(), 0u);
+  }
+  {
+    UploadAssembler a(500, &b.model, &b.upload);
+    ASSERT_TRUE(a.Add(Meta()).ok());
+    EXPECT_EQ(a.Add(v1::UploadRequest()).error_message(),
+              "every Upload message after the first must carry a chunk");
+  }
+  {
+    UploadAssembler a(500, &b.model, &b.upload);
+    EXPECT_EQ(a.Add(Meta(0, "ABC")).error_code(), StatusCode::INVALID_ARGUMENT);
+  }
+  {
+    UploadAssembler a(500, &b.model, &b.upload);
+    v1::UploadRequest m = Meta();
+    (*m.mutable_metadata()->mutable_labels())["bad key"] = "v";
+    EXPECT_EQ(a.Add(m).error_code(), StatusCode::INVALID_ARGUMENT);
+  }
+  {
+    UploadAssembler a(500, &b.model, &b.upload);
+    LoadedModel out;
+    EXPECT_EQ(a.Finish(&out).error_message(),
+              "empty Upload stream: metadata and model bytes expected");
+  }
+  {  // More than declared, fewer than declared, wrong sha256.
+    UploadAssembler a(500, &b.model, &b.upload);
+    ASSERT_TRUE(a.Add(Meta(3)).ok());
+    EXPECT_EQ(a.Add(Chunk("abcd")).error_code(), StatusCode::INVALID_ARGUMENT);
+  }
+  {
+    UploadAssembler a(500, &b.model, &b.upload);
+    ASSERT_TRUE(a.Add(Meta(3)).ok());
+    ASSERT_TRUE(a.Add(Chunk("ab")).ok());
+    LoadedModel out;
+    EXPECT_EQ(a.Finish(&out).error_message(), "received 2 bytes, declared size_bytes 3");
+    EXPECT_EQ(out.bytes, nullptr);
+  }
+  {
+    UploadAssembler a(500, &b.model, &b.upload);
+    ASSERT_TRUE(a.Add(Meta(0, service::Sha256Hex("abd"))).ok());
+    ASSERT_TRUE(a.Add(Chunk("abc")).ok());
+    LoadedModel out;
+    const grpc::Status s = a.Finish(&out);
+    EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("sha256 mismatch"), std::string::npos);
+  }
+  EXPECT_EQ(b.model.used(), 0u);
+  EXPECT_EQ(b.upload.used(), 0u);
+}
+
+TEST(UploadAssembler, LimitsAreResourceExhausted) {
+  Budgets b;
+  {  // Declared size over the model limit: refused before any byte.
+    UploadAssembler a(500, &b.model, &b.upload);
+    const grpc::Status s = a.Add(Meta(501));
+    EXPECT_EQ(s.error_code(), StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_EQ(s.error_message(), "model is 501 bytes or more, over the limit of 500");
+  }
+  {  // Undeclared, the bytes go over the model limit.
+    UploadAssembler a(500, &b.model, &b.upload);
+    ASSERT_TRUE(a.Add(Meta()).ok());
+    ASSERT_TRUE(a.Add(Chunk(std::string(400, 'x'))).ok());
+    EXPECT_EQ(a.Add(Chunk(std::string(101, 'x'))).error_code(), StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_EQ(b.upload.used(), 0u);
+  }
+  {  // Two uploads together over the upload budget (600): the second is refused at its metadata.
+    UploadAssembler a1(500, &b.model, &b.upload);
+    UploadAssembler a2(500, &b.model, &b.upload);
+    ASSERT_TRUE(a1.Add(Meta(400)).ok());
+    const grpc::Status s = a2.Add(Meta(400));
+    EXPECT_EQ(s.error_code(), StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_EQ(s.error_message(), "upload budget exhausted");
+    EXPECT_EQ(b.upload.used(), 400u);
+    ASSERT_TRUE(a2.Add(Meta(200)).error_code() == StatusCode::INVALID_ARGUMENT);  // ended
+  }
+  EXPECT_EQ(b.upload.used(), 0u);  // the destructor released a1's reservation
+  EXPECT_EQ(b.model.used(), 0u);
+}
+
+TEST(UploadAssembler, AbortReleasesEverything) {
+  Budgets b;
+  UploadAssembler a(500, &b.model, &b.upload);
+  ASSERT_TRUE(a.Add(Meta()).ok());
+  ASSERT_TRUE(a.Add(Chunk(std::string(250, 'x'))).ok());
+  a.Abort();
+  EXPECT_EQ(a.received(), 0u);
+  EXPECT_EQ(b.model.used(), 0u);
+  EXPECT_EQ(b.upload.used(), 0u);
+  a.Abort();
+}
+
+// ------------------------------------------------------------------------------------------------
+// The fuzz target's driver and its regression inputs.
+
+TEST(UploadFuzzInput, EncodedUploadsAreAccepted) {
+  const std::string model = "not checked here, any bytes do " + std::string(5000, '\x01');
+  for (std::size_t chunk : {std::size_t{1}, std::size_t{7}, std::size_t{4096}, model.size()}) {
+    for (bool size : {false, true}) {
+      for (bool sha : {false, true}) {
+        const std::string in = fuzz::EncodeUpload(model, chunk, size, sha, "m.onnx");
+        const auto* data = reinterpret_cast<const std::uint8_t*>(in.data());
+        const auto msgs = fuzz::DecodeUploadInput(data, in.size());
+        ASSERT_EQ(msgs.size(), 1 + (model.size() + chunk - 1) / chunk);
+        EXPECT_EQ(msgs[0].metadata().size_bytes(), size ? model.size() : 0u);
+        EXPECT_EQ(msgs[0].metadata().sha256(), sha ? service::Sha256Hex(model) : "");
+        EXPECT_EQ(fuzz::RunUploadInput(data, in.size()), "");
+        // And the assembler accepts it.
+        ByteBudget mb(fuzz::kFuzzModelBudget, static_cast<prometheus::Gauge*>(nullptr));
+        UploadAssembler a(fuzz::kFuzzMaxModelBytes, &mb, nullptr);
+        for (const auto& m : msgs) ASSERT_TRUE(a.Add(m).ok());
+        LoadedModel out;
+        ASSERT_TRUE(a.Finish(&out).ok());
+        EXPECT_EQ(*out.bytes, model);
+      }
+    }
+  }
+}
+
+fs::path RegressionDir() {
+  return fs::path(AXQC_SOURCE_DIR) / "tests" / "fuzz" / "upload_regressions";
+}
+
+std::vector<std::string> RegressionFiles() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(RegressionDir(), ec)) {
+    if (e.is_regular_file()) names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(UploadFuzzRegression, DirectoryIsNotEmpty) { EXPECT_FALSE(RegressionFiles().empty()); }
+
+class UploadFuzzRegression : public testing::TestWithParam<std::string> {};
+
+TEST_P(UploadFuzzRegression, InvariantsHold) {
+  std::ifstream in(RegressionDir() / GetParam(), std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  EXPECT_EQ(fuzz::RunUploadInput(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()),
+            "")
+      << GetParam();
+}
+
+std::string TestName(const testing::TestParamInfo<std::string>& info) {
+  std::string s = info.param;
+  for (char& c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Inputs, UploadFuzzRegression, testing::ValuesIn(RegressionFiles()),
+                         TestName);
+
+}  // namespace
+}  // namespace axqc::test
