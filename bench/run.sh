@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# bench/run.sh [WORK_DIR]: the checker benchmark in one command (docs/performance.md).
+# bench/run.sh [WORK_DIR]: the checker and service benchmarks in one command (docs/performance.md).
 #
 # Builds axqc, axqc-bench-gen and axqc-bench-check (release preset), generates the synthetic
 # models into WORK_DIR (default: a new directory under ${TMPDIR:-/tmp}; models already there are
 # reused, nothing is written into the source tree), checks that every model gets its expected
 # verdict with `axqc check`, then runs axqc-bench-check (each model in a fresh process, min/median
 # of N runs, wall and thread-CPU clocks, peak RSS), prints the tables and writes
-# bench/results/<date>-<host>.json.
+# bench/results/<date>-<host>.json; then runs axqc-bench-service against axqc-server processes it
+# starts itself (GetReport/Upload latency with 1, 8 and 32 clients, upload throughput against a
+# raw loopback copy, an overload burst) and writes bench/results/<date>-<host>-service.json.
 #
 # Environment: AXQC_BENCH_REPEAT (runs per model, default 5), AXQC_BENCH_SCALES (node counts,
-# default "1000 10000 100000"), AXQC_BENCH_JOBS (build jobs, default 2).
+# default "1000 10000 100000"), AXQC_BENCH_JOBS (build jobs, default 2), AXQC_BENCH_SECONDS
+# (duration of each service scenario, default 3), AXQC_BENCH_SERVICE=0 (skip the service part).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +25,9 @@ mkdir -p "$work" "$root/bench/results"
 if [[ ! -f $build/CMakeCache.txt ]]; then
   (cd "$root" && cmake --preset release ${AXQC_ONNX_PREFIX:+-DCMAKE_PREFIX_PATH=$AXQC_ONNX_PREFIX})
 fi
-cmake --build "$build" -j"${AXQC_BENCH_JOBS:-2}" --target axqc axqc-bench-gen axqc-bench-check
+targets=(axqc axqc-bench-gen axqc-bench-check)
+if [[ ${AXQC_BENCH_SERVICE:-1} != 0 ]]; then targets+=(axqc-server axqc-bench-service); fi
+cmake --build "$build" -j"${AXQC_BENCH_JOBS:-2}" --target "${targets[@]}"
 
 gen=$build/bench/axqc-bench-gen
 axqc=$build/client/axqc
@@ -48,6 +53,9 @@ add "violations-$(label "$largest")" 1 --nodes "$largest" --violations
 # External data: the same 10k-node graph with 16x more weight bytes (width 128 vs 32).
 add ext-small-10k 0 --nodes 10000 --width 32 --external ext-small-10k.onnx.data
 add ext-large-10k 0 --nodes 10000 --width 128 --external ext-large-10k.onnx.data
+# Weight-dominated models, like real CNNs and transformers (memory target: RSS vs file size).
+add cnn-w256-1k 0 --nodes 1000 --kind cnn --width 256
+add transformer-w512-2k 0 --nodes 2000 --kind transformer --width 512
 
 for i in "${!models[@]}"; do
   code=0
@@ -67,3 +75,12 @@ out=$root/bench/results/$(date +%F)-$(hostname -s).json
 "$build/bench/axqc-bench-check" --repeat "$repeat" --machine "$machine" --json "$out" "${models[@]}"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "results: $out  (models in $work)"
+
+if [[ ${AXQC_BENCH_SERVICE:-1} != 0 ]]; then
+  service_out=${out%.json}-service.json
+  [[ -f $work/mixed-1k.onnx ]] || "$gen" --nodes 1000 -o "$work/mixed-1k.onnx"
+  "$build/bench/axqc-bench-service" --server-bin "$build/server/axqc-server" \
+    --small "$work/mixed-1k.onnx" --large "$work/cnn-w256-1k.onnx" \
+    --seconds "${AXQC_BENCH_SECONDS:-3}" --machine "$machine" --json "$service_out"
+  echo "service results: $service_out"
+fi

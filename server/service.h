@@ -19,6 +19,7 @@
 #include "lru_cache.h"
 #include "metrics.h"
 #include "model_source.h"
+#include "status_name.h"
 #include "store.h"
 
 namespace axqc::server {
@@ -86,7 +87,6 @@ class CheckerService final : public v1::Checker::CallbackService {
   IdleWatchdog upload_watchdog_;
 };
 
-// Name of a gRPC status code as used in logs and the requests_total metric ("OK", "NOT_FOUND").
-const char* StatusCodeName(grpc::StatusCode code);
+using service::StatusCodeName;  // status_name.h
 
 }  // namespace axqc::server

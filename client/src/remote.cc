@@ -31,6 +31,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "report_proto.h"
 #include "sha256.h"
+#include "status_name.h"
 #endif
 
 namespace axqc::cli {
@@ -98,47 +99,6 @@ using HealthStub = grpc::health::v1::Health;
 constexpr std::size_t kChunkBytes = 1u << 20;             // Upload chunk
 constexpr std::uint64_t kProgressMinBytes = 16ull << 20;  // progress on a TTY from 16 MiB
 constexpr int kMaxReceiveBytes = 1 << 30;                 // big non-conformant reports
-
-std::string StatusCodeName(grpc::StatusCode c) {
-  switch (c) {
-    case grpc::StatusCode::OK:
-      return "OK";
-    case grpc::StatusCode::CANCELLED:
-      return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN:
-      return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS:
-      return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED:
-      return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE:
-      return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL:
-      return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS:
-      return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    default:
-      return "CODE_" + std::to_string(static_cast<int>(c));
-  }
-}
 
 bool ReadWholeFile(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
@@ -226,7 +186,8 @@ class Connection {
 
   // One line for a failed RPC, with hints for the usual causes.
   std::string Describe(const grpc::Status& s, const std::string& request_id = "") const {
-    std::string msg = StatusCodeName(s.error_code()) + ": " + s.error_message();
+    std::string msg =
+        std::string(service::StatusCodeName(s.error_code())) + ": " + s.error_message();
     if (!request_id.empty()) msg += " (request id " + request_id + ")";
     switch (s.error_code()) {
       case grpc::StatusCode::UNAUTHENTICATED:
