@@ -393,17 +393,39 @@ void CheckerService::RecordHistory(const CheckCall& call, const v1::Report* repo
   }
 }
 
-void CheckerService::Respond(const std::shared_ptr<CheckCall>& call,
-                             std::shared_ptr<const v1::Report> report, v1::CacheResult cache) {
-  if (call->cancelled.load() || call->finished()) return;
+// Fills the call's response with `report` and records its verdict in the call's fields; false
+// when encoding failed (the call is then finished with INTERNAL). With `grpc_resp` (GetReport), a
+// protobuf response without a renamed file borrows the cached (immutable) report instead of
+// copying it; the reactor gives it back when gRPC is done with the call.
+bool CheckerService::FillResponse(const std::shared_ptr<CheckCall>& call,
+                                  const std::shared_ptr<const v1::Report>& report,
+                                  v1::CacheResult cache, v1::CheckResponse* grpc_resp) {
   const auto fields = call->Snapshot();
+  const bool borrow = grpc_resp != nullptr && fields.options.format() != v1::REPORT_FORMAT_JSON &&
+                      (fields.name.empty() || fields.name == report->model().file());
   try {
-    BuildResponse(d_, call->request_id, fields.name, fields.options, *report, cache,
-                  &call->response);
+    if (borrow) {
+      auto& r = call->response;
+      r.set_request_id(call->request_id);
+      r.set_sha256(report->model().sha256());
+      r.set_verdict(report->verdict());
+      r.set_cache(cache);
+      r.set_rule_set_version(report->rule_set_version());
+      auto* shared = const_cast<v1::Report*>(report.get());  // read-only from here on
+      r.unsafe_arena_set_allocated_report(shared);
+      call->on_done = [call_raw = call.get(), grpc_resp, shared, keep = report]() {
+        for (auto* m : {grpc_resp, &call_raw->response}) {
+          if (m->has_report() && &m->report() == shared) (void)m->unsafe_arena_release_report();
+        }
+      };
+    } else {
+      BuildResponse(d_, call->request_id, fields.name, fields.options, *report, cache,
+                    &call->response);
+    }
   } catch (const std::exception& e) {
     call->Finish(grpc::Status(grpc::StatusCode::INTERNAL,
                               std::string("cannot encode the report: ") + e.what()));
-    return;
+    return false;
   }
   call->Update([&](CallBase::Fields& f) {
     f.verdict = VerdictLabel(report->verdict());
@@ -411,9 +433,16 @@ void CheckerService::Respond(const std::shared_ptr<CheckCall>& call,
     f.errors = report->summary().errors();
     f.warnings = report->summary().warnings();
   });
+  return true;
+}
+
+void CheckerService::Respond(const std::shared_ptr<CheckCall>& call,
+                             std::shared_ptr<const v1::Report> report, v1::CacheResult cache) {
+  if (call->cancelled.load() || call->finished()) return;
+  if (!FillResponse(call, report, cache, nullptr)) return;
   if (!call->Claim()) return;
   RecordHistory(*call, report.get());
-  d_.metrics->CountCheck(VerdictLabel(report->verdict()), fields.source);
+  d_.metrics->CountCheck(VerdictLabel(report->verdict()), call->Snapshot().source);
   d_.metrics->CountFindings(*report);
   call->Complete(grpc::Status::OK);
 }
@@ -897,48 +926,13 @@ grpc::ServerUnaryReactor* CheckerService::GetReport(grpc::CallbackServerContext*
   return reactor;
 }
 
-// Answers GetReport with a cached report. In protobuf format without a renamed file the response
-// borrows the cached (immutable) message instead of copying it; the reactor gives it back when
-// gRPC is done with the call.
+// Answers GetReport with a cached report.
 void CheckerService::RespondReport(const std::shared_ptr<Call<v1::CheckResponse>>& call,
                                    v1::CheckResponse* grpc_resp,
                                    std::shared_ptr<const v1::Report> report,
                                    v1::CacheResult cache) {
   d_.metrics->CountCacheLookup(CacheLabel(cache));
-  const auto fields = call->Snapshot();
-  const bool borrow = fields.options.format() != v1::REPORT_FORMAT_JSON &&
-                      (fields.name.empty() || fields.name == report->model().file());
-  try {
-    if (borrow) {
-      auto& r = call->response;
-      r.set_request_id(call->request_id);
-      r.set_sha256(report->model().sha256());
-      r.set_verdict(report->verdict());
-      r.set_cache(cache);
-      r.set_rule_set_version(report->rule_set_version());
-      auto* shared = const_cast<v1::Report*>(report.get());  // read-only from here on
-      r.unsafe_arena_set_allocated_report(shared);
-      call->on_done = [call_raw = call.get(), grpc_resp, shared, keep = report]() {
-        for (auto* m : {grpc_resp, &call_raw->response}) {
-          if (m->has_report() && &m->report() == shared) (void)m->unsafe_arena_release_report();
-        }
-      };
-    } else {
-      BuildResponse(d_, call->request_id, fields.name, fields.options, *report, cache,
-                    &call->response);
-    }
-  } catch (const std::exception& e) {
-    call->Finish(grpc::Status(grpc::StatusCode::INTERNAL,
-                              std::string("cannot encode the report: ") + e.what()));
-    return;
-  }
-  call->Update([&](CallBase::Fields& f) {
-    f.verdict = VerdictLabel(report->verdict());
-    f.cache = CacheLabel(cache);
-    f.errors = report->summary().errors();
-    f.warnings = report->summary().warnings();
-  });
-  call->Finish(grpc::Status::OK);
+  if (FillResponse(call, report, cache, grpc_resp)) call->Finish(grpc::Status::OK);
 }
 
 grpc::ServerUnaryReactor* CheckerService::GetStats(grpc::CallbackServerContext* ctx,

@@ -75,6 +75,9 @@ class CheckerService final : public v1::Checker::CallbackService {
   void SubmitCheck(const std::shared_ptr<CheckCall>& call, CheckJob job);
   void Respond(const std::shared_ptr<CheckCall>& call, std::shared_ptr<const v1::Report> report,
                v1::CacheResult cache);
+  bool FillResponse(const std::shared_ptr<CheckCall>& call,
+                    const std::shared_ptr<const v1::Report>& report, v1::CacheResult cache,
+                    v1::CheckResponse* grpc_resp);
   void RespondReport(const std::shared_ptr<CheckCall>& call, v1::CheckResponse* grpc_resp,
                      std::shared_ptr<const v1::Report> report, v1::CacheResult cache);
   void RecordInputError(const std::shared_ptr<CheckCall>& call, const std::string& message);
