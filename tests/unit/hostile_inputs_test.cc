@@ -1,4 +1,4 @@
-// Hostile inputs (issue 11): each one gives a clear input error or finding, terminates, and
+// Hostile inputs: each one gives a clear input error or finding, terminates, and
 // neither crashes nor overflows the stack. Graph-shape attacks (cycles, duplicate and empty names,
 // dangling inputs, huge fan-in/fan-out, a million nodes, deep subgraph nesting), tensor-storage
 // attacks (overflowing and negative dims, raw_data sizes that disagree with dims and type),
