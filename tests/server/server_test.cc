@@ -511,6 +511,51 @@ TEST_F(ServerTest, RestartOnTheSameStoreIsStillAHit) {
   EXPECT_EQ(stats.total().non_conformant(), 3u);
 }
 
+// Protobuf GetReport answers borrow the cached report instead of copying it: concurrent hits
+// all get the full report, a renamed answer is a copy, and the cached report is never changed.
+TEST_F(ServerTest, GetReportHitsShareTheCachedReportWithoutChangingIt) {
+  TestServer ts(dir_);
+  const std::string model = NonConformantModel("borrow");
+  v1::CheckResponse checked;
+  ASSERT_TRUE(CheckInline(ts.stub(), model, &checked).ok());
+  ASSERT_TRUE(checked.has_report());
+  const std::string original = checked.report().SerializeAsString();
+  const std::string file = checked.report().model().file();
+  auto get = [&](const std::string& name, v1::CheckResponse* resp) {
+    grpc::ClientContext ctx;
+    v1::GetReportRequest req;
+    req.set_sha256(checked.sha256());
+    req.set_name(name);
+    return ts.stub().GetReport(&ctx, req, resp);
+  };
+  std::vector<std::thread> threads;
+  std::atomic<int> same{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 25; ++i) {
+        v1::CheckResponse resp;
+        if (get("", &resp).ok() && resp.cache() == v1::CACHE_RESULT_MEMORY_HIT &&
+            resp.report().SerializeAsString() == original) {
+          ++same;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(same.load(), 200);
+  v1::CheckResponse renamed;
+  ASSERT_TRUE(get("renamed.onnx", &renamed).ok());
+  EXPECT_EQ(renamed.report().model().file(), "renamed.onnx");
+  EXPECT_GT(renamed.report().summary().errors(), 0u);
+  v1::CheckResponse again;
+  ASSERT_TRUE(get(file, &again).ok());  // the name it was checked under: no copy needed
+  EXPECT_EQ(again.report().SerializeAsString(), original);
+  v1::CheckResponse plain;
+  ASSERT_TRUE(get("", &plain).ok());
+  EXPECT_EQ(plain.report().model().file(), file);
+  EXPECT_EQ(plain.report().SerializeAsString(), original);
+}
+
 TEST_F(ServerTest, GetReportByHash) {
   TestServer ts(dir_);
   const std::string model = ConformantModel();
