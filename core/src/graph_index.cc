@@ -346,19 +346,43 @@ std::span<const int> GraphIndex::OutputIds(int node) const {
 }
 
 std::span<const Use> GraphIndex::ConsumersOf(int id) const {
+  if (id < 0) return {};
   const Tensor& e = tensors_[static_cast<std::size_t>(id)];
   return {uses_.data() + e.uses_begin, uses_.data() + e.uses_end};
 }
 
 const TensorType* GraphIndex::TypeOf(int id) const {
+  if (id < 0) return nullptr;
   return tensors_[static_cast<std::size_t>(id)].typed ? &types_[static_cast<std::size_t>(id)]
                                                       : nullptr;
 }
 
-int GraphIndex::Producer(std::string_view t) const {
-  const int id = TensorId(t);
-  return id < 0 ? -1 : ProducerOf(id);
+int GraphIndex::ElemTypeOf(int id) const {
+  const auto* tt = TypeOf(id);
+  return tt ? tt->elem_type : 0;
 }
+
+std::optional<std::vector<std::int64_t>> GraphIndex::DimsOf(int id) const {
+  const auto* tt = TypeOf(id);
+  if (tt == nullptr || !tt->has_shape) return std::nullopt;
+  return tt->dims;
+}
+
+int GraphIndex::InputId(int node, int slot) const {
+  const auto ids = InputIds(node);
+  return slot >= 0 && static_cast<std::size_t>(slot) < ids.size()
+             ? ids[static_cast<std::size_t>(slot)]
+             : -1;
+}
+
+int GraphIndex::OutputId(int node, int slot) const {
+  const auto ids = OutputIds(node);
+  return slot >= 0 && static_cast<std::size_t>(slot) < ids.size()
+             ? ids[static_cast<std::size_t>(slot)]
+             : -1;
+}
+
+int GraphIndex::Producer(std::string_view t) const { return ProducerOf(TensorId(t)); }
 
 std::span<const Use> GraphIndex::Consumers(std::string_view t) const {
   const int id = TensorId(t);

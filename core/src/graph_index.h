@@ -92,13 +92,26 @@ class GraphIndex {
   std::span<const int> InputIds(int node) const;
   std::span<const int> OutputIds(int node) const;
 
-  // By id (id >= 0).
-  int ProducerOf(int id) const { return tensors_[static_cast<std::size_t>(id)].producer; }
+  // By id; -1 (an omitted name) has no producer, consumers, initializer or type.
+  int ProducerOf(int id) const {
+    return id < 0 ? -1 : tensors_[static_cast<std::size_t>(id)].producer;
+  }
   std::span<const Use> ConsumersOf(int id) const;
   const onnx::TensorProto* InitializerOf(int id) const {
-    return tensors_[static_cast<std::size_t>(id)].init;
+    return id < 0 ? nullptr : tensors_[static_cast<std::size_t>(id)].init;
   }
   const TensorType* TypeOf(int id) const;
+  int ElemTypeOf(int id) const;
+  std::optional<std::vector<std::int64_t>> DimsOf(int id) const;
+  bool IsGraphInputId(int id) const {
+    return id >= 0 && tensors_[static_cast<std::size_t>(id)].input;
+  }
+  bool IsGraphOutputId(int id) const {
+    return id >= 0 && tensors_[static_cast<std::size_t>(id)].output;
+  }
+  // The id of a node's input/output slot, -1 when out of range or omitted.
+  int InputId(int node, int slot) const;
+  int OutputId(int node, int slot) const;
 
   // By name. -1 when the tensor has no producer node.
   int Producer(std::string_view tensor) const;

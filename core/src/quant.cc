@@ -44,10 +44,14 @@ std::string QTypeSet::ToString() const {
 
 std::string_view GranularityName(Granularity g) {
   switch (g) {
-    case Granularity::kPerTensor: return "per-tensor";
-    case Granularity::kPerChannel: return "per-channel";
-    case Granularity::kInvalid: return "invalid granularity";
-    case Granularity::kUnknown: return "unknown granularity";
+    case Granularity::kPerTensor:
+      return "per-tensor";
+    case Granularity::kPerChannel:
+      return "per-channel";
+    case Granularity::kInvalid:
+      return "invalid granularity";
+    case Granularity::kUnknown:
+      return "unknown granularity";
   }
   return "?";
 }
@@ -76,7 +80,8 @@ std::optional<std::vector<std::int64_t>> ReadIntChain(const GraphIndex& g, std::
     return ReadIntChain(g, n.input(0), depth + 1);
   }
   if (n.op_type() == "Constant") {
-    if (const auto* a = FindAttr(n, "value"); a && a->has_t()) return ReadInts(a->t(), g.external());
+    if (const auto* a = FindAttr(n, "value"); a && a->has_t())
+      return ReadInts(a->t(), g.external());
     if (const auto* a = FindAttr(n, "value_int")) return std::vector<std::int64_t>{a->i()};
   }
   return std::nullopt;
@@ -102,10 +107,14 @@ QuantParams Read(const GraphIndex& g, int idx, bool is_q) {
   if (n.input_size() > 1) p.scale = n.input(1);
   if (n.input_size() > 2) p.zp = n.input(2);
   if (n.output_size() > 0) p.y = n.output(0);
-  p.scale_dtype = g.ElemType(p.scale);
-  p.zp_dtype = p.zp.empty() ? 0 : g.ElemType(p.zp);
-  p.scale_dims = g.Dims(p.scale);
-  if (!p.zp.empty()) p.zp_dims = g.Dims(p.zp);
+  p.x_id = g.InputId(idx, 0);
+  p.scale_id = g.InputId(idx, 1);
+  p.zp_id = g.InputId(idx, 2);
+  p.y_id = g.OutputId(idx, 0);
+  p.scale_dtype = g.ElemTypeOf(p.scale_id);
+  p.zp_dtype = g.ElemTypeOf(p.zp_id);
+  p.scale_dims = g.DimsOf(p.scale_id);
+  if (p.zp_id >= 0) p.zp_dims = g.DimsOf(p.zp_id);
   if (is_q) {
     if (p.zp_dtype != 0) {
       p.int_type = p.zp_dtype;
@@ -114,16 +123,16 @@ QuantParams Read(const GraphIndex& g, int idx, bool is_q) {
     } else if (p.zp.empty()) {
       p.int_type = TP::UINT8;  // ONNX default when zero_point is omitted
     }
-    if (p.int_type == 0) p.int_type = g.ElemType(p.y);
+    if (p.int_type == 0) p.int_type = g.ElemTypeOf(p.y_id);
   } else {
-    p.int_type = g.ElemType(p.x);
+    p.int_type = g.ElemTypeOf(p.x_id);
     if (p.int_type == 0) p.int_type = p.zp_dtype;
   }
   p.qtype = QTypeFromOnnx(p.int_type);
-  p.scale_is_initializer = g.Initializer(p.scale) != nullptr;
+  p.scale_is_initializer = p.scale_id >= 0 && g.InitializerOf(p.scale_id) != nullptr;
   if (auto bs = AttrInt(n, "block_size"); bs && *bs != 0) p.block_size = true;
   p.axis_attr = AttrInt(n, "axis");
-  auto xdims = g.Dims(p.x);
+  auto xdims = g.DimsOf(p.x_id);
   const std::int64_t axis = p.axis_attr.value_or(1);
   if (xdims) {
     auto rank = static_cast<std::int64_t>(xdims->size());
@@ -206,9 +215,10 @@ DqSource QuantTable::SourceOf(int dq, int* q) const {
   const auto* p = Of(dq);
   if (q) *q = -1;
   if (p == nullptr || p->x.empty()) return DqSource::kMissing;
-  if (g_.Initializer(p->x)) return DqSource::kIntInitializer;
-  if (g_.IsGraphInput(p->x)) return DqSource::kGraphInput;
-  int prod = g_.Producer(p->x);
+  if (p->x_id < 0) return DqSource::kMissing;
+  if (g_.InitializerOf(p->x_id)) return DqSource::kIntInitializer;
+  if (g_.IsGraphInputId(p->x_id)) return DqSource::kGraphInput;
+  int prod = g_.ProducerOf(p->x_id);
   if (prod < 0) return DqSource::kMissing;
   if (IsQ(prod)) {
     if (q) *q = prod;
@@ -220,8 +230,8 @@ DqSource QuantTable::SourceOf(int dq, int* q) const {
 
 int QuantTable::PairedDq(int q) const {
   const auto* p = Of(q);
-  if (p == nullptr || p->y.empty()) return -1;
-  const auto& uses = g_.Consumers(p->y);
+  if (p == nullptr || p->y_id < 0) return -1;
+  const auto uses = g_.ConsumersOf(p->y_id);
   if (uses.size() != 1 || !IsDQ(uses[0].node) || uses[0].slot != 0) return -1;
   return uses[0].node;
 }
@@ -299,7 +309,8 @@ ParamDiff CompareFull(const QuantParams& a, const QuantParams& b) {
 }
 
 std::string Describe(const QuantParams& p) {
-  std::string s = QTypeName(p.qtype, p.int_type) + " " + std::string(GranularityName(p.granularity));
+  std::string s =
+      QTypeName(p.qtype, p.int_type) + " " + std::string(GranularityName(p.granularity));
   if (p.granularity == Granularity::kPerChannel && p.axis_attr) {
     s += " axis=" + std::to_string(*p.axis_attr);
   }

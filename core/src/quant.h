@@ -46,9 +46,10 @@ std::string_view GranularityName(Granularity g);
 struct QuantParams {
   int node = -1;
   bool is_q = false;
-  std::string_view x, scale, zp, y;       // tensor names (zp empty when omitted)
-  int int_type = 0;                       // ONNX integer type (Q: zp/output_dtype; DQ: input)
-  std::optional<QType> qtype;             // nullopt when int_type is not a spec type
+  std::string_view x, scale, zp, y;                     // tensor names (zp empty when omitted)
+  int x_id = -1, scale_id = -1, zp_id = -1, y_id = -1;  // GraphIndex ids (-1: omitted)
+  int int_type = 0;            // ONNX integer type (Q: zp/output_dtype; DQ: input)
+  std::optional<QType> qtype;  // nullopt when int_type is not a spec type
   int scale_dtype = 0, zp_dtype = 0;
   std::optional<std::vector<std::int64_t>> scale_dims, zp_dims;
   bool scale_is_initializer = false;      // direct initializer of this node
@@ -56,10 +57,10 @@ struct QuantParams {
   std::optional<std::int64_t> axis_attr;  // as written
   std::optional<std::int64_t> axis_norm;  // normalised against the data rank
   Granularity granularity = Granularity::kUnknown;
-  std::string granularity_problem;        // why kInvalid
+  std::string granularity_problem;  // why kInvalid
   std::optional<std::vector<double>> scale_values;
   std::optional<std::vector<std::int64_t>> zp_values;  // read through Identity/Cast chains
-  std::int64_t channels() const;          // scale element count (1 for per-tensor)
+  std::int64_t channels() const;                       // scale element count (1 for per-tensor)
 };
 
 // How a DQ's integer input is produced.
@@ -68,7 +69,7 @@ enum class DqSource : std::uint8_t {
   kIntInitializer,  // integer initializer (DQ-only constant)
   kConstantNode,    // integer Constant node (also an onnx/constant-node finding)
   kGraphInput,
-  kRuntime,         // another node's output
+  kRuntime,  // another node's output
   kMissing,
 };
 
@@ -98,7 +99,7 @@ class QuantTable {
 // shapes; with `values`, scale and zp values). Empty when equal. When values are compared but
 // not readable on one side, `unknown` is set and names are compared instead.
 struct ParamDiff {
-  std::string what;        // "" when equal
+  std::string what;  // "" when equal
   bool unknown = false;
 };
 ParamDiff CompareStructure(const QuantParams& a, const QuantParams& b);

@@ -10,7 +10,8 @@ void CheckClosure(Context& c) {
     const int node = u.anchor;
     const auto& n = c.g.node(node);
     for (const auto& in : n.input()) {
-      if (int p = c.g.Producer(in); p >= 0 && c.q.Of(p)) near_uncovered[static_cast<std::size_t>(p)] = true;
+      if (int p = c.g.Producer(in); p >= 0 && c.q.Of(p))
+        near_uncovered[static_cast<std::size_t>(p)] = true;
     }
     for (const auto& o : n.output()) {
       for (const auto& use : c.g.Consumers(o)) {
@@ -18,7 +19,8 @@ void CheckClosure(Context& c) {
       }
     }
     if (u.kind == UnitKind::kUnsupported) {
-      c.out.Emit({.rule = "closure/unsupported-op", .node = node,
+      c.out.Emit({.rule = "closure/unsupported-op",
+                  .node = node,
                   .message = n.op_type() + " '" + c.Name(node) +
                              "' does not conform to the ax quant spec (5.17); decompose it into "
                              "supported operators",
@@ -34,7 +36,8 @@ void CheckClosure(Context& c) {
       why = n.op_type() + " is in no operator list of the ax quant spec" +
             (has_subgraph ? std::string(" (control flow with subgraphs is not covered)") : "");
     }
-    c.out.Emit({.rule = "closure/uncovered-node", .node = node,
+    c.out.Emit({.rule = "closure/uncovered-node",
+                .node = node,
                 .message = n.op_type() + " '" + c.Name(node) + "': " + why,
                 .group_key = (n.domain().empty() ? "" : n.domain() + ".") + n.op_type() +
                              " is covered by no rule",
@@ -45,11 +48,14 @@ void CheckClosure(Context& c) {
   for (int qn : c.q.q_nodes()) {
     int dq = c.q.PairedDq(qn);
     if (dq < 0) continue;
-    bool near = near_uncovered[static_cast<std::size_t>(qn)] || near_uncovered[static_cast<std::size_t>(dq)];
-    near_uncovered[static_cast<std::size_t>(qn)] = near_uncovered[static_cast<std::size_t>(dq)] = near;
+    bool near = near_uncovered[static_cast<std::size_t>(qn)] ||
+                near_uncovered[static_cast<std::size_t>(dq)];
+    near_uncovered[static_cast<std::size_t>(qn)] = near_uncovered[static_cast<std::size_t>(dq)] =
+        near;
   }
   for (int node = 0; node < c.g.node_count(); ++node) {
-    if (near_uncovered[static_cast<std::size_t>(node)]) c.owned_edge[static_cast<std::size_t>(node)] = true;
+    if (near_uncovered[static_cast<std::size_t>(node)])
+      c.owned_edge[static_cast<std::size_t>(node)] = true;
   }
   // A DQ feeding a claimed Q directly (same-parameter chain, 3.5) serves that chain.
   const auto& topo = c.g.topo_order();
@@ -60,7 +66,8 @@ void CheckClosure(Context& c) {
       if (c.q.IsQ(use.node) && c.claimed[static_cast<std::size_t>(use.node)]) {
         c.claimed[static_cast<std::size_t>(dq)] = true;
         int qn = -1;
-        if (c.q.SourceOf(dq, &qn) == DqSource::kPairedQ) c.claimed[static_cast<std::size_t>(qn)] = true;
+        if (c.q.SourceOf(dq, &qn) == DqSource::kPairedQ)
+          c.claimed[static_cast<std::size_t>(qn)] = true;
         break;
       }
     }
@@ -86,15 +93,16 @@ void CheckClosure(Context& c) {
              "data input";
     } else {
       std::string users;
-      for (const auto& use : c.g.Consumers(p->y)) {
+      for (const auto& use : c.g.ConsumersOf(p->y_id)) {
         users += (users.empty() ? "" : ", ") + c.Op(use.node) + " '" + c.Name(use.node) + "'";
       }
       what = "DQ '" + c.Name(node) + "' output '" + std::string(p->y) + "' " +
-             (users.empty() ? std::string("is not consumed by any operator")
-                            : "is consumed only by " + users +
-                                  ", none of which uses it as quantized data");
+             (users.empty()
+                  ? std::string("is not consumed by any operator")
+                  : "is consumed only by " + users + ", none of which uses it as quantized data");
     }
-    c.out.Emit({.rule = "closure/orphan-qdq", .node = node,
+    c.out.Emit({.rule = "closure/orphan-qdq",
+                .node = node,
                 .message = what + "; the Q/DQ has no purpose in any rule",
                 .group_key = p->is_q ? "Q without purpose" : "DQ without purpose",
                 .tensors = {std::string(p->is_q ? p->x : p->y)}});

@@ -28,7 +28,8 @@ void CheckGemmForm(Context& c, int node) {
   if (alpha != 1.0f) add("alpha=" + FormatNumber(alpha));
   if (beta != 1.0f) add("beta=" + FormatNumber(beta));  // 5.2 fixes beta even without C
   if (bad.empty()) return;
-  c.out.Emit({.rule = "op/gemm-form", .node = node,
+  c.out.Emit({.rule = "op/gemm-form",
+              .node = node,
               .message = "Gemm '" + c.Name(node) + "' has " + bad +
                          "; only the canonical fully-connected form transA=0, transB=1, alpha=1, "
                          "beta=1 is accepted",
@@ -46,28 +47,34 @@ void CheckGrid(Context& c, int unit, int node) {
     c.ClaimDq(dq, unit);
     const auto* p = c.q.Of(dq);
     if (p->qtype != QType::kS16 || p->granularity == Granularity::kPerChannel) {
-      c.out.Emit({.rule = "op/gridsample-type", .node = dq,
+      c.out.Emit({.rule = "op/gridsample-type",
+                  .node = dq,
                   .message = "grid '" + t + "' of " + who + " is quantized as " +
                              QTypeName(p->qtype, p->int_type) + " " +
                              std::string(GranularityName(p->granularity)) +
                              "; a quantized grid must be symmetric per-tensor S16 (never S8)",
                   .group_key = "GridSample grid quantized as other than S16 per-tensor",
-                  .tensors = {t}, .values = {{"type", QTypeName(p->qtype, p->int_type)}},
+                  .tensors = {t},
+                  .values = {{"type", QTypeName(p->qtype, p->int_type)}},
                   .more_nodes = {node}});
     }
     return;
   }
   int prod = c.g.Producer(t);
   if (prod >= 0 && c.Op(prod) == "Constant") {
-    c.out.Emit({.rule = "op/gridsample-type", .node = node,
+    c.out.Emit({.rule = "op/gridsample-type",
+                .node = node,
                 .message = "static FP32 grid '" + t + "' of " + who +
                            " is a Constant node output; a static grid must be an initializer",
-                .group_key = "static GridSample grid not an initializer", .tensors = {t}});
+                .group_key = "static GridSample grid not an initializer",
+                .tensors = {t}});
   } else if (const auto* init = c.g.Initializer(t); init && !IsFloatType(init->data_type())) {
-    c.out.Emit({.rule = "qdq/const-form", .node = node,
+    c.out.Emit({.rule = "qdq/const-form",
+                .node = node,
                 .message = "grid '" + t + "' of " + who +
                            " is an integer initializer without DQ; use INT16 initializer -> DQ",
-                .group_key = "integer grid without DQ", .tensors = {t}});
+                .group_key = "integer grid without DQ",
+                .tensors = {t}});
   }
 }
 
@@ -79,19 +86,25 @@ void CheckExponent(Context& c, int node) {
   int prod = c.g.Producer(t);
   if (dq >= 0) {
     c.Touch(dq);
-    c.out.Emit({.rule = "op/static-param", .node = node,
+    c.out.Emit({.rule = "op/static-param",
+                .node = node,
                 .message = "exponent '" + t + "' of Pow '" + c.Name(node) + "' comes through DQ '" +
                            c.Name(dq) + "'; the exponent is not quantized",
-                .group_key = "Pow exponent quantized", .tensors = {t}, .more_nodes = {dq}});
+                .group_key = "Pow exponent quantized",
+                .tensors = {t},
+                .more_nodes = {dq}});
   } else if (prod >= 0 && c.Op(prod) == "Constant") {
-    c.out.Emit({.rule = "op/static-param", .node = node,
+    c.out.Emit({.rule = "op/static-param",
+                .node = node,
                 .message = "static exponent '" + t + "' of Pow '" + c.Name(node) +
                            "' is a Constant node output; it must be an initializer",
-                .group_key = "Pow static exponent not an initializer", .tensors = {t}});
+                .group_key = "Pow static exponent not an initializer",
+                .tensors = {t}});
   }
 }
 
-void CheckSameType(Context& c, int node, const std::vector<std::pair<int, const QuantParams*>>& data) {
+void CheckSameType(Context& c, int node,
+                   const std::vector<std::pair<int, const QuantParams*>>& data) {
   const QuantParams* first = nullptr;
   int first_slot = -1;
   for (const auto& [slot, p] : data) {
@@ -104,7 +117,8 @@ void CheckSameType(Context& c, int node, const std::vector<std::pair<int, const 
     if (*p->qtype != *first->qtype) {
       const auto& n = c.g.node(node);
       const std::string a(Info(*first->qtype).name), b(Info(*p->qtype).name);
-      c.out.Emit({.rule = "op/same-type-inputs", .node = node,
+      c.out.Emit({.rule = "op/same-type-inputs",
+                  .node = node,
                   .message = c.Op(node) + " '" + c.Name(node) + "' inputs '" + n.input(first_slot) +
                              "' (" + a + ") and '" + n.input(slot) + "' (" + b +
                              ") must share one integer type (scales may differ)",
@@ -116,7 +130,8 @@ void CheckSameType(Context& c, int node, const std::vector<std::pair<int, const 
   }
 }
 
-void CheckNode(Context& c, const Unit& u, int node, const std::unordered_set<std::string_view>& internal) {
+void CheckNode(Context& c, const Unit& u, int node,
+               const std::unordered_set<std::string_view>& internal) {
   const auto& n = c.g.node(node);
   const auto* spec = FindOp(n.op_type(), n.domain());
   if (!spec) return;
@@ -135,19 +150,28 @@ void CheckNode(Context& c, const Unit& u, int node, const std::unordered_set<std
         if (s == 0) in = p;
         break;
       }
-      case InRole::kWeight: w = CheckWeight(c, u.id, node, *spec); break;
-      case InRole::kBias: break;  // after the weight (needs its scale)
+      case InRole::kWeight:
+        w = CheckWeight(c, u.id, node, *spec);
+        break;
+      case InRole::kBias:
+        break;  // after the weight (needs its scale)
       case InRole::kStaticF32:
         CheckStaticParam(c, node, s, spec->op_type == "PRelu" ? "slope" : "parameter");
         break;
-      case InRole::kGrid: CheckGrid(c, u.id, node); break;
-      case InRole::kExponent: CheckExponent(c, node); break;
+      case InRole::kGrid:
+        CheckGrid(c, u.id, node);
+        break;
+      case InRole::kExponent:
+        CheckExponent(c, node);
+        break;
       case InRole::kClipBound:
       case InRole::kFloatAux:
-      case InRole::kAux: break;
+      case InRole::kAux:
+        break;
     }
   }
-  if (spec->inputs.size() > 2 && spec->inputs[2] == InRole::kBias && !internal.contains(n.input_size() > 2 ? n.input(2) : "")) {
+  if (spec->inputs.size() > 2 && spec->inputs[2] == InRole::kBias &&
+      !internal.contains(n.input_size() > 2 ? n.input(2) : "")) {
     CheckBias(c, u.id, node, *spec, in, w);
   }
   if (spec->flags & kSameTypeData) CheckSameType(c, node, data);

@@ -12,9 +12,9 @@ namespace axqc::detail {
 namespace {
 
 struct Exit {
-  int node;              // producing member
+  int node;  // producing member
   std::string_view tensor;
-  int q;                 // exit Q or -1
+  int q;  // exit Q or -1
 };
 
 void CheckSplitExits(Context& c, int entry_dq, const std::vector<Exit>& exits, int split) {
@@ -25,8 +25,12 @@ void CheckSplitExits(Context& c, int entry_dq, const std::vector<Exit>& exits, i
     if (e.q >= 0) by_type[c.q.Of(e.q)->int_type].push_back(&e);
   }
   auto warn = [&](const Exit& e, const std::string& msg, const std::string& key) {
-    c.out.Emit({.rule = "op/split-exit-params", .node = e.q, .message = msg, .group_key = key,
-                .tensors = {std::string(e.tensor)}, .more_nodes = {split}});
+    c.out.Emit({.rule = "op/split-exit-params",
+                .node = e.q,
+                .message = msg,
+                .group_key = key,
+                .tensors = {std::string(e.tensor)},
+                .more_nodes = {split}});
   };
   for (const auto& [type, group] : by_type) {
     if (type == in->int_type) {
@@ -34,10 +38,14 @@ void CheckSplitExits(Context& c, int entry_dq, const std::vector<Exit>& exits, i
         const auto* q = c.q.Of(e->q);
         auto d = CompareValues(*in, *q);
         if (d.unknown) {
-          warn(*e, "Split exit Q '" + c.Name(e->q) + "' has the input's type but its scale/zero_point "
-                   "are not statically readable (5.11)", "Split exit values unknown");
+          warn(*e,
+               "Split exit Q '" + c.Name(e->q) +
+                   "' has the input's type but its scale/zero_point "
+                   "are not statically readable (5.11)",
+               "Split exit values unknown");
         } else if (!d.what.empty()) {
-          warn(*e, "Split exit Q '" + c.Name(e->q) + "' has the input's type " +
+          warn(*e,
+               "Split exit Q '" + c.Name(e->q) + "' has the input's type " +
                    QTypeName(in->qtype, in->int_type) + " but different values than entry DQ '" +
                    c.Name(entry_dq) + "': " + d.what,
                "same-type Split exit differs from the input");
@@ -49,13 +57,14 @@ void CheckSplitExits(Context& c, int entry_dq, const std::vector<Exit>& exits, i
       const auto* b = c.q.Of(group[i]->q);
       auto d = CompareValues(*a, *b);
       if (d.unknown) {
-        warn(*group[i], "Split exits Q '" + c.Name(group[0]->q) + "' and Q '" + c.Name(group[i]->q) +
-                            "' share a type but their values are not statically readable (5.11)",
+        warn(*group[i],
+             "Split exits Q '" + c.Name(group[0]->q) + "' and Q '" + c.Name(group[i]->q) +
+                 "' share a type but their values are not statically readable (5.11)",
              "Split exit values unknown");
       } else if (!d.what.empty()) {
-        warn(*group[i], "Split exits Q '" + c.Name(group[0]->q) + "' and Q '" + c.Name(group[i]->q) +
-                            "' share type " + QTypeName(a->qtype, a->int_type) +
-                            " but differ: " + d.what,
+        warn(*group[i],
+             "Split exits Q '" + c.Name(group[0]->q) + "' and Q '" + c.Name(group[i]->q) +
+                 "' share type " + QTypeName(a->qtype, a->int_type) + " but differ: " + d.what,
              "same-type Split exits differ");
       }
     }
@@ -100,12 +109,15 @@ void CheckPassiveUnit(Context& c, Unit& u) {
       if (o.empty() || !spec || spec->OutputRole(s) != OutRole::kData) continue;
       const std::string who = n.op_type() + " '" + c.Name(node) + "'";
       if (c.g.IsGraphOutput(o)) {
-        c.out.Emit({.rule = "op/passive-params", .node = node,
+        c.out.Emit({.rule = "op/passive-params",
+                    .node = node,
                     .message = "quantized pass-through output '" + o + "' of " + who +
                                " is a graph output without Q/DQ; leave through Q/DQ with the "
-                               "entry's parameters (" + Describe(*entry) + ")",
+                               "entry's parameters (" +
+                               Describe(*entry) + ")",
                     .group_key = "pass-through exit is a graph output without Q/DQ",
-                    .tensors = {o}, .more_nodes = {entry_dq}});
+                    .tensors = {o},
+                    .more_nodes = {entry_dq}});
       }
       for (const auto& use : c.g.Consumers(o)) {
         if (members.contains(use.node)) continue;
@@ -114,24 +126,28 @@ void CheckPassiveUnit(Context& c, Unit& u) {
           exits.push_back({node, o, use.node});
           continue;
         }
-        c.out.Emit({.rule = "op/passive-params", .node = node,
+        c.out.Emit({.rule = "op/passive-params",
+                    .node = node,
                     .message = "quantized pass-through output '" + o + "' of " + who + " feeds " +
                                c.Op(use.node) + " '" + c.Name(use.node) +
                                "' without Q/DQ; in pass-through mode (entry DQ '" +
                                c.Name(entry_dq) + "') every exit must leave through Q/DQ",
                     .group_key = "pass-through exit without Q/DQ",
-                    .tensors = {o}, .more_nodes = {use.node, entry_dq}});
+                    .tensors = {o},
+                    .more_nodes = {use.node, entry_dq}});
       }
     }
   }
   std::vector<Exit> split_exits, plain_exits;
-  for (const auto& e : exits) (downstream.contains(e.node) ? split_exits : plain_exits).push_back(e);
+  for (const auto& e : exits)
+    (downstream.contains(e.node) ? split_exits : plain_exits).push_back(e);
   if (split >= 0) CheckSplitExits(c, entry_dq, split_exits, split);
   for (const auto& e : plain_exits) {
     const auto* q = c.q.Of(e.q);
     auto d = CompareFull(*entry, *q);
     if (!d.what.empty()) {
-      c.out.Emit({.rule = "op/passive-params", .node = e.q,
+      c.out.Emit({.rule = "op/passive-params",
+                  .node = e.q,
                   .message = "exit Q '" + c.Name(e.q) + "' after " + c.Op(e.node) + " '" +
                              c.Name(e.node) + "' does not share the entry's parameters: " + d.what +
                              " (entry DQ '" + c.Name(entry_dq) + "': " + Describe(*entry) +
@@ -141,7 +157,8 @@ void CheckPassiveUnit(Context& c, Unit& u) {
                   .values = {{"difference", d.what}},
                   .more_nodes = {e.node, entry_dq}});
     } else if (d.unknown && c.check_value) {
-      c.out.Emit({.rule = "qdq/value-unreadable", .node = e.q,
+      c.out.Emit({.rule = "qdq/value-unreadable",
+                  .node = e.q,
                   .message = "exit Q '" + c.Name(e.q) + "' vs entry DQ '" + c.Name(entry_dq) +
                              "': values not statically readable; sharing not verified",
                   .group_key = "pass-through values not statically readable",
@@ -165,31 +182,37 @@ void CheckTopK(Context& c, Unit& u) {
   const auto& values = n.output(0);
   if (values.empty()) return;
   if (c.g.IsGraphOutput(values)) {
-    c.out.Emit({.rule = "op/passive-params", .node = node,
+    c.out.Emit({.rule = "op/passive-params",
+                .node = node,
                 .message = "Values '" + values + "' of TopK '" + c.Name(node) +
                            "' is a graph output without Q/DQ; in quantized mode it needs Q/DQ "
                            "sharing X's parameters",
-                .group_key = "TopK Values without Q/DQ", .tensors = {values}});
+                .group_key = "TopK Values without Q/DQ",
+                .tensors = {values}});
   }
   for (const auto& use : c.g.Consumers(values)) {
     if (!c.q.IsQ(use.node) || use.slot != 0) {
-      c.out.Emit({.rule = "op/passive-params", .node = node,
+      c.out.Emit({.rule = "op/passive-params",
+                  .node = node,
                   .message = "Values '" + values + "' of TopK '" + c.Name(node) + "' feeds " +
                              c.Op(use.node) + " '" + c.Name(use.node) +
                              "' without Q/DQ; in quantized mode Values need Q/DQ sharing X's "
                              "parameters",
-                  .group_key = "TopK Values without Q/DQ", .tensors = {values},
+                  .group_key = "TopK Values without Q/DQ",
+                  .tensors = {values},
                   .more_nodes = {use.node}});
       continue;
     }
     c.ClaimQ(use.node, u.id);
     auto d = CompareFull(*in, *c.q.Of(use.node));
     if (!d.what.empty()) {
-      c.out.Emit({.rule = "op/passive-params", .node = use.node,
+      c.out.Emit({.rule = "op/passive-params",
+                  .node = use.node,
                   .message = "TopK '" + c.Name(node) + "' Values Q '" + c.Name(use.node) +
                              "' does not share X's parameters: " + d.what,
                   .group_key = "TopK Values parameters differ from X",
-                  .tensors = {values}, .values = {{"difference", d.what}},
+                  .tensors = {values},
+                  .values = {{"difference", d.what}},
                   .more_nodes = {node}});
     }
   }
@@ -221,7 +244,8 @@ void CheckRequantizeUnits(Context& c) {
       const auto* a = c.q.Of(dq);
       const auto* b = c.q.Of(use.node);
       auto d = CompareFull(*a, *b);
-      c.out.Emit({.rule = "qdq/requantize", .node = node,
+      c.out.Emit({.rule = "qdq/requantize",
+                  .node = node,
                   .message = "requantize boundary: DQ '" + c.Name(dq) + "' (" + Describe(*a) +
                              ") -> Identity '" + c.Name(node) + "' -> Q '" + c.Name(use.node) +
                              "' (" + Describe(*b) + ")",

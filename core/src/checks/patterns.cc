@@ -23,10 +23,11 @@ void CheckPatterns(Context& c) {
     for (int node : u.nodes) {
       for (const auto& o : c.g.node(node).output()) {
         if (o.empty() || designated.contains(o)) continue;
-        const std::string where = "inside the " + u.pattern + " pattern at " + c.Op(node) + " '" +
-                                  c.Name(node) + "'";
+        const std::string where =
+            "inside the " + u.pattern + " pattern at " + c.Op(node) + " '" + c.Name(node) + "'";
         if (c.g.IsGraphOutput(o)) {
-          c.out.Emit({.rule = "pattern/internal-escape", .node = node,
+          c.out.Emit({.rule = "pattern/internal-escape",
+                      .node = node,
                       .message = "internal tensor '" + o + "' " + where + " is a graph output",
                       .group_key = u.pattern + " internal tensor is a graph output",
                       .tensors = {o}});
@@ -36,29 +37,37 @@ void CheckPatterns(Context& c) {
           if (c.units.IsTail(use.node) && c.units.UnitOf(use.node) == u.id) continue;
           if (c.q.IsQ(use.node)) {
             c.claimed[static_cast<std::size_t>(use.node)] = true;
-            if (int dq = c.q.PairedDq(use.node); dq >= 0) c.claimed[static_cast<std::size_t>(dq)] = true;
-            c.out.Emit({.rule = "pattern/internal-qdq", .node = use.node,
+            if (int dq = c.q.PairedDq(use.node); dq >= 0)
+              c.claimed[static_cast<std::size_t>(dq)] = true;
+            c.out.Emit({.rule = "pattern/internal-qdq",
+                        .node = use.node,
                         .message = "Q '" + c.Name(use.node) + "' quantizes internal tensor '" + o +
                                    "' " + where + "; no Q/DQ may be inserted inside a pattern",
                         .group_key = u.pattern + " with Q/DQ inside",
-                        .tensors = {o}, .more_nodes = {node}});
+                        .tensors = {o},
+                        .more_nodes = {node}});
           } else {
-            c.out.Emit({.rule = "pattern/internal-escape", .node = node,
+            c.out.Emit({.rule = "pattern/internal-escape",
+                        .node = node,
                         .message = "internal tensor '" + o + "' " + where + " is consumed by " +
                                    c.Op(use.node) + " '" + c.Name(use.node) +
                                    "' outside the pattern",
                         .group_key = u.pattern + " internal tensor consumed outside",
-                        .tensors = {o}, .more_nodes = {use.node}});
+                        .tensors = {o},
+                        .more_nodes = {use.node}});
           }
         }
       }
     }
   }
   for (const auto& a : c.units.ambiguous()) {
-    c.out.Emit({.rule = "closure/ambiguous-ownership", .node = a.other.anchor,
-                .message = "two " + a.kept.kind + "/" + a.other.kind + " pattern instances of equal "
-                           "size overlap: {" + NodeList(c, a.kept.nodes) + "} and {" +
-                           NodeList(c, a.other.nodes) + "}; ownership is not unique",
+    c.out.Emit({.rule = "closure/ambiguous-ownership",
+                .node = a.other.anchor,
+                .message = "two " + a.kept.kind + "/" + a.other.kind +
+                           " pattern instances of equal "
+                           "size overlap: {" +
+                           NodeList(c, a.kept.nodes) + "} and {" + NodeList(c, a.other.nodes) +
+                           "}; ownership is not unique",
                 .group_key = "overlapping " + a.kept.kind + " and " + a.other.kind + " instances",
                 .more_nodes = {a.kept.anchor}});
   }

@@ -15,9 +15,10 @@ void CheckPair(Context& c, int qn, int dq) {
   const auto* d = c.q.Of(dq);
   auto s = CompareStructure(*q, *d);
   if (!s.what.empty()) {
-    c.out.Emit({.rule = "qdq/pair-mismatch", .node = dq,
-                .message = "Q '" + c.Name(qn) + "' and its DQ '" + c.Name(dq) + "' differ: " + s.what +
-                           " (Q " + Describe(*q) + "; DQ " + Describe(*d) + ")",
+    c.out.Emit({.rule = "qdq/pair-mismatch",
+                .node = dq,
+                .message = "Q '" + c.Name(qn) + "' and its DQ '" + c.Name(dq) + "' differ: " +
+                           s.what + " (Q " + Describe(*q) + "; DQ " + Describe(*d) + ")",
                 .group_key = "Q and DQ differ in structure",
                 .tensors = {std::string(q->y)},
                 .values = {{"difference", s.what}},
@@ -27,19 +28,22 @@ void CheckPair(Context& c, int qn, int dq) {
   if (!c.check_value) return;
   auto v = CompareValues(*q, *d);
   if (!v.what.empty()) {
-    c.out.Emit({.rule = "qdq/pair-value-mismatch", .node = dq,
-                .message = "Q '" + c.Name(qn) + "' and its DQ '" + c.Name(dq) + "' use different values: " +
-                           v.what,
+    c.out.Emit({.rule = "qdq/pair-value-mismatch",
+                .node = dq,
+                .message = "Q '" + c.Name(qn) + "' and its DQ '" + c.Name(dq) +
+                           "' use different values: " + v.what,
                 .group_key = "Q and DQ scale/zero_point values differ",
                 .tensors = {std::string(q->y)},
                 .values = {{"difference", v.what}},
                 .more_nodes = {qn}});
   } else if (v.unknown) {
-    c.out.Emit({.rule = "qdq/value-unreadable", .node = dq,
+    c.out.Emit({.rule = "qdq/value-unreadable",
+                .node = dq,
                 .message = "values of Q '" + c.Name(qn) + "' / DQ '" + c.Name(dq) +
                            "' are not statically readable; pair values were not compared",
                 .group_key = "pair values not statically readable",
-                .tensors = {std::string(q->y)}, .more_nodes = {qn}});
+                .tensors = {std::string(q->y)},
+                .more_nodes = {qn}});
   }
 }
 
@@ -49,14 +53,15 @@ void CheckQdqEdges(Context& c) {
   for (int qn : c.q.q_nodes()) {
     const auto* q = c.q.Of(qn);
     if (q->y.empty()) continue;
-    if (c.g.IsGraphOutput(q->y)) {
-      c.out.Emit({.rule = "qdq/q-graph-output", .node = qn,
+    if (c.g.IsGraphOutputId(q->y_id)) {
+      c.out.Emit({.rule = "qdq/q-graph-output",
+                  .node = qn,
                   .message = "Q '" + c.Name(qn) + "' output '" + std::string(q->y) +
                              "' is a graph output; add its DQ and output the dequantized tensor",
                   .group_key = "Q output is a graph output",
                   .tensors = {std::string(q->y)}});
     }
-    const auto& uses = c.g.Consumers(q->y);
+    const auto uses = c.g.ConsumersOf(q->y_id);
     int dqs = 0;
     std::string others;
     for (const auto& u : uses) {
@@ -73,7 +78,9 @@ void CheckQdqEdges(Context& c) {
       if (dqs > 1) msg += " including " + std::to_string(dqs) + " DQs";
       if (!others.empty()) msg += " (non-DQ: " + others + ")";
       msg += "; a Q must feed exactly one paired DQ (share the DQ output instead)";
-      c.out.Emit({.rule = "qdq/q-fanout", .node = qn, .message = msg,
+      c.out.Emit({.rule = "qdq/q-fanout",
+                  .node = qn,
+                  .message = msg,
                   .group_key = "Q output with other consumers than one DQ",
                   .tensors = {std::string(q->y)},
                   .values = {{"consumers", std::to_string(uses.size())}}});
@@ -84,13 +91,13 @@ void CheckQdqEdges(Context& c) {
     int src_node = -1;
     auto src = c.q.SourceOf(dq, &src_node);
     if (src == DqSource::kGraphInput || src == DqSource::kRuntime) {
-      int prod = c.g.Producer(d->x);
-      std::string from = src == DqSource::kGraphInput
-                             ? "graph input '" + std::string(d->x) + "'"
-                             : c.Op(prod) + " '" + c.Name(prod) + "'";
-      c.out.Emit({.rule = "qdq/dq-input-source", .node = dq,
-                  .message = "DQ '" + c.Name(dq) + "' reads its integer input '" + std::string(d->x) +
-                             "' from " + from +
+      int prod = c.g.ProducerOf(d->x_id);
+      std::string from = src == DqSource::kGraphInput ? "graph input '" + std::string(d->x) + "'"
+                                                      : c.Op(prod) + " '" + c.Name(prod) + "'";
+      c.out.Emit({.rule = "qdq/dq-input-source",
+                  .node = dq,
+                  .message = "DQ '" + c.Name(dq) + "' reads its integer input '" +
+                             std::string(d->x) + "' from " + from +
                              "; runtime activations need a full Q -> DQ pair (or use an integer "
                              "initializer for constants)",
                   .group_key = src == DqSource::kGraphInput ? "DQ fed by a graph input"
@@ -99,12 +106,13 @@ void CheckQdqEdges(Context& c) {
     }
     // Direct DQ1 -> Q2: allowed only with identical parameters (3.5).
     if (d->y.empty()) continue;
-    for (const auto& u : c.g.Consumers(d->y)) {
+    for (const auto& u : c.g.ConsumersOf(d->y_id)) {
       if (!c.q.IsQ(u.node) || u.slot != 0) continue;
       const auto* q2 = c.q.Of(u.node);
       auto diff = CompareFull(*d, *q2);
       if (!diff.what.empty()) {
-        c.out.Emit({.rule = "qdq/requantize-identity", .node = u.node,
+        c.out.Emit({.rule = "qdq/requantize-identity",
+                    .node = u.node,
                     .message = "DQ '" + c.Name(dq) + "' feeds Q '" + c.Name(u.node) +
                                "' directly with different parameters (" + diff.what +
                                "); insert an Identity between them to mark the requantize",
@@ -113,7 +121,8 @@ void CheckQdqEdges(Context& c) {
                     .values = {{"difference", diff.what}},
                     .more_nodes = {dq}});
       } else if (diff.unknown && c.check_value) {
-        c.out.Emit({.rule = "qdq/value-unreadable", .node = u.node,
+        c.out.Emit({.rule = "qdq/value-unreadable",
+                    .node = u.node,
                     .message = "DQ '" + c.Name(dq) + "' -> Q '" + c.Name(u.node) +
                                "': values not statically readable; requantize not verified",
                     .group_key = "requantize values not statically readable",

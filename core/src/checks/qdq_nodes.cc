@@ -22,28 +22,33 @@ bool SharedWithPair(const Context& c, const QuantParams& p, std::string_view nam
 void CheckFloatSide(Context& c, const QuantParams& p) {
   const std::string n = c.Name(p.node);
   if (p.is_q) {
-    int xt = c.g.ElemType(p.x);
+    int xt = c.g.ElemTypeOf(p.x_id);
     if (xt != 0 && xt != onnx::TensorProto::FLOAT) {
-      c.out.Emit({.rule = "qdq/float-side-type", .node = p.node,
-                  .message = "QuantizeLinear '" + n + "' quantizes '" + std::string(p.x) + "' of type " +
-                             ElemTypeName(xt) + "; the float side must be FP32",
+      c.out.Emit({.rule = "qdq/float-side-type",
+                  .node = p.node,
+                  .message = "QuantizeLinear '" + n + "' quantizes '" + std::string(p.x) +
+                             "' of type " + ElemTypeName(xt) + "; the float side must be FP32",
                   .group_key = "Q data input is " + ElemTypeName(xt) + ", not FP32",
-                  .tensors = {std::string(p.x)}, .values = {{"type", ElemTypeName(xt)}}});
+                  .tensors = {std::string(p.x)},
+                  .values = {{"type", ElemTypeName(xt)}}});
     }
   } else {
-    int yt = c.g.ElemType(p.y);
+    int yt = c.g.ElemTypeOf(p.y_id);
     if (yt != 0 && yt != onnx::TensorProto::FLOAT) {
-      c.out.Emit({.rule = "qdq/float-side-type", .node = p.node,
+      c.out.Emit({.rule = "qdq/float-side-type",
+                  .node = p.node,
                   .message = "DequantizeLinear '" + n + "' outputs '" + std::string(p.y) + "' as " +
                              ElemTypeName(yt) + "; the float side must be FP32",
                   .group_key = "DQ output is " + ElemTypeName(yt) + ", not FP32",
-                  .tensors = {std::string(p.y)}, .values = {{"type", ElemTypeName(yt)}}});
+                  .tensors = {std::string(p.y)},
+                  .values = {{"type", ElemTypeName(yt)}}});
     }
   }
   if (p.scale_dtype != 0 && p.scale_dtype != onnx::TensorProto::FLOAT) {
-    c.out.Emit({.rule = "qdq/float-side-type", .node = p.node,
-                .message = Kind(p) + " '" + n + "' has scale '" + std::string(p.scale) + "' of type " +
-                           ElemTypeName(p.scale_dtype) + "; scales must be FP32",
+    c.out.Emit({.rule = "qdq/float-side-type",
+                .node = p.node,
+                .message = Kind(p) + " '" + n + "' has scale '" + std::string(p.scale) +
+                           "' of type " + ElemTypeName(p.scale_dtype) + "; scales must be FP32",
                 .group_key = "scale is " + ElemTypeName(p.scale_dtype) + ", not FP32",
                 .tensors = {std::string(p.scale)},
                 .values = {{"scale_type", ElemTypeName(p.scale_dtype)}}});
@@ -58,9 +63,11 @@ void CheckScale(Context& c, const QuantParams& p) {
     std::string from = prod >= 0 ? c.Op(prod) + " '" + c.Name(prod) + "'"
                                  : (c.g.IsGraphInput(p.scale) ? std::string("a graph input")
                                                               : std::string("an unknown source"));
-    c.out.Emit({.rule = "qdq/scale-not-initializer", .node = p.node,
-                .message = Kind(p) + " '" + n + "' takes scale '" + std::string(p.scale) + "' from " +
-                           from + "; the scale must be an initializer referenced directly",
+    c.out.Emit({.rule = "qdq/scale-not-initializer",
+                .node = p.node,
+                .message = Kind(p) + " '" + n + "' takes scale '" + std::string(p.scale) +
+                           "' from " + from +
+                           "; the scale must be an initializer referenced directly",
                 .group_key = "scale produced by a node or graph input",
                 .tensors = {std::string(p.scale)}});
   }
@@ -69,11 +76,13 @@ void CheckScale(Context& c, const QuantParams& p) {
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (std::isfinite(v[i]) && v[i] > 0) continue;
     std::string idx = v.size() == 1 ? "scale" : "scale[" + std::to_string(i) + "]";
-    c.out.Emit({.rule = "qdq/scale-value", .node = p.node,
-                .message = Kind(p) + " '" + n + "': " + idx + " = " + FormatNumber(v[i]) +
-                           " in '" + std::string(p.scale) + "'; every scale must be finite and > 0",
+    c.out.Emit({.rule = "qdq/scale-value",
+                .node = p.node,
+                .message = Kind(p) + " '" + n + "': " + idx + " = " + FormatNumber(v[i]) + " in '" +
+                           std::string(p.scale) + "'; every scale must be finite and > 0",
                 .group_key = "scale element is NaN, inf or <= 0",
-                .tensors = {std::string(p.scale)}, .values = {{idx, FormatNumber(v[i])}}});
+                .tensors = {std::string(p.scale)},
+                .values = {{idx, FormatNumber(v[i])}}});
     break;
   }
 }
@@ -81,7 +90,8 @@ void CheckScale(Context& c, const QuantParams& p) {
 void CheckZeroPoint(Context& c, const QuantParams& p) {
   const std::string n = c.Name(p.node);
   if (p.zp.empty()) {
-    c.out.Emit({.rule = "qdq/zero-point-missing", .node = p.node,
+    c.out.Emit({.rule = "qdq/zero-point-missing",
+                .node = p.node,
                 .message = Kind(p) + " '" + n +
                            "' omits zero_point; it must be explicit (add a zero_point input, 0 "
                            "for symmetric quantization)",
@@ -91,7 +101,8 @@ void CheckZeroPoint(Context& c, const QuantParams& p) {
   }
   if (!c.check_value || !p.qtype || SharedWithPair(c, p, p.zp, false)) return;
   if (!p.zp_values) {
-    c.out.Emit({.rule = "qdq/value-unreadable", .node = p.node,
+    c.out.Emit({.rule = "qdq/value-unreadable",
+                .node = p.node,
                 .message = "zero_point '" + std::string(p.zp) + "' of " + Kind(p) + " '" + n +
                            "' is not statically readable; its range was not checked",
                 .group_key = "zero_point not statically readable",
@@ -103,7 +114,8 @@ void CheckZeroPoint(Context& c, const QuantParams& p) {
   for (std::size_t i = 0; i < v.size(); ++i) {
     std::string idx = v.size() == 1 ? "zero_point" : "zero_point[" + std::to_string(i) + "]";
     if (info.is_signed && v[i] != 0) {
-      c.out.Emit({.rule = "qdq/zero-point-value", .node = p.node,
+      c.out.Emit({.rule = "qdq/zero-point-value",
+                  .node = p.node,
                   .message = Kind(p) + " '" + n + "': " + idx + " = " + std::to_string(v[i]) +
                              " but " + std::string(info.name) +
                              " is the symmetric form, which needs zero_point 0",
@@ -113,7 +125,8 @@ void CheckZeroPoint(Context& c, const QuantParams& p) {
       return;
     }
     if (v[i] < info.min || v[i] > info.max) {
-      c.out.Emit({.rule = "qdq/zero-point-value", .node = p.node,
+      c.out.Emit({.rule = "qdq/zero-point-value",
+                  .node = p.node,
                   .message = Kind(p) + " '" + n + "': " + idx + " = " + std::to_string(v[i]) +
                              " is outside the " + std::string(info.name) + " range " +
                              std::to_string(info.min) + ".." + std::to_string(info.max),
@@ -128,27 +141,32 @@ void CheckZeroPoint(Context& c, const QuantParams& p) {
 void CheckGranularity(Context& c, const QuantParams& p) {
   const std::string n = c.Name(p.node);
   if (p.granularity == Granularity::kInvalid) {
-    c.out.Emit({.rule = "qdq/granularity", .node = p.node,
-                .message = Kind(p) + " '" + n + "': " + p.granularity_problem +
-                           "; only per-tensor (scalar or [1]) or per-channel (1-D, scale and "
-                           "zero_point of equal length) are allowed",
-                .group_key = p.block_size ? "blocked quantization" : "invalid scale/zero_point shape",
-                .tensors = {std::string(p.scale)}});
+    c.out.Emit(
+        {.rule = "qdq/granularity",
+         .node = p.node,
+         .message = Kind(p) + " '" + n + "': " + p.granularity_problem +
+                    "; only per-tensor (scalar or [1]) or per-channel (1-D, scale and "
+                    "zero_point of equal length) are allowed",
+         .group_key = p.block_size ? "blocked quantization" : "invalid scale/zero_point shape",
+         .tensors = {std::string(p.scale)}});
     return;
   }
   if (p.granularity != Granularity::kPerChannel) return;
   if (!p.axis_attr) {
-    c.out.Emit({.rule = "qdq/axis-missing", .node = p.node,
-                .message = Kind(p) + " '" + n + "' is per-channel (" + std::to_string(p.channels()) +
+    c.out.Emit({.rule = "qdq/axis-missing",
+                .node = p.node,
+                .message = Kind(p) + " '" + n + "' is per-channel (" +
+                           std::to_string(p.channels()) +
                            " scales) without an explicit axis attribute",
                 .group_key = "per-channel without explicit axis",
                 .tensors = {std::string(p.scale)}});
   }
-  auto xd = c.g.Dims(p.x);
+  auto xd = c.g.DimsOf(p.x_id);
   if (xd && p.axis_norm && *p.axis_norm < static_cast<std::int64_t>(xd->size())) {
     auto dim = (*xd)[static_cast<std::size_t>(*p.axis_norm)];
     if (dim > 0 && dim != p.channels()) {
-      c.out.Emit({.rule = "qdq/granularity", .node = p.node,
+      c.out.Emit({.rule = "qdq/granularity",
+                  .node = p.node,
                   .message = Kind(p) + " '" + n + "' has " + std::to_string(p.channels()) +
                              " per-channel scales but dimension " + std::to_string(*p.axis_norm) +
                              " of '" + std::string(p.x) + "' is " + std::to_string(dim),
@@ -165,8 +183,10 @@ void CheckQdqNodes(Context& c) {
     const auto* p = c.q.Of(node);
     CheckFloatSide(c, *p);
     if (!p->qtype && p->int_type != 0) {
-      c.out.Emit({.rule = "qdq/integer-type", .node = node,
-                  .message = Kind(*p) + " '" + c.Name(node) + "' uses " + ElemTypeName(p->int_type) +
+      c.out.Emit({.rule = "qdq/integer-type",
+                  .node = node,
+                  .message = Kind(*p) + " '" + c.Name(node) + "' uses " +
+                             ElemTypeName(p->int_type) +
                              "; the ax quant spec allows U4, S4, U8, S8, U16, S16 and S32",
                   .group_key = "unsupported integer type " + ElemTypeName(p->int_type),
                   .tensors = {std::string(p->is_q ? p->y : p->x)},

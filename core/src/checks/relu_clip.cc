@@ -16,7 +16,8 @@ void CheckBounds(Context& c, int node) {
     if (init && init->data_type() == onnx::TensorProto::FLOAT) continue;
     int dq = c.q.DqProducing(t);
     if (dq >= 0) c.Touch(dq);
-    c.out.Emit({.rule = "op/clip-dynamic", .node = node,
+    c.out.Emit({.rule = "op/clip-dynamic",
+                .node = node,
                 .message = std::string(s == 1 ? "min" : "max") + " '" + t + "' of Clip '" +
                            c.Name(node) + "' comes from " + SourceText(c, t) +
                            "; Clip bounds must be omitted or direct FP32 initializers",
@@ -34,17 +35,22 @@ void CheckOutput(Context& c, int unit, int node, bool tail) {
   const std::string who = n.op_type() + " '" + c.Name(node) + "'";
   const std::string form = tail ? "fusion tail" : "standalone";
   if (c.g.IsGraphOutput(out)) {
-    c.out.Emit({.rule = "op/relu-form", .node = node,
+    c.out.Emit({.rule = "op/relu-form",
+                .node = node,
                 .message = who + " (" + form + ") output '" + out +
                            "' is a graph output without Q/DQ; its output must be quantized",
-                .group_key = n.op_type() + " output without Q/DQ", .tensors = {out}});
+                .group_key = n.op_type() + " output without Q/DQ",
+                .tensors = {out}});
   }
   for (const auto& use : c.g.Consumers(out)) {
     if (!c.q.IsQ(use.node) || use.slot != 0) {
-      c.out.Emit({.rule = "op/relu-form", .node = node,
+      c.out.Emit({.rule = "op/relu-form",
+                  .node = node,
                   .message = who + " (" + form + ") output '" + out + "' feeds " + c.Op(use.node) +
-                             " '" + c.Name(use.node) + "' without Q/DQ; its output must be quantized",
-                  .group_key = n.op_type() + " output without Q/DQ", .tensors = {out},
+                             " '" + c.Name(use.node) +
+                             "' without Q/DQ; its output must be quantized",
+                  .group_key = n.op_type() + " output without Q/DQ",
+                  .tensors = {out},
                   .more_nodes = {use.node}});
       continue;
     }
@@ -56,7 +62,8 @@ void CheckOutput(Context& c, int unit, int node, bool tail) {
     if (!relu && !sym) continue;  // asymmetric Clip: zp anywhere in range (3.2)
     if (!q->zp_values) {
       if (!q->zp.empty() && c.check_value) {
-        c.out.Emit({.rule = "qdq/value-unreadable", .node = use.node,
+        c.out.Emit({.rule = "qdq/value-unreadable",
+                    .node = use.node,
                     .message = "zero_point of Q '" + c.Name(use.node) + "' after " + who +
                                " is not statically readable; zero_point 0 not verified",
                     .group_key = "Relu/Clip output zero_point not readable",
@@ -67,13 +74,15 @@ void CheckOutput(Context& c, int unit, int node, bool tail) {
     for (std::size_t i = 0; i < q->zp_values->size(); ++i) {
       auto v = (*q->zp_values)[i];
       if (v == 0) continue;
-      c.out.Emit({.rule = "op/relu-zero-point", .node = use.node,
+      c.out.Emit({.rule = "op/relu-zero-point",
+                  .node = use.node,
                   .message = who + " output is quantized by Q '" + c.Name(use.node) +
                              "' with zero_point " + std::to_string(v) + "; " +
                              (relu ? "Relu output zero_point must be 0"
                                    : "a symmetric Clip output needs zero_point 0"),
                   .group_key = n.op_type() + " output zero_point not 0",
-                  .tensors = {out}, .values = {{"zero_point", std::to_string(v)}},
+                  .tensors = {out},
+                  .values = {{"zero_point", std::to_string(v)}},
                   .more_nodes = {node}});
       break;
     }
@@ -96,7 +105,8 @@ void CheckReluClip(Context& c) {
     CheckBounds(c, node);
     if (n.input_size() == 0 || n.output_size() == 0) continue;
     const auto& in = n.input(0);
-    if (!IsFloatTensor(c, in) || (c.g.ElemType(n.output(0)) != 0 && !IsFloatType(c.g.ElemType(n.output(0))))) {
+    if (!IsFloatTensor(c, in) ||
+        (c.g.ElemType(n.output(0)) != 0 && !IsFloatType(c.g.ElemType(n.output(0))))) {
       u.mode = "native_int";
       continue;
     }
@@ -110,8 +120,9 @@ void CheckReluClip(Context& c) {
       const bool sym = IsSignedOutputQ(c.g, c.q, n.output(0));
       std::string why;
       if (sym) {
-        why = "its output Q/DQ is signed, so it is the symmetric form, which needs Q/DQ on both "
-              "sides and cannot be a fusion tail";
+        why =
+            "its output Q/DQ is signed, so it is the symmetric form, which needs Q/DQ on both "
+            "sides and cannot be a fusion tail";
       } else if (p < 0) {
         why = "after a graph input (or initializer) it must be standalone with Q/DQ on both sides";
       } else {
@@ -129,7 +140,8 @@ void CheckReluClip(Context& c) {
                 "in front of it";
         }
       }
-      c.out.Emit({.rule = "op/relu-form", .node = node,
+      c.out.Emit({.rule = "op/relu-form",
+                  .node = node,
                   .message = who + " input '" + in + "' has no DQ: " + why,
                   .group_key = sym ? n.op_type() + " symmetric form without Q/DQ on its input"
                                    : n.op_type() + " without input Q/DQ and not a fusion tail",

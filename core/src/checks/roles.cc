@@ -37,19 +37,22 @@ void ActivationType(Context& c, int node, int dq, const QuantParams& p, const Op
                     std::string_view tensor) {
   if (!p.qtype) return;  // qdq/integer-type
   const std::string tname = std::string(Info(*p.qtype).name);
-  const std::string who = spec.op_type.empty() ? std::string("operator")
-                                               : std::string(spec.op_type) + " '" + c.Name(node) + "'";
+  const std::string who = spec.op_type.empty()
+                              ? std::string("operator")
+                              : std::string(spec.op_type) + " '" + c.Name(node) + "'";
   std::string rule(spec.rule.empty() || spec.cls == OpClass::kPassive ? "role/activation-type"
-                                                                     : spec.rule);
+                                                                      : spec.rule);
   if (!spec.data_types.Has(*p.qtype)) {
     std::string why;
     if (*p.qtype == QType::kU4 && rule == "role/activation-type") {
-      why = "U4 activations are allowed only on the activation input of Conv, ConvTranspose and Gemm";
+      why =
+          "U4 activations are allowed only on the activation input of Conv, ConvTranspose and Gemm";
     } else {
       why = "allowed: " + spec.data_types.ToString() +
             ((spec.flags & kSymmetricData) ? " (symmetric)" : "");
     }
-    c.out.Emit({.rule = rule, .node = dq,
+    c.out.Emit({.rule = rule,
+                .node = dq,
                 .message = "input '" + std::string(tensor) + "' of " + who + " is quantized as " +
                            tname + " by DQ '" + c.Name(dq) + "'; " + why,
                 .group_key = std::string(spec.op_type) + " input type " + tname + " not allowed",
@@ -57,7 +60,8 @@ void ActivationType(Context& c, int node, int dq, const QuantParams& p, const Op
                 .values = {{"type", tname}, {"allowed", spec.data_types.ToString()}},
                 .more_nodes = {node}});
   } else if (p.granularity == Granularity::kPerChannel) {
-    c.out.Emit({.rule = rule, .node = dq,
+    c.out.Emit({.rule = rule,
+                .node = dq,
                 .message = "input '" + std::string(tensor) + "' of " + who +
                            " is quantized per-channel by DQ '" + c.Name(dq) +
                            "'; activations (and constant data operands) are per-tensor only",
@@ -69,9 +73,11 @@ void ActivationType(Context& c, int node, int dq, const QuantParams& p, const Op
   if (Info(*p.qtype).bits == 4) {
     auto dims = c.g.Dims(tensor);
     if (dims && dims->size() >= 2 && (*dims)[1] > 0 && (*dims)[1] % 2 == 1) {
-      c.out.Emit({.rule = "role/int4-channels", .node = dq,
-                  .message = "4-bit activation '" + std::string(tensor) + "' into " + who + " has " +
-                             std::to_string((*dims)[1]) + " channels; 4-bit needs an even count",
+      c.out.Emit({.rule = "role/int4-channels",
+                  .node = dq,
+                  .message = "4-bit activation '" + std::string(tensor) + "' into " + who +
+                             " has " + std::to_string((*dims)[1]) +
+                             " channels; 4-bit needs an even count",
                   .group_key = "4-bit activation with an odd channel count",
                   .tensors = {std::string(tensor)},
                   .values = {{"channels", std::to_string((*dims)[1])}},
@@ -100,8 +106,8 @@ bool ProducerReportsOutput(const Context& c, int prod, std::string_view t) {
 
 bool AllConsumersTakeU4(const Context& c, int dq) {
   const auto* d = c.q.Of(dq);
-  const auto& uses = c.g.Consumers(d->y);
-  if (uses.empty() || c.g.IsGraphOutput(d->y)) return false;
+  const auto uses = c.g.ConsumersOf(d->y_id);
+  if (uses.empty() || c.g.IsGraphOutputId(d->y_id)) return false;
   for (const auto& u : uses) {
     const auto* spec = FindOp(c.Op(u.node), c.g.node(u.node).domain());
     if (!spec || !(spec->flags & kU4Input) || u.slot != 0) return false;
@@ -126,7 +132,8 @@ const QuantParams* CheckDataInput(Context& c, int unit, int node, int slot, cons
   int prod = c.g.Producer(t);
   if (const auto* init = c.g.Initializer(t)) {
     const bool fp = IsFloatType(init->data_type());
-    c.out.Emit({.rule = "qdq/const-form", .node = node,
+    c.out.Emit({.rule = "qdq/const-form",
+                .node = node,
                 .message = "data input '" + t + "' of " + who + " is " +
                            (fp ? "an FP32 initializer used directly"
                                : "an integer initializer without DQ") +
@@ -139,7 +146,8 @@ const QuantParams* CheckDataInput(Context& c, int unit, int node, int slot, cons
     return nullptr;
   }
   if (prod >= 0 && c.Op(prod) == "Constant") {
-    c.out.Emit({.rule = "qdq/const-form", .node = node,
+    c.out.Emit({.rule = "qdq/const-form",
+                .node = node,
                 .message = "data input '" + t + "' of " + who +
                            " is a Constant node output used directly; constant data must be an "
                            "initializer -> Q -> DQ (or integer initializer -> DQ)",
@@ -148,7 +156,8 @@ const QuantParams* CheckDataInput(Context& c, int unit, int node, int slot, cons
     return nullptr;
   }
   if (prod >= 0 && ProducerReportsOutput(c, prod, t)) return nullptr;  // one finding per edge
-  c.out.Emit({.rule = "op/input-not-quantized", .node = node,
+  c.out.Emit({.rule = "op/input-not-quantized",
+              .node = node,
               .message = "data input '" + t + "' of " + who + " comes from " + SourceText(c, t) +
                          " without DQ; quantize it with Q -> DQ",
               .group_key = c.Op(node) + " data input not quantized",
@@ -170,7 +179,8 @@ void CheckOutputActivation(Context& c, int qn, int producer) {
                           ? "U4 activations are allowed only into the activation input of "
                             "Conv, ConvTranspose and Gemm"
                           : "activation types are U8, S8, U16, S16";
-    c.out.Emit({.rule = "role/activation-type", .node = at,
+    c.out.Emit({.rule = "role/activation-type",
+                .node = at,
                 .message = "output '" + std::string(q->x) + "' of " + who + " is quantized as " +
                            tname + " by Q '" + c.Name(qn) + "'; " + why,
                 .group_key = "activation type " + tname + " not allowed",
@@ -178,7 +188,8 @@ void CheckOutputActivation(Context& c, int qn, int producer) {
                 .values = {{"type", tname}},
                 .more_nodes = {producer}});
   } else if (q->granularity == Granularity::kPerChannel) {
-    c.out.Emit({.rule = "role/activation-type", .node = at,
+    c.out.Emit({.rule = "role/activation-type",
+                .node = at,
                 .message = "output '" + std::string(q->x) + "' of " + who +
                            " is quantized per-channel by Q '" + c.Name(qn) +
                            "'; activations are per-tensor only",
@@ -198,14 +209,16 @@ const QuantParams* CheckWeight(Context& c, int unit, int node, const OpSpec& spe
   if (dq < 0) {
     const auto* init = c.g.Initializer(t);
     if (init || (c.g.Producer(t) >= 0 && c.Op(c.g.Producer(t)) == "Constant")) {
-      c.out.Emit({.rule = "qdq/const-form", .node = node,
+      c.out.Emit({.rule = "qdq/const-form",
+                  .node = node,
                   .message = "weight '" + t + "' of " + who +
                              " is used unquantized; weights must be FP32 initializer -> Q -> DQ "
                              "or integer initializer -> DQ (symmetric S4/S8 per-channel)",
                   .group_key = "weight without Q/DQ",
                   .tensors = {t}});
     } else if (!FromQuantizedPassive(c, t)) {
-      c.out.Emit({.rule = "op/input-not-quantized", .node = node,
+      c.out.Emit({.rule = "op/input-not-quantized",
+                  .node = node,
                   .message = "weight '" + t + "' of " + who + " comes from " + SourceText(c, t) +
                              " without DQ; weights must be quantized",
                   .group_key = c.Op(node) + " weight not quantized",
@@ -230,39 +243,51 @@ const QuantParams* CheckWeight(Context& c, int unit, int node, const OpSpec& spe
           : -1;
   const std::string tname = QTypeName(p->qtype, p->int_type);
   if (p->qtype && !kWeightTypes.Has(*p->qtype)) {
-    c.out.Emit({.rule = "role/weight-type", .node = dq,
+    c.out.Emit({.rule = "role/weight-type",
+                .node = dq,
                 .message = "weight '" + t + "' of " + who + " is " + tname +
                            "; weights must be symmetric S4 or S8 per-channel",
                 .group_key = c.Op(node) + " weight type " + tname,
-                .tensors = {t}, .values = {{"type", tname}}, .more_nodes = {node}});
+                .tensors = {t},
+                .values = {{"type", tname}},
+                .more_nodes = {node}});
   }
   // A one-element scale with an explicit axis over a one-channel weight is per-channel too.
-  const bool one_channel = p->granularity == Granularity::kPerTensor && p->axis_attr && axis_dim == 1;
+  const bool one_channel =
+      p->granularity == Granularity::kPerTensor && p->axis_attr && axis_dim == 1;
   if (p->granularity == Granularity::kPerTensor && !one_channel) {
-    c.out.Emit({.rule = "role/weight-type", .node = dq,
+    c.out.Emit({.rule = "role/weight-type",
+                .node = dq,
                 .message = "weight '" + t + "' of " + who +
                            " is quantized per-tensor; weights must be per-channel along axis " +
                            std::to_string(spec.weight_axis),
                 .group_key = c.Op(node) + " weight quantized per-tensor",
-                .tensors = {t}, .values = {{"granularity", "per-tensor"}}, .more_nodes = {node}});
+                .tensors = {t},
+                .values = {{"granularity", "per-tensor"}},
+                .more_nodes = {node}});
   } else if ((p->granularity == Granularity::kPerChannel || one_channel) && p->axis_attr) {
     if (*p->axis_attr != spec.weight_axis) {
       std::string written = std::to_string(*p->axis_attr);
-      c.out.Emit({.rule = "qdq/weight-axis", .node = dq,
-                  .message = "weight '" + t + "' of " + who + " is quantized along axis " + written +
-                             (*p->axis_attr < 0 ? " (negative forms are not accepted)" : "") +
-                             "; " + c.Op(node) + " weights use axis " +
-                             std::to_string(spec.weight_axis),
-                  .group_key = c.Op(node) + " weight axis " + written,
-                  .tensors = {t}, .values = {{"axis", written}}, .more_nodes = {node}});
+      c.out.Emit(
+          {.rule = "qdq/weight-axis",
+           .node = dq,
+           .message = "weight '" + t + "' of " + who + " is quantized along axis " + written +
+                      (*p->axis_attr < 0 ? " (negative forms are not accepted)" : "") + "; " +
+                      c.Op(node) + " weights use axis " + std::to_string(spec.weight_axis),
+           .group_key = c.Op(node) + " weight axis " + written,
+           .tensors = {t},
+           .values = {{"axis", written}},
+           .more_nodes = {node}});
     }
   }
   if (p->qtype == QType::kS4 && out_ch > 0 && out_ch % 2 == 1) {
-    c.out.Emit({.rule = "role/int4-channels", .node = dq,
+    c.out.Emit({.rule = "role/int4-channels",
+                .node = dq,
                 .message = "S4 weight '" + t + "' of " + who + " has " + std::to_string(out_ch) +
                            " output channels; 4-bit weights need an even count",
                 .group_key = "S4 weight with an odd output-channel count",
-                .tensors = {t}, .values = {{"output_channels", std::to_string(out_ch)}},
+                .tensors = {t},
+                .values = {{"output_channels", std::to_string(out_ch)}},
                 .more_nodes = {node}});
   }
   return p;
@@ -279,7 +304,8 @@ void CheckBias(Context& c, int unit, int node, const OpSpec& spec, const QuantPa
     const auto* init = c.g.Initializer(t);
     if (init && init->data_type() == onnx::TensorProto::FLOAT) return;  // direct FP32 bias
     if (FromQuantizedPassive(c, t)) return;
-    c.out.Emit({.rule = "qdq/const-form", .node = node,
+    c.out.Emit({.rule = "qdq/const-form",
+                .node = node,
                 .message = "bias '" + t + "' of " + who + " comes from " + SourceText(c, t) +
                            "; a bias must be a direct FP32 initializer, FP32 initializer -> Q/DQ "
                            "S32, or INT32 initializer -> DQ",
@@ -291,36 +317,48 @@ void CheckBias(Context& c, int unit, int node, const OpSpec& spec, const QuantPa
   const auto* b = c.q.Of(dq);
   std::int64_t group = AttrInt(n, "group").value_or(1);
   if (c.Op(node) == "ConvTranspose" && group > 1) {
-    c.out.Emit({.rule = "role/convtranspose-group-bias", .node = node,
-                .message = "ConvTranspose '" + c.Name(node) + "' has group=" + std::to_string(group) +
-                           " and a quantized bias '" + t + "'; use an FP32 bias or none",
+    c.out.Emit({.rule = "role/convtranspose-group-bias",
+                .node = node,
+                .message = "ConvTranspose '" + c.Name(node) +
+                           "' has group=" + std::to_string(group) + " and a quantized bias '" + t +
+                           "'; use an FP32 bias or none",
                 .group_key = "grouped ConvTranspose with quantized bias",
-                .tensors = {t}, .values = {{"group", std::to_string(group)}},
+                .tensors = {t},
+                .values = {{"group", std::to_string(group)}},
                 .more_nodes = {dq}});
   }
   const std::string tname = QTypeName(b->qtype, b->int_type);
   if (b->qtype != QType::kS32) {
-    c.out.Emit({.rule = "role/bias-type", .node = dq,
+    c.out.Emit({.rule = "role/bias-type",
+                .node = dq,
                 .message = "bias '" + t + "' of " + who + " is quantized as " + tname +
                            "; a quantized bias must be symmetric S32 per-channel",
                 .group_key = "quantized bias type " + tname,
-                .tensors = {t}, .values = {{"type", tname}}, .more_nodes = {node}});
+                .tensors = {t},
+                .values = {{"type", tname}},
+                .more_nodes = {node}});
   }
   auto bdims = c.g.Dims(t);
   const bool one = bdims && bdims->size() == 1 && (*bdims)[0] == 1;
   if (b->granularity == Granularity::kPerTensor && !one) {
-    c.out.Emit({.rule = "role/bias-type", .node = dq,
+    c.out.Emit({.rule = "role/bias-type",
+                .node = dq,
                 .message = "bias '" + t + "' of " + who +
                            " is quantized per-tensor; a quantized bias must be per-channel",
                 .group_key = "quantized bias per-tensor",
-                .tensors = {t}, .values = {{"granularity", "per-tensor"}}, .more_nodes = {node}});
+                .tensors = {t},
+                .values = {{"granularity", "per-tensor"}},
+                .more_nodes = {node}});
   }
   // bias_scale = input_scale * weight_scale per channel (section 4), FP32 math.
   if (!c.check_value || in == nullptr || w == nullptr) return;
   if (!b->scale_values || !in->scale_values || !w->scale_values) {
-    c.out.Emit({.rule = "qdq/value-unreadable", .node = dq,
-                .message = "bias_scale of " + who + " not checked: a scale is not statically readable",
-                .group_key = "bias scale values not statically readable", .tensors = {t}});
+    c.out.Emit(
+        {.rule = "qdq/value-unreadable",
+         .node = dq,
+         .message = "bias_scale of " + who + " not checked: a scale is not statically readable",
+         .group_key = "bias scale values not statically readable",
+         .tensors = {t}});
     return;
   }
   const auto& bs = *b->scale_values;
@@ -334,14 +372,16 @@ void CheckBias(Context& c, int unit, int node, const OpSpec& spec, const QuantPa
     if (std::isnan(prod)) break;
     if (std::fabs(bsc - prod) <= 1e-7f + 1e-5f * std::fabs(prod)) continue;
     std::string idx = "bias_scale[" + std::to_string(i) + "]";
-    c.out.Emit({.rule = "role/bias-scale", .node = dq,
-                .message = who + ": " + idx + "=" + FormatNumber(bsc) +
-                           ", input_scale*weight_scale=" + FormatNumber(prod) + " (input " +
-                           FormatNumber(is[0]) + " * weight " + FormatNumber(wsc) + ")",
-                .group_key = "bias_scale != input_scale * weight_scale",
-                .tensors = {t},
-                .values = {{idx, FormatNumber(bsc)}, {"input_scale*weight_scale", FormatNumber(prod)}},
-                .more_nodes = {node}});
+    c.out.Emit(
+        {.rule = "role/bias-scale",
+         .node = dq,
+         .message = who + ": " + idx + "=" + FormatNumber(bsc) +
+                    ", input_scale*weight_scale=" + FormatNumber(prod) + " (input " +
+                    FormatNumber(is[0]) + " * weight " + FormatNumber(wsc) + ")",
+         .group_key = "bias_scale != input_scale * weight_scale",
+         .tensors = {t},
+         .values = {{idx, FormatNumber(bsc)}, {"input_scale*weight_scale", FormatNumber(prod)}},
+         .more_nodes = {node}});
     break;
   }
   (void)spec;
@@ -355,9 +395,10 @@ void CheckStaticParam(Context& c, int node, int slot, std::string_view what) {
   if (init && init->data_type() == onnx::TensorProto::FLOAT) return;
   int dq = c.q.DqProducing(t);
   if (dq >= 0) c.Touch(dq);  // reported here, not as orphan
-  std::string from = dq >= 0 ? "DQ '" + c.Name(dq) + "' (parameters are not quantized)"
-                             : SourceText(c, t);
-  c.out.Emit({.rule = "op/static-param", .node = node,
+  std::string from =
+      dq >= 0 ? "DQ '" + c.Name(dq) + "' (parameters are not quantized)" : SourceText(c, t);
+  c.out.Emit({.rule = "op/static-param",
+              .node = node,
               .message = std::string(what) + " '" + t + "' of " + c.Op(node) + " '" + c.Name(node) +
                          "' comes from " + from + "; it must be a direct FP32 initializer",
               .group_key = c.Op(node) + " " + std::string(what) + " not a direct FP32 initializer",
@@ -372,7 +413,8 @@ bool CheckOutputQuantized(Context& c, int unit, int node, std::string_view tenso
   const std::string who = c.Op(node) + " '" + c.Name(node) + "'";
   if (c.g.IsGraphOutput(tensor)) {
     ok = false;
-    c.out.Emit({.rule = rule, .node = node,
+    c.out.Emit({.rule = rule,
+                .node = node,
                 .message = "output '" + std::string(tensor) + "' of " + who +
                            " is a graph output without Q/DQ; quantize it (Q -> DQ) first",
                 .group_key = c.Op(node) + " output is a graph output without Q/DQ",
@@ -386,7 +428,8 @@ bool CheckOutputQuantized(Context& c, int unit, int node, std::string_view tenso
       continue;
     }
     ok = false;
-    c.out.Emit({.rule = rule, .node = node,
+    c.out.Emit({.rule = rule,
+                .node = node,
                 .message = "output '" + std::string(tensor) + "' of " + who + " feeds " +
                            c.Op(use.node) + " '" + c.Name(use.node) +
                            "' without Q/DQ; every used branch needs Q -> DQ",
