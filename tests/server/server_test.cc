@@ -16,6 +16,7 @@
 
 #include "axqc/catalog.h"
 #include "axqc/render.h"
+#include "http_stub.h"
 #include "report_proto.h"
 #include "server_test_util.h"
 #include "sha256.h"
@@ -328,65 +329,33 @@ TEST_F(ServerTest, PathReferencesDisabledWithoutRoots) {
 // ------------------------------------------------------------------------------------------------
 // URL references against a loopback HTTP server.
 
-class HttpModelServer {
- public:
-  explicit HttpModelServer(std::string model)
-      : model_(std::move(model)), acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
-    port_ = acceptor_.local_endpoint().port();
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~HttpModelServer() {
-    stop_ = true;
-    boost::system::error_code ec;
-    // Wake the blocking accept.
-    boost::asio::ip::tcp::socket s(io_);
-    s.connect({boost::asio::ip::make_address("127.0.0.1"), port_}, ec);
-    thread_.join();
-  }
-  int port() const { return port_; }
-  std::string Url(const std::string& path) const {
-    return "http://127.0.0.1:" + std::to_string(port_) + path;
-  }
-  std::atomic<int> requests{0};
-
- private:
-  void Serve() {
-    while (!stop_) {
-      boost::asio::ip::tcp::socket sock(io_);
-      boost::system::error_code ec;
-      acceptor_.accept(sock, ec);
-      if (ec || stop_) continue;
-      boost::asio::streambuf buf;
-      boost::asio::read_until(sock, buf, "\r\n\r\n", ec);
-      if (ec) continue;
-      std::istream in(&buf);
-      std::string method, target;
-      in >> method >> target;
-      ++requests;
-      std::string resp;
-      if (target == "/m.onnx" || target == "/m.onnx?token=SECRET") {
-        resp = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(model_.size()) +
-               "\r\nConnection: close\r\n\r\n" + model_;
-      } else if (target == "/redirect") {
-        resp = "HTTP/1.1 302 Found\r\nLocation: /m.onnx\r\nContent-Length: 0\r\n\r\n";
-      } else if (target == "/redirect-away") {
-        resp = "HTTP/1.1 302 Found\r\nLocation: http://localhost:" + std::to_string(port_) +
-               "/m.onnx\r\nContent-Length: 0\r\n\r\n";
-      } else if (target == "/big") {
-        resp = "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + std::string(100000, 'x');
-      } else {
-        resp = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
-      }
-      boost::asio::write(sock, boost::asio::buffer(resp), ec);
-      sock.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
+// Serves `model` at /m.onnx (also with a query string), redirects, a big body and 404s.
+HttpStub::Handler ModelHandler(const std::string& model, const HttpStub* self) {
+  return [model, self](boost::asio::ip::tcp::socket& sock, const std::string& target,
+                       const std::atomic<bool>&) {
+    std::string resp;
+    if (target == "/m.onnx" || target == "/m.onnx?token=SECRET") {
+      resp = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(model.size()) +
+             "\r\nConnection: close\r\n\r\n" + model;
+    } else if (target == "/redirect") {
+      resp = "HTTP/1.1 302 Found\r\nLocation: /m.onnx\r\nContent-Length: 0\r\n\r\n";
+    } else if (target == "/redirect-away") {
+      resp = "HTTP/1.1 302 Found\r\nLocation: http://localhost:" + std::to_string(self->port()) +
+             "/m.onnx\r\nContent-Length: 0\r\n\r\n";
+    } else if (target == "/big") {
+      resp = "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + std::string(100000, 'x');
+    } else {
+      resp = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
     }
-  }
-  std::string model_;
-  boost::asio::io_context io_;
-  boost::asio::ip::tcp::acceptor acceptor_;
-  unsigned short port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+    boost::system::error_code ec;
+    boost::asio::write(sock, boost::asio::buffer(resp), ec);
+  };
+}
+
+// The model server of the URL tests (the handler needs the port for /redirect-away).
+class HttpModelServer : public HttpStub {
+ public:
+  explicit HttpModelServer(const std::string& model) : HttpStub(ModelHandler(model, this)) {}
 };
 
 grpc::Status CheckUrl(v1::Checker::Stub& stub, const std::string& url, v1::CheckResponse* resp) {
