@@ -207,6 +207,29 @@ bool Contains(const std::string& text, const char* what) {
   return text.find(what) != std::string::npos;
 }
 
+// True when the server at `hp` answers a plaintext HTTP/2 connection preface with a SETTINGS
+// frame (a gRPC port without TLS).
+bool SpeaksPlaintextHttp2(const HostPort& hp) {
+  std::string error;
+  const int fd = ConnectTcp(hp, &error);
+  if (fd < 0) return false;
+  static const char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";
+  bool http2 = false;
+  if (::send(fd, kPreface, sizeof(kPreface) - 1, MSG_NOSIGNAL) ==
+      static_cast<ssize_t>(sizeof(kPreface) - 1)) {
+    unsigned char frame[9];
+    std::size_t got = 0;
+    while (got < sizeof(frame)) {
+      const ssize_t n = ::recv(fd, frame + got, sizeof(frame) - got, 0);
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    http2 = got == sizeof(frame) && frame[3] == 0x04;  // frame type SETTINGS
+  }
+  ::close(fd);
+  return http2;
+}
+
 // One sentence on why the transport to the server failed, or "" when the probe finds nothing
 // specific (then gRPC's own message stands).
 std::string DiagnoseTransport(const RemoteArgs& r, bool tls) {
@@ -257,7 +280,11 @@ std::string DiagnoseTransport(const RemoteArgs& r, bool tls) {
   in_addr addr4{};
   const bool ip = ::inet_pton(AF_INET, hp->host.c_str(), &addr4) == 1 ||
                   ::inet_pton(AF_INET6, hp->host.c_str(), &addr6) == 1;
-  if (!ip) SSL_set_tlsext_host_name(ssl, hp->host.c_str());
+  if (!ip) {
+    // SSL_set_tlsext_host_name without its C cast.
+    (void)SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                   const_cast<char*>(hp->host.c_str()));
+  }
   if (tls) {
     if (ip) {
       X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), hp->host.c_str());
@@ -296,7 +323,8 @@ std::string DiagnoseTransport(const RemoteArgs& r, bool tls) {
         diagnosis += ", and a client certificate: --cert FILE --key FILE (mutual TLS)";
       }
     }
-  } else if (plaintext_server) {
+  } else if (plaintext_server || (!handshake && verify == X509_V_OK && !cert_alert &&
+                                   SpeaksPlaintextHttp2(*hp))) {
     diagnosis = "the server at " + r.server +
                 " does not speak TLS (plaintext port): drop --tls, --ca, --cert and --key, or "
                 "start the server with --tls-cert-file/--tls-key-file";

@@ -391,7 +391,7 @@ class Session:
             env["AXQC_METRICS_LISTEN"] = ""
         if own:
             env["AXQC_ALLOWED_ROOT"] = os.path.join(self.dir, "srvroot")
-        text = self.rewrite(command).rstrip()
+        text = (command if own else self.rewrite(command)).rstrip()
         if text.endswith("&"):
             text = text[:-1]
         log_path = os.path.join(self.dir, f"server-{n}.log")
