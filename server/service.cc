@@ -693,7 +693,7 @@ grpc::ServerUnaryReactor* CheckerService::Check(grpc::CallbackServerContext* ctx
             "inline content is " + std::to_string(content.size()) +
                 " bytes, over the server's limit of " +
                 std::to_string(d_.config->max_inline_bytes) +
-                " bytes (max-inline-bytes); send bigger models with Upload (axqc check --server "
+                " bytes (max-inline-bytes); use Upload for bigger models (axqc check --server "
                 "does)"));
         return reactor;
       }
