@@ -294,6 +294,7 @@ std::string DiagnoseTransport(const RemoteArgs& r, bool tls) {
   }
   ERR_clear_error();
   const bool handshake = SSL_connect(ssl) == 1;
+  bool read_failed = false;  // the server closed the connection right after the handshake
   std::string errors = OpenSslErrors();
   if (handshake) {
     // TLS 1.3: the server judges the client certificate after the client finished its part of the
@@ -301,7 +302,10 @@ std::string DiagnoseTransport(const RemoteArgs& r, bool tls) {
     static const char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
     (void)SSL_write(ssl, kPreface, static_cast<int>(sizeof(kPreface) - 1));
     char buf[64];
-    if (SSL_read(ssl, buf, sizeof(buf)) <= 0) errors = OpenSslErrors();
+    if (SSL_read(ssl, buf, sizeof(buf)) <= 0) {
+      errors = OpenSslErrors();
+      read_failed = true;
+    }
   }
   const long verify = SSL_get_verify_result(ssl);
   const bool plaintext_server = Contains(errors, "wrong version number") ||
@@ -323,8 +327,8 @@ std::string DiagnoseTransport(const RemoteArgs& r, bool tls) {
         diagnosis += ", and a client certificate: --cert FILE --key FILE (mutual TLS)";
       }
     }
-  } else if (plaintext_server || (!handshake && verify == X509_V_OK && !cert_alert &&
-                                   SpeaksPlaintextHttp2(*hp))) {
+  } else if (plaintext_server ||
+             (!handshake && verify == X509_V_OK && !cert_alert && SpeaksPlaintextHttp2(*hp))) {
     diagnosis = "the server at " + r.server +
                 " does not speak TLS (plaintext port): drop --tls, --ca, --cert and --key, or "
                 "start the server with --tls-cert-file/--tls-key-file";
@@ -340,7 +344,7 @@ std::string DiagnoseTransport(const RemoteArgs& r, bool tls) {
   } else if (cert_requested && !has_cert) {
     diagnosis = "the server at " + r.server +
                 " requires a client certificate (mutual TLS): pass --cert FILE --key FILE";
-  } else if (cert_requested && cert_alert) {
+  } else if (cert_requested && (cert_alert || read_failed || !handshake)) {
     diagnosis = "the server at " + r.server + " rejected the client certificate " + r.cert + " (" +
                 errors +
                 "): it must be signed by a CA the server trusts (its --tls-client-ca-file)";

@@ -485,7 +485,8 @@ TEST(ClientTls, ServerTlsWithATestCa) {
     while (std::getline(lines, line)) EXPECT_EQ(line.rfind("axqc: ", 0), 0u) << line;
   }
   // TLS against a plaintext server.
-  TestServer plaintext(dir);
+  TempDir plain_dir;
+  TestServer plaintext(plain_dir);
   Proc tls_to_plain = Client(dir, "check --server " + Addr(plaintext) + ca + retries + " " + model);
   EXPECT_EQ(tls_to_plain.rc, 4);
   EXPECT_NE(tls_to_plain.err.find("does not speak TLS"), std::string::npos) << tls_to_plain.err;
