@@ -4,6 +4,7 @@
 #include <boost/asio/post.hpp>
 #include <exception>
 
+#include "memory.h"
 #include "report_proto.h"
 
 namespace axqc::server {
@@ -125,7 +126,9 @@ void CheckEngine::Run(const std::shared_ptr<Flight>& flight) {
   }
   if (outcome.kind == CheckOutcome::Kind::kReport && sink_) sink_(flight->job, outcome.report);
   if (flight_end_) flight_end_(flight->job.key);
+  const std::size_t model_bytes = flight->job.bytes != nullptr ? flight->job.bytes->size() : 0;
   flight->job.bytes.reset();  // the model's memory is given back before any waiter is answered
+  if (model_bytes >= kTrimAfterBytes) ReturnFreeMemory();
 
   std::vector<std::pair<std::uint64_t, Completion>> waiters;
   {
@@ -165,6 +168,11 @@ void CheckEngine::Shutdown() {
   pool_.join();
   std::lock_guard<std::mutex> lock(mu_);
   joined_ = true;
+}
+
+bool CheckEngine::HasFlight(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return flights_.count(key) != 0;
 }
 
 std::size_t CheckEngine::queue_depth() const {

@@ -74,6 +74,8 @@ class CheckEngine {
   // Stops accepting, fails queued checks with kShutdown, waits for running checks.
   void Shutdown();
 
+  // True while a check of `key` is queued or running.
+  bool HasFlight(const std::string& key) const;
   std::size_t queue_depth() const;
   unsigned busy_workers() const;
   unsigned workers() const { return workers_; }

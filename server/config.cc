@@ -19,6 +19,9 @@ namespace axqc::server {
 
 namespace {
 
+// How far gRPC's receive limit lies above MessageLimit (see GrpcReceiveLimit).
+constexpr std::uint64_t kGrpcReceiveSlack = 64ull << 20;
+
 using Values = std::vector<std::string>;
 
 struct Opt {
@@ -181,6 +184,12 @@ const std::vector<Opt>& Options() {
                  "an Upload stream that sends no message for this long is ended with "
                  "DEADLINE_EXCEEDED and its buffer freed; 0 disables",
                  &ServerConfig::upload_idle_timeout_seconds),
+      SecondsOpt(
+          "lookup-wait-seconds",
+          "a GetReport for a model whose check is in progress (on this server, or on another "
+          "replica sharing a PostgreSQL store) waits at most this long for that check's "
+          "report (besides the client's deadline), then answers NOT_FOUND; 0 never waits",
+          &ServerConfig::lookup_wait_seconds),
       ListOpt("allowed-root",
               "directory that path references may read from (repeatable, comma-separated in "
               "env/file); none disables path references",
@@ -413,6 +422,15 @@ void FinalizeConfig(ServerConfig& c) {
   if (c.claim_lease_seconds < 1) throw ConfigError("claim-lease-seconds must be at least 1");
 }
 
+std::uint64_t MessageLimit(const ServerConfig& config) {
+  return std::max<std::uint64_t>(config.max_inline_bytes, 4ull << 20);
+}
+
+int GrpcReceiveLimit(const ServerConfig& config) {
+  const std::uint64_t limit = MessageLimit(config) + kGrpcReceiveSlack;
+  return static_cast<int>(std::min<std::uint64_t>(limit, std::numeric_limits<int>::max()));
+}
+
 std::string StoreLocation(const ServerConfig& config) {
   return config.store.empty() ? config.store_path : config.store;
 }
@@ -461,8 +479,11 @@ ConfigResult LoadConfig(const std::vector<std::string>& args, const EnvLookup& e
   } catch (const CLI::ParseError& e) {
     std::ostringstream out;
     std::ostringstream err;
-    result.exit_code = app.exit(e, out, err);
+    // --help is a "success" (0); every other parse error (unknown option, missing value, ...) is a
+    // configuration error: exit 2, as for invalid values.
+    result.exit_code = app.exit(e, out, err) == 0 ? 0 : 2;
     result.message = out.str() + err.str();
+    if (*result.exit_code != 0) result.message = "axqc-server: " + result.message;
     return result;
   }
   if (version) {

@@ -30,6 +30,9 @@ struct ServerConfig {
   std::uint64_t max_inflight_upload_bytes = 2ull << 30;
   // An Upload stream with no message for this long is ended with DEADLINE_EXCEEDED; 0 disables.
   double upload_idle_timeout_seconds = 60;
+  // A GetReport for a model whose check is in progress waits at most this long for its report
+  // (besides the client's deadline), then answers NOT_FOUND; 0 never waits.
+  double lookup_wait_seconds = 300;
 
   // Model sources.
   std::vector<std::string> allowed_roots;    // directories path references may read from
@@ -106,6 +109,13 @@ std::uint64_t ParseBytes(const std::string& text);
 
 // The store to open: `store` when set, else `store_path`.
 std::string StoreLocation(const ServerConfig& config);
+
+// Largest inline content or Upload chunk the service accepts: max-inline-bytes, at least 4 MiB.
+std::uint64_t MessageLimit(const ServerConfig& config);
+// gRPC's own receive limit: far enough above MessageLimit that requests over it are answered by the
+// service itself (RESOURCE_EXHAUSTED naming the limit and what to do) rather than by gRPC's
+// generic "Received message larger than max".
+int GrpcReceiveLimit(const ServerConfig& config);
 
 // Applies defaults (workers = hardware cores) and checks consistency. Throws ConfigError.
 void FinalizeConfig(ServerConfig& config);

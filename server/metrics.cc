@@ -43,9 +43,16 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   cache_lookups_ = &prometheus::BuildCounter()
                         .Name("axqc_cache_lookups_total")
                         .Help(
-                            "Report cache lookups by result: memory_hit, store_hit, shared "
-                            "(joined an identical running check), miss")
+                            "Where the reports of check requests (Check, Upload, GetReport with "
+                            "record_check) came from, one per check: memory_hit, store_hit, shared "
+                            "(joined an identical check in progress), miss (checked for it)")
                         .Register(r);
+  report_lookups_ = &prometheus::BuildCounter()
+                         .Name("axqc_report_lookups_total")
+                         .Help(
+                             "GetReport answers by result: memory_hit, store_hit, shared (waited "
+                             "for a check in progress), not_found")
+                         .Register(r);
   requests_ = &prometheus::BuildCounter()
                    .Name("axqc_requests_total")
                    .Help("axqc.v1 RPCs by method and gRPC status code")
@@ -92,6 +99,14 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                           "the store (PostgreSQL) runs")
                       .Register(r)
                       .Add({});
+  lookup_waits_ = &prometheus::BuildGauge()
+                       .Name("axqc_lookup_waiting_requests")
+                       .Help(
+                           "GetReport requests waiting for the report of a check in progress "
+                           "(an upload being received, a check queued or running; with "
+                           "PostgreSQL also on another replica)")
+                       .Register(r)
+                       .Add({});
   queue_depth_ = &prometheus::BuildGauge()
                       .Name("axqc_queue_depth")
                       .Help("Checks waiting for a worker")
@@ -158,6 +173,10 @@ void Metrics::CountFindings(const v1::Report& report) {
 
 void Metrics::CountCacheLookup(const std::string& result) {
   cache_lookups_->Add({{"result", result}}).Increment();
+}
+
+void Metrics::CountReportLookup(const std::string& result) {
+  report_lookups_->Add({{"result", result}}).Increment();
 }
 
 void Metrics::CountRequest(const std::string& method, const std::string& code, double seconds) {

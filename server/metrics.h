@@ -28,8 +28,13 @@ class Metrics {
   void CountCheck(const std::string& verdict, const std::string& source);
   // The findings of a returned report, per rule and severity.
   void CountFindings(const v1::Report& report);
-  // result: "memory_hit", "store_hit", "shared", "miss".
+  // Where the report of a check request came from (one per Check/Upload that reached the cache,
+  // and per GetReport with record_check that found a report): "memory_hit", "store_hit",
+  // "shared", "miss".
   void CountCacheLookup(const std::string& result);
+  // Every GetReport answer: "memory_hit", "store_hit", "shared" (waited for a check in progress),
+  // "not_found".
+  void CountReportLookup(const std::string& result);
   void CountRequest(const std::string& method, const std::string& code, double seconds);
   // stage: "load", "check" (and the checker's own stages "check_parse", "check_onnx",
   // "check_index", "check_quant", "check_units", "check_rules", "check_report"), "store", "render".
@@ -51,6 +56,8 @@ class Metrics {
   // Check/Upload requests waiting for a check that another server sharing the store runs.
   prometheus::Gauge& claim_waits() { return *claim_waits_; }
   prometheus::Gauge& inflight_upload_bytes() { return *inflight_upload_bytes_; }
+  // GetReport requests waiting for a check in progress (here or on another replica).
+  prometheus::Gauge& lookup_waits() { return *lookup_waits_; }
   prometheus::Gauge& uploads_in_flight() { return *uploads_in_flight_; }
 
  private:
@@ -58,6 +65,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* checks_;
   prometheus::Family<prometheus::Counter>* findings_;
   prometheus::Family<prometheus::Counter>* cache_lookups_;
+  prometheus::Family<prometheus::Counter>* report_lookups_;
   prometheus::Family<prometheus::Counter>* requests_;
   prometheus::Family<prometheus::Histogram>* request_duration_;
   prometheus::Family<prometheus::Histogram>* check_duration_;
@@ -74,6 +82,7 @@ class Metrics {
   prometheus::Gauge* inflight_bytes_;
   prometheus::Gauge* claim_waits_;
   prometheus::Gauge* inflight_upload_bytes_;
+  prometheus::Gauge* lookup_waits_;
   prometheus::Gauge* uploads_in_flight_;
 };
 

@@ -69,6 +69,10 @@ CREATE TABLE axqc_check_claims (
   expires_at timestamptz NOT NULL
 );
 )sql",
+    // 2: reservations of announced uploads ('upload') beside the claims of running checks.
+    R"sql(
+ALTER TABLE axqc_check_claims ADD COLUMN state text NOT NULL DEFAULT 'check';
+)sql",
 };
 
 std::string Trimmed(const char* msg) {
@@ -475,11 +479,12 @@ bool PgStore::TryClaim(const std::string& cache_key) {
   const bool claimed = With([&](PGconn* c) {
     const Result r =
         Run(c,
-            "INSERT INTO axqc_check_claims (cache_key, owner, expires_at) VALUES ($1, $2, now() + "
-            "make_interval(secs => $3)) ON CONFLICT (cache_key) DO UPDATE SET owner = "
-            "EXCLUDED.owner, claimed_at = CASE WHEN axqc_check_claims.owner = EXCLUDED.owner THEN "
-            "axqc_check_claims.claimed_at ELSE now() END, expires_at = EXCLUDED.expires_at WHERE "
-            "axqc_check_claims.owner = EXCLUDED.owner OR axqc_check_claims.expires_at < now() "
+            "INSERT INTO axqc_check_claims (cache_key, owner, expires_at, state) VALUES ($1, $2, "
+            "now() + make_interval(secs => $3), 'check') ON CONFLICT (cache_key) DO UPDATE SET "
+            "owner = EXCLUDED.owner, claimed_at = CASE WHEN axqc_check_claims.owner = "
+            "EXCLUDED.owner THEN axqc_check_claims.claimed_at ELSE now() END, expires_at = "
+            "EXCLUDED.expires_at, state = 'check' WHERE axqc_check_claims.owner = EXCLUDED.owner "
+            "OR axqc_check_claims.expires_at < now() OR axqc_check_claims.state = 'upload' "
             "RETURNING 1",
             {Text(cache_key), Text(replica_id_), Text(FormatDouble(options_.claim_lease_seconds))});
     return r.rows() == 1;
@@ -489,6 +494,30 @@ bool PgStore::TryClaim(const std::string& cache_key) {
     held_.insert(cache_key);
   }
   return claimed;
+}
+
+bool PgStore::ClaimedElsewhere(const std::string& cache_key) {
+  return With([&](PGconn* c) {
+    const Result r = Run(c,
+                         "SELECT 1 FROM axqc_check_claims WHERE cache_key = $1 AND owner <> $2 AND "
+                         "expires_at > now()",
+                         {Text(cache_key), Text(replica_id_)});
+    return r.rows() > 0;
+  });
+}
+
+bool PgStore::TryReserve(const std::string& cache_key, double seconds) {
+  return With([&](PGconn* c) {
+    const Result r =
+        Run(c,
+            "INSERT INTO axqc_check_claims (cache_key, owner, expires_at, state) VALUES ($1, $2, "
+            "now() + make_interval(secs => $3), 'upload') ON CONFLICT (cache_key) DO UPDATE SET "
+            "owner = EXCLUDED.owner, claimed_at = now(), expires_at = EXCLUDED.expires_at, state "
+            "= 'upload' WHERE axqc_check_claims.expires_at < now() OR (axqc_check_claims.owner = "
+            "EXCLUDED.owner AND axqc_check_claims.state = 'upload') RETURNING 1",
+            {Text(cache_key), Text(replica_id_), Text(FormatDouble(seconds))});
+    return r.rows() == 1;
+  });
 }
 
 void PgStore::ReleaseClaim(const std::string& cache_key) noexcept {
@@ -539,8 +568,7 @@ void PgStore::Heartbeat() {
     // models nobody asks for any more are deleted here after a while.
     try {
       With([&](PGconn* c) {
-        Run(c,
-            "DELETE FROM axqc_check_claims WHERE expires_at < now() - make_interval(secs => $1)",
+        Run(c, "DELETE FROM axqc_check_claims WHERE expires_at < now() - make_interval(secs => $1)",
             {Text(FormatDouble(std::max(600.0, 10 * options_.claim_lease_seconds)))});
         return true;
       });

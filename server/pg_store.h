@@ -11,6 +11,8 @@
 // Claims (table axqc_check_claims): one row per cache key being checked, with the owner (this
 // server's replica id) and a lease expiry on the database's clock. The owner's heartbeat thread
 // renews its claims every lease/3; a claim whose lease ran out belongs to whoever claims it next.
+// A row in state 'upload' is a reservation for an upload a hash-first client announced: never
+// renewed, taken over by the claim of whichever server receives that upload.
 #pragma once
 
 #include <chrono>
@@ -48,6 +50,8 @@ class PgStore final : public ReportStore {
   bool TryClaim(const std::string& cache_key) override;
   void ReleaseClaim(const std::string& cache_key) noexcept override;
   std::chrono::milliseconds ClaimPollInterval() const override { return poll_interval_; }
+  bool ClaimedElsewhere(const std::string& cache_key) override;
+  bool TryReserve(const std::string& cache_key, double seconds) override;
 
   const std::string& replica_id() const { return replica_id_; }
 

@@ -23,7 +23,10 @@
 #include "axqc/catalog.h"
 #include "axqc/checker.h"
 #include "lru_cache.h"
+#include "memory.h"
 #include "model_source.h"
+#include "process_metrics.h"
+#include "reflection_v1.h"
 #include "service.h"
 #include "store.h"
 
@@ -47,6 +50,7 @@ void WriteReadyFile(const std::string& path, int grpc_port, int metrics_port) {
 
 std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_ptr<Logger> logger,
                                       const ServerHooks& hooks) {
+  ConfigureAllocator();
   std::unique_ptr<Server> s(new Server());
   s->config_ = config;
   FinalizeConfig(s->config_);
@@ -61,6 +65,8 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
       throw std::runtime_error("metrics: cannot listen on " + c.metrics_listen + ": " + e.what());
     }
     s->exposer_->RegisterCollectable(s->metrics_->registry());
+    s->process_collector_ = std::make_shared<ProcessCollector>();
+    s->exposer_->RegisterCollectable(s->process_collector_);
     const auto ports = s->exposer_->GetListeningPorts();
     s->metrics_port_ = ports.empty() ? 0 : ports.front();
   }
@@ -126,14 +132,19 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
   s->service_ = std::make_unique<CheckerService>(deps);
 
   grpc::EnableDefaultHealthCheckService(true);
+  // Server reflection: v1alpha from grpc++ itself, v1 (what current clients ask for) from
+  // reflection_v1.cc; both describe the health service too.
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  LinkHealthDescriptors();
+  s->reflection_v1_ = std::make_unique<ReflectionV1Service>(std::vector<std::string>{
+      kServiceName, "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection",
+      "grpc.reflection.v1alpha.ServerReflection"});
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(c.listen, MakeServerCredentials(c), &port);
   builder.RegisterService(s->service_.get());
-  const auto max_message =
-      static_cast<int>(std::max<std::uint64_t>(c.max_inline_bytes, 4u << 20) + (64u << 10));
-  builder.SetMaxReceiveMessageSize(max_message);
+  builder.RegisterService(s->reflection_v1_.get());
+  builder.SetMaxReceiveMessageSize(GrpcReceiveLimit(c));
   builder.SetMaxSendMessageSize(-1);
   s->grpc_ = builder.BuildAndStart();
   if (s->grpc_ == nullptr || port == 0) {
@@ -225,6 +236,7 @@ void Server::Shutdown() {
 Server::~Server() {
   Shutdown();
   grpc_.reset();
+  reflection_v1_.reset();
   service_.reset();
   engine_.reset();
   io_.reset();

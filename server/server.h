@@ -30,6 +30,8 @@ class LruCache;
 class ByteBudget;
 class PathResolver;
 class CheckerService;
+class ProcessCollector;
+class ReflectionV1Service;
 
 struct ServerHooks {
   CheckFn check;  // replaces axqc::CheckBytes when set (tests)
@@ -65,6 +67,7 @@ class Server {
   std::shared_ptr<Logger> logger_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<prometheus::Exposer> exposer_;
+  std::shared_ptr<ProcessCollector> process_collector_;
   std::unique_ptr<ReportStore> store_;
   std::unique_ptr<LruCache> cache_;
   std::unique_ptr<ByteBudget> budget_;
@@ -72,6 +75,7 @@ class Server {
   std::unique_ptr<boost::asio::thread_pool> io_;
   std::unique_ptr<CheckEngine> engine_;
   std::unique_ptr<CheckerService> service_;
+  std::unique_ptr<ReflectionV1Service> reflection_v1_;
   std::unique_ptr<grpc::Server> grpc_;
   std::atomic<bool> draining_{false};
   std::mutex shutdown_mu_;

@@ -124,10 +124,13 @@ class CheckerService::CallBase : public std::enable_shared_from_this<CallBase> {
     std::uint64_t warnings = 0;
     std::map<std::string, std::string> labels;
     v1::CheckOptions options;
+    bool record = true;  // a check request (history row, checks metric); false: plain GetReport
   };
 
-  CallBase(const ServiceDeps& d, std::string method_name, grpc::CallbackServerContext* ctx)
+  CallBase(const ServiceDeps& d, KeyWatch* key_watch, std::string method_name,
+           grpc::CallbackServerContext* ctx)
       : deps(d),
+        watch(key_watch),
         method(std::move(method_name)),
         start(Clock::now()),
         deadline(ctx->deadline()),
@@ -181,6 +184,15 @@ class CheckerService::CallBase : public std::enable_shared_from_this<CallBase> {
     if (!f.cache.empty()) j["cache"] = f.cache;
     if (!f.labels.empty()) j["labels"] = f.labels;
     if (!status.ok()) j["error"] = status.error_message();
+    // The check of this key is over for this request: lookups waiting for it look again.
+    std::string held;
+    {
+      std::lock_guard<std::mutex> lock(waiter_mu_);
+      held = std::move(held_key_);
+      held_key_.clear();
+      released_ = true;
+    }
+    if (!held.empty()) watch->Release(held);
     LogLevel level = LogLevel::kInfo;
     switch (status.error_code()) {
       case grpc::StatusCode::INTERNAL:
@@ -197,6 +209,16 @@ class CheckerService::CallBase : public std::enable_shared_from_this<CallBase> {
     }
     deps.logger->Log(level, "request", std::move(j));
     finisher(status);
+  }
+
+  // Marks `key` as being checked for this request until it completes (first key only).
+  void HoldKey(const std::string& key) {
+    {
+      std::lock_guard<std::mutex> lock(waiter_mu_);
+      if (released_ || !held_key_.empty()) return;
+      held_key_ = key;
+    }
+    watch->Hold(key);
   }
 
   void SetWaiter(const std::string& key, std::uint64_t id) {
@@ -234,6 +256,7 @@ class CheckerService::CallBase : public std::enable_shared_from_this<CallBase> {
   }
 
   const ServiceDeps& deps;
+  KeyWatch* const watch;
   const std::string method;
   const Clock::time_point start;
   const std::chrono::system_clock::time_point deadline;
@@ -254,6 +277,8 @@ class CheckerService::CallBase : public std::enable_shared_from_this<CallBase> {
   std::mutex waiter_mu_;
   std::string waiter_key_;
   std::uint64_t waiter_id_ = 0;
+  std::string held_key_;   // HoldKey
+  bool released_ = false;  // Complete() ran: no more holds
 };
 
 template <typename Resp>
@@ -280,8 +305,9 @@ class UnaryReactor final : public grpc::ServerUnaryReactor {
 
 template <typename Resp>
 std::pair<UnaryReactor*, std::shared_ptr<CheckerService::Call<Resp>>> StartUnary(
-    const ServiceDeps& d, const char* method, grpc::CallbackServerContext* ctx, Resp* resp) {
-  auto call = std::make_shared<CheckerService::Call<Resp>>(d, method, ctx);
+    const ServiceDeps& d, KeyWatch* watch, const char* method, grpc::CallbackServerContext* ctx,
+    Resp* resp) {
+  auto call = std::make_shared<CheckerService::Call<Resp>>(d, watch, method, ctx);
   auto* reactor = new UnaryReactor(call);
   auto* raw = call.get();
   call->finisher = [reactor, resp, raw](const grpc::Status& s) {
@@ -334,7 +360,15 @@ CheckerService::CheckerService(ServiceDeps deps)
                      "the server holds too many bytes of uploads in progress right now; retry "
                      "later"),
       upload_watchdog_(std::chrono::milliseconds(
-          static_cast<std::int64_t>(std::llround(d_.config->upload_idle_timeout_seconds * 1e3)))) {}
+          static_cast<std::int64_t>(std::llround(d_.config->upload_idle_timeout_seconds * 1e3)))),
+      // A key nobody here works on any more gives up this server's claim in a shared store (taken
+      // when an upload announced its sha256), unless a check of it is still running (the engine
+      // releases that claim when the check ends). On the I/O pool: never wait for the store on a
+      // gRPC thread.
+      watch_([this](const std::string& key) {
+        if (d_.engine->HasFlight(key)) return;
+        boost::asio::post(*d_.io, [store = d_.store, key] { store->ReleaseClaim(key); });
+      }) {}
 
 // ------------------------------------------------------------------------------------------------
 // Check and Upload pipeline
@@ -474,6 +508,7 @@ void CheckerService::Process(const std::shared_ptr<CheckCall>& call, LoadedModel
     return;
   }
   const std::string key = service::CacheKey(model.sha256, fields.options);
+  call->HoldKey(key);  // lookups of this model wait for this request's answer
   if (auto hit = d_.cache->Get(key)) {
     model.bytes.reset();
     d_.metrics->CountCacheLookup("memory_hit");
@@ -624,7 +659,7 @@ void CheckerService::SubmitCheck(const std::shared_ptr<CheckCall>& call, CheckJo
 grpc::ServerUnaryReactor* CheckerService::Check(grpc::CallbackServerContext* ctx,
                                                 const v1::CheckRequest* req,
                                                 v1::CheckResponse* resp) {
-  auto [reactor, call] = StartUnary(d_, "Check", ctx, resp);
+  auto [reactor, call] = StartUnary(d_, &watch_, "Check", ctx, resp);
   if (auto s = Admit(d_, ctx); !s.ok()) {
     call->Finish(s);
     return reactor;
@@ -655,8 +690,11 @@ grpc::ServerUnaryReactor* CheckerService::Check(grpc::CallbackServerContext* ctx
       if (content.size() > d_.config->max_inline_bytes) {
         call->Finish(grpc::Status(
             grpc::StatusCode::RESOURCE_EXHAUSTED,
-            "inline content is " + std::to_string(content.size()) + " bytes, over the limit of " +
-                std::to_string(d_.config->max_inline_bytes) + "; use Upload"));
+            "inline content is " + std::to_string(content.size()) +
+                " bytes, over the server's limit of " +
+                std::to_string(d_.config->max_inline_bytes) +
+                " bytes (max-inline-bytes); use Upload for bigger models (axqc check --server "
+                "does)"));
         return reactor;
       }
       Reservation reservation(d_.budget);
@@ -787,9 +825,34 @@ class CheckerService::UploadReactor final : public grpc::ServerReadReactor<v1::U
         f.options = m.options();
         f.size_bytes = m.size_bytes();
       });
+      // The declared sha256 names the model before its bytes arrive: lookups of it wait for this
+      // upload, and other servers sharing the store see this server's claim (it takes over the
+      // reservation a hash-first lookup made for this upload, on whichever server).
+      if (service::IsSha256Hex(m.sha256()) && ValidateOptions(m.options()).ok()) {
+        const std::string key = service::CacheKey(m.sha256(), m.options());
+        call_->HoldKey(key);
+        boost::asio::post(*service_->d_.io, [store = service_->d_.store,
+                                             metrics = service_->d_.metrics, key] {
+          try {
+            (void)store->TryClaim(key);
+          } catch (const StoreError&) {
+            metrics->CountStoreError();  // the check itself claims again (and reports the error)
+          }
+        });
+      }
     }
     if (msg_.part_case() == v1::UploadRequest::kChunk) {
       service_->d_.metrics->AddUploadBytes(static_cast<double>(msg_.chunk().size()));
+      const std::uint64_t limit = MessageLimit(*service_->d_.config);
+      if (msg_.chunk().size() > limit) {
+        EndReceiving();
+        call_->Finish(
+            grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                         "Upload chunk of " + std::to_string(msg_.chunk().size()) +
+                             " bytes is over the server's limit of " + std::to_string(limit) +
+                             " bytes per message; send the model in chunks of 64 KiB to 1 MiB"));
+        return;
+      }
     }
     if (grpc::Status s = assembler_.Add(msg_); !s.ok()) {
       EndReceiving();
@@ -847,7 +910,7 @@ class CheckerService::UploadReactor final : public grpc::ServerReadReactor<v1::U
 
 grpc::ServerReadReactor<v1::UploadRequest>* CheckerService::Upload(grpc::CallbackServerContext* ctx,
                                                                    v1::CheckResponse* resp) {
-  auto call = std::make_shared<CheckCall>(d_, "Upload", ctx);
+  auto call = std::make_shared<CheckCall>(d_, &watch_, "Upload", ctx);
   auto* reactor = new UploadReactor(this, ctx, call);
   auto* raw = call.get();
   call->finisher = [reactor, resp, raw](const grpc::Status& s) {
@@ -866,10 +929,29 @@ grpc::ServerReadReactor<v1::UploadRequest>* CheckerService::Upload(grpc::Callbac
 // ------------------------------------------------------------------------------------------------
 // Lookups
 
+// A GetReport in progress (shared by its steps on the I/O pool).
+struct CheckerService::Lookup {
+  std::shared_ptr<CheckCall> call;
+  v1::CheckResponse* grpc_resp = nullptr;
+  std::string key;
+  bool record = false;
+  Clock::time_point wait_until;  // waiting for a check in progress ends here
+  bool waited = false;           // counted in axqc_lookup_waiting_requests while it waits
+  bool waited_for_peer = false;  // waited for another server's claim
+  bool still_waiting = false;
+};
+
+namespace {
+// How long NOT_FOUND reserves a model for the upload of the hash-first client that got it.
+constexpr double kReservationSeconds = 10;
+// Waiting lookups look again at least this often (a reservation may have run out).
+constexpr auto kLookupPoll = std::chrono::milliseconds(500);
+}  // namespace
+
 grpc::ServerUnaryReactor* CheckerService::GetReport(grpc::CallbackServerContext* ctx,
                                                     const v1::GetReportRequest* req,
                                                     v1::CheckResponse* resp) {
-  auto [reactor, call] = StartUnary(d_, "GetReport", ctx, resp);
+  auto [reactor, call] = StartUnary(d_, &watch_, "GetReport", ctx, resp);
   if (auto s = Admit(d_, ctx); !s.ok()) {
     call->Finish(s);
     return reactor;
@@ -878,67 +960,192 @@ grpc::ServerUnaryReactor* CheckerService::GetReport(grpc::CallbackServerContext*
     call->Finish(Invalid("sha256 must be 64 lowercase hex characters"));
     return reactor;
   }
-  if (auto s = ValidateOptions(req->options()); !s.ok()) {
-    call->Finish(s);
+  grpc::Status status = ValidateOptions(req->options());
+  if (status.ok()) status = ValidateLabels(req->labels(), "labels");
+  if (!status.ok()) {
+    call->Finish(status);
     return reactor;
   }
   call->Update([&](CallBase::Fields& f) {
     f.sha256 = req->sha256();
     f.options = req->options();
     f.name = req->name();
+    f.record = req->record_check();
+    if (f.record) {
+      f.source = "hash";
+      f.labels = std::map<std::string, std::string>(req->labels().begin(), req->labels().end());
+    }
   });
-  // A memory-cache hit is answered on this thread; the store is read on the I/O pool.
-  const std::string key = service::CacheKey(req->sha256(), req->options());
-  if (auto report = d_.cache->Get(key)) {
-    RespondReport(call, resp, std::move(report), v1::CACHE_RESULT_MEMORY_HIT);
-    return reactor;
+  auto lookup = std::make_shared<Lookup>();
+  lookup->call = call;
+  lookup->grpc_resp = resp;
+  lookup->key = service::CacheKey(req->sha256(), req->options());
+  lookup->record = req->record_check();
+  lookup->wait_until =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(d_.config->lookup_wait_seconds));
+  // A plain lookup's memory-cache hit is answered on this thread; a recorded one writes a history
+  // row, and the store is read, on the I/O pool.
+  if (!lookup->record) {
+    if (auto report = d_.cache->Get(lookup->key)) {
+      RespondLookup(call, resp, std::move(report), v1::CACHE_RESULT_MEMORY_HIT);
+      return reactor;
+    }
   }
-  boost::asio::post(*d_.io, [this, call = call, resp, key]() {
-    if (call->cancelled.load()) return;
-    std::shared_ptr<const v1::Report> report = d_.cache->Get(key);
-    v1::CacheResult cache = v1::CACHE_RESULT_MEMORY_HIT;
-    if (report == nullptr) {
-      try {
-        if (auto blob = d_.store->GetReport(key)) {
-          auto parsed = std::make_shared<v1::Report>();
-          if (parsed->ParseFromString(*blob)) {
-            d_.cache->Put(key, parsed);
-            report = std::move(parsed);
-            cache = v1::CACHE_RESULT_STORE_HIT;
-          }
-        }
-      } catch (const StoreError& e) {
-        d_.metrics->CountStoreError();
-        call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                  std::string("store unavailable: ") + e.what()));
-        return;
-      }
-    }
-    if (report == nullptr) {
-      d_.metrics->CountCacheLookup("miss");
-      call->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
-                                "no report for this sha256 with these options and rule set " +
-                                    std::string(kRuleSetVersion)));
-      return;
-    }
-    RespondReport(call, resp, std::move(report), cache);
-  });
+  boost::asio::post(*d_.io, [this, lookup] { LookupStep(lookup); });
   return reactor;
 }
 
-// Answers GetReport with a cached report.
-void CheckerService::RespondReport(const std::shared_ptr<Call<v1::CheckResponse>>& call,
+void CheckerService::LookupStep(const std::shared_ptr<Lookup>& lk) {
+  const auto& call = lk->call;
+  // Every way out of this step except waiting again ends the wait (gauge).
+  struct EndWait {
+    CheckerService* self;
+    Lookup* lk;
+    ~EndWait() {
+      if (lk->still_waiting) return;
+      if (lk->waited) self->d_.metrics->lookup_waits().Decrement();
+      lk->waited = false;
+    }
+  } end_wait{this, lk.get()};
+  lk->still_waiting = false;
+  if (call->cancelled.load() || call->finished()) return;
+  auto unavailable = [&](const StoreError& e) {
+    d_.metrics->CountStoreError();
+    call->Finish(
+        grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string("store unavailable: ") + e.what()));
+  };
+  std::shared_ptr<const v1::Report> report = d_.cache->Get(lk->key);
+  v1::CacheResult cache = v1::CACHE_RESULT_MEMORY_HIT;
+  bool local_busy = false;
+  bool peer_busy = false;
+  try {
+    if (report == nullptr) {
+      if (auto blob = d_.store->GetReport(lk->key)) {
+        auto parsed = std::make_shared<v1::Report>();
+        if (parsed->ParseFromString(*blob)) {
+          d_.cache->Put(lk->key, parsed);
+          report = std::move(parsed);
+          cache = v1::CACHE_RESULT_STORE_HIT;
+        }
+      }
+    }
+    if (report != nullptr) {
+      RespondLookup(call, lk->grpc_resp, std::move(report),
+                    lk->waited ? v1::CACHE_RESULT_SHARED : cache);
+      return;
+    }
+    local_busy = watch_.Busy(lk->key);
+    peer_busy = !local_busy && d_.store->ClaimedElsewhere(lk->key);
+  } catch (const StoreError& e) {
+    unavailable(e);
+    return;
+  }
+  const bool can_wait = Clock::now() < lk->wait_until;
+  if ((local_busy || peer_busy) && can_wait) {
+    WaitAndLookAgain(lk, peer_busy);
+    return;
+  }
+  if (!local_busy && !peer_busy && lk->record) {
+    // Nobody checks this model: this client uploads it. Identical lookups meanwhile wait for that.
+    const auto expiry = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(kReservationSeconds));
+    if (!watch_.Reserve(lk->key, expiry)) {  // another request here took the key just now
+      boost::asio::post(*d_.io, [this, lk] { LookupStep(lk); });
+      return;
+    }
+    bool reserved = false;
+    try {
+      reserved = d_.store->TryReserve(lk->key, kReservationSeconds);
+    } catch (const StoreError& e) {
+      watch_.Unreserve(lk->key);
+      unavailable(e);
+      return;
+    }
+    if (!reserved) {  // another server sharing the store took it just now
+      watch_.Unreserve(lk->key);
+      if (can_wait) {
+        WaitAndLookAgain(lk, true);
+        return;
+      }
+    } else if (lk->waited_for_peer) {
+      // The server this lookup waited for ended its claim without a report, or stopped renewing
+      // it (died): the check runs here, after this client's upload.
+      d_.metrics->CountClaimTakeover();
+      d_.logger->Info(
+          "claim taken after waiting: checking here",
+          {{"request_id", call->request_id}, {"model_sha256", call->Snapshot().sha256}});
+    }
+  }
+  d_.metrics->CountReportLookup("not_found");
+  std::string message =
+      "no report for this sha256 with these options and rule set " + std::string(kRuleSetVersion);
+  if (local_busy || peer_busy) {
+    std::ostringstream text;
+    text << "; a check of this model is still in progress after " << d_.config->lookup_wait_seconds
+         << " s (lookup-wait-seconds): upload it to join that check";
+    message += text.str();
+  }
+  call->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, message));
+}
+
+void CheckerService::WaitAndLookAgain(const std::shared_ptr<Lookup>& lk, bool poll_store_only) {
+  if (!lk->waited) d_.metrics->lookup_waits().Increment();
+  lk->waited = true;
+  lk->still_waiting = true;
+  if (poll_store_only) lk->waited_for_peer = true;
+  auto fired = std::make_shared<std::atomic<bool>>(false);
+  auto again = [this, lk, fired] {
+    if (!fired->exchange(true)) boost::asio::post(*d_.io, [this, lk] { LookupStep(lk); });
+  };
+  std::uint64_t id = 0;
+  if (!poll_store_only) {
+    id = watch_.Wait(lk->key, again);
+    if (id == 0) {  // idle again already
+      again();
+      return;
+    }
+  }
+  // Poll as well: a reservation runs out without waking anyone, another server's check ends
+  // without telling this one, and the call may be cancelled meanwhile.
+  const auto poll = poll_store_only
+                        ? std::max<std::chrono::milliseconds>(d_.store->ClaimPollInterval(),
+                                                              std::chrono::milliseconds(1))
+                        : kLookupPoll;
+  auto timer = std::make_shared<boost::asio::steady_timer>(
+      d_.io->get_executor(), std::min<Clock::time_point>(Clock::now() + poll, lk->wait_until));
+  timer->async_wait([this, lk, fired, id, timer](const boost::system::error_code& /*ec*/) {
+    if (fired->exchange(true)) return;
+    if (id != 0) watch_.Cancel(lk->key, id);
+    LookupStep(lk);
+  });
+}
+
+// Answers GetReport with a report. A recorded lookup is a check request: history row and the
+// check metrics, like the answer of a Check or Upload.
+void CheckerService::RespondLookup(const std::shared_ptr<CheckCall>& call,
                                    v1::CheckResponse* grpc_resp,
                                    std::shared_ptr<const v1::Report> report,
                                    v1::CacheResult cache) {
+  d_.metrics->CountReportLookup(CacheLabel(cache));
+  const bool record = call->Snapshot().record;
+  if (!FillResponse(call, report, cache, grpc_resp)) return;
+  if (!record) {
+    call->Finish(grpc::Status::OK);
+    return;
+  }
+  if (!call->Claim()) return;
   d_.metrics->CountCacheLookup(CacheLabel(cache));
-  if (FillResponse(call, report, cache, grpc_resp)) call->Finish(grpc::Status::OK);
+  RecordHistory(*call, report.get());
+  d_.metrics->CountCheck(VerdictLabel(report->verdict()), "hash");
+  d_.metrics->CountFindings(*report);
+  call->Complete(grpc::Status::OK);
 }
 
 grpc::ServerUnaryReactor* CheckerService::GetStats(grpc::CallbackServerContext* ctx,
                                                    const v1::GetStatsRequest* req,
                                                    v1::GetStatsResponse* resp) {
-  auto [reactor, call] = StartUnary(d_, "GetStats", ctx, resp);
+  auto [reactor, call] = StartUnary(d_, &watch_, "GetStats", ctx, resp);
   if (auto s = Admit(d_, ctx); !s.ok()) {
     call->Finish(s);
     return reactor;
@@ -961,6 +1168,12 @@ grpc::ServerUnaryReactor* CheckerService::GetStats(grpc::CallbackServerContext* 
   q.until_ms = req->has_until() ? TimeUtil::TimestampToMilliseconds(req->until()) : NowMs() + 1;
   if (req->has_since()) {
     q.since_ms = TimeUtil::TimestampToMilliseconds(req->since());
+    if (*q.since_ms > q.until_ms) {
+      call->Finish(Invalid("since (" + TimeUtil::ToString(req->since()) + ") is after until (" +
+                           TimeUtil::ToString(TimeUtil::MillisecondsToTimestamp(q.until_ms)) +
+                           ")"));
+      return reactor;
+    }
   } else if (req->has_window()) {
     q.since_ms = q.until_ms - TimeUtil::DurationToMilliseconds(req->window());
   }
@@ -998,9 +1211,11 @@ grpc::ServerUnaryReactor* CheckerService::GetStats(grpc::CallbackServerContext* 
       out->set_non_conformant(t.non_conformant);
       out->set_not_applicable(t.not_applicable);
       out->set_invalid_input(t.invalid_input);
+      // No decided request in the window: no pass rate (unset), rather than a made-up 0 %.
       const std::uint64_t decided = t.conformant + t.non_conformant;
-      out->set_pass_rate(
-          decided == 0 ? 0.0 : static_cast<double>(t.conformant) / static_cast<double>(decided));
+      if (decided > 0) {
+        out->set_pass_rate(static_cast<double>(t.conformant) / static_cast<double>(decided));
+      }
     };
     auto& out = call->response;
     if (q.since_ms) *out.mutable_since() = TimeUtil::MillisecondsToTimestamp(*q.since_ms);
@@ -1025,7 +1240,7 @@ grpc::ServerUnaryReactor* CheckerService::GetStats(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* CheckerService::ListRules(grpc::CallbackServerContext* ctx,
                                                     const v1::ListRulesRequest* /*req*/,
                                                     v1::ListRulesResponse* resp) {
-  auto [reactor, call] = StartUnary(d_, "ListRules", ctx, resp);
+  auto [reactor, call] = StartUnary(d_, &watch_, "ListRules", ctx, resp);
   if (auto s = Admit(d_, ctx); !s.ok()) {
     call->Finish(s);
     return reactor;

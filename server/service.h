@@ -4,6 +4,8 @@
 //   (single flight across servers sharing it; wait for the claiming server's report) -> check
 //   engine (bounded queue, in-process single flight) -> response + history row + metrics + one
 //   JSON log line.
+// GetReport: cache, store; a model whose check is in progress (KeyWatch here, claims of other
+// servers in the store) is waited for; NOT_FOUND to a hash-first client reserves its upload.
 #pragma once
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include "check_engine.h"
 #include "config.h"
 #include "idle_watchdog.h"
+#include "key_watch.h"
 #include "logger.h"
 #include "lru_cache.h"
 #include "metrics.h"
@@ -64,9 +67,19 @@ class CheckerService final : public v1::Checker::CallbackService {
   template <typename Resp>
   class Call;
   class UploadReactor;
+  struct Lookup;
+
+  // Keys with a check in progress on this server (GetReport waits for them).
+  KeyWatch& watch() { return watch_; }
 
  private:
   using CheckCall = Call<v1::CheckResponse>;
+  // One step of a GetReport: cache, store, then wait for a check in progress, reserve the upload of
+  // a hash-first client, or answer NOT_FOUND.
+  void LookupStep(const std::shared_ptr<Lookup>& lookup);
+  void WaitAndLookAgain(const std::shared_ptr<Lookup>& lookup, bool poll_store_only);
+  void RespondLookup(const std::shared_ptr<CheckCall>& call, v1::CheckResponse* grpc_resp,
+                     std::shared_ptr<const v1::Report> report, v1::CacheResult cache);
   void Process(const std::shared_ptr<CheckCall>& call, LoadedModel model);
   // Claims the check in the store (single flight across servers), then submits it to the engine;
   // when another server holds the claim, waits for its report instead.
@@ -78,8 +91,6 @@ class CheckerService final : public v1::Checker::CallbackService {
   bool FillResponse(const std::shared_ptr<CheckCall>& call,
                     const std::shared_ptr<const v1::Report>& report, v1::CacheResult cache,
                     v1::CheckResponse* grpc_resp);
-  void RespondReport(const std::shared_ptr<CheckCall>& call, v1::CheckResponse* grpc_resp,
-                     std::shared_ptr<const v1::Report> report, v1::CacheResult cache);
   void RecordInputError(const std::shared_ptr<CheckCall>& call, const std::string& message);
   void RecordHistory(const CheckCall& call, const v1::Report* report);
 
@@ -88,6 +99,7 @@ class CheckerService final : public v1::Checker::CallbackService {
   ByteBudget upload_budget_;
   // Ends Upload streams that stay silent (--upload-idle-timeout-seconds).
   IdleWatchdog upload_watchdog_;
+  KeyWatch watch_;
 };
 
 using service::StatusCodeName;  // status_name.h

@@ -1,8 +1,13 @@
 #include "sqlite_store.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -133,6 +138,38 @@ CREATE TABLE IF NOT EXISTS history_rules (
 CREATE INDEX IF NOT EXISTS history_rules_rule ON history_rules(severity, rule);
 )sql";
 
+// Takes the exclusive lock of `path` (see sqlite_store.h); returns its descriptor.
+int LockStoreFile(const std::string& path) {
+  const std::string lock_path = path + ".lock";
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw StoreError("sqlite: cannot open the lock file " + lock_path + ": " +
+                     std::strerror(errno));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    std::string holder;
+    char buf[32] = {};
+    const ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+    if (n > 0) holder = std::string(buf, static_cast<std::size_t>(n));
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      throw StoreError("sqlite: " + path + " is in use by another axqc-server" +
+                       (holder.empty() ? std::string() : " (pid " + holder + ")") + " holding " +
+                       lock_path +
+                       ": run one server per SQLite file, or give several servers one "
+                       "PostgreSQL store (--store postgresql://...)");
+    }
+    throw StoreError("sqlite: cannot lock " + lock_path + ": " + std::strerror(err));
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+    // The pid is only informative; the lock is what counts.
+  }
+  return fd;
+}
+
 std::int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -155,7 +192,13 @@ void VerdictTally::Add(const std::string& verdict, std::uint64_t n) {
 
 SqliteStore::SqliteStore(const std::string& path) : path_(path) {
   const bool memory = path == ":memory:";
-  writer_ = Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (!memory) lock_fd_ = LockStoreFile(path);
+  try {
+    writer_ = Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  } catch (...) {
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+    throw;
+  }
   try {
     if (!memory) {
       Exec(writer_, "PRAGMA journal_mode=WAL");
@@ -184,6 +227,7 @@ SqliteStore::SqliteStore(const std::string& path) : path_(path) {
   } catch (...) {
     sqlite3_close_v2(writer_);
     writer_ = nullptr;
+    if (lock_fd_ >= 0) ::close(lock_fd_);
     throw;
   }
 }
@@ -194,6 +238,7 @@ SqliteStore::~SqliteStore() {
     // The last connection to close checkpoints the WAL into the database file.
     sqlite3_close_v2(writer_);
   }
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the lock
 }
 
 std::optional<std::string> SqliteStore::GetReport(const std::string& cache_key) {

@@ -1,6 +1,8 @@
 // The embedded default store: one SQLite file in WAL mode holding reports (by cache key) and the
 // request history. A writer connection and a reader connection (WAL lets GetStats queries run
-// beside writes), each serialised by its own mutex.
+// beside writes), each serialised by its own mutex. One server per file: the store holds an
+// exclusive lock on "<path>.lock" (flock, released when the process ends, also by a crash) and a
+// second server on the same file is refused at startup.
 #pragma once
 
 #include <memory>
@@ -34,6 +36,7 @@ class SqliteStore final : public ReportStore {
 
  private:
   std::string path_;
+  int lock_fd_ = -1;  // "<path>.lock", held while the store is open
   sqlite3* writer_ = nullptr;
   sqlite3* reader_ = nullptr;  // == writer_ for ":memory:"
   std::mutex writer_mu_;

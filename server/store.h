@@ -123,6 +123,14 @@ class ReportStore {
   virtual std::chrono::milliseconds ClaimPollInterval() const {
     return std::chrono::milliseconds(250);
   }
+  // True when another server holds a live claim or reservation for the key (a hash lookup then
+  // waits for its report). Throws StoreError.
+  virtual bool ClaimedElsewhere(const std::string& /*cache_key*/) { return false; }
+  // Reserves the key for an upload that a hash-first client announced (it was told NOT_FOUND), for
+  // `seconds`, unless another server holds a live claim or reservation for it. A reservation is
+  // not renewed; the server that receives the upload turns it into its claim (TryClaim). False:
+  // another server is on it. Throws StoreError.
+  virtual bool TryReserve(const std::string& /*cache_key*/, double /*seconds*/) { return true; }
 };
 
 // True for locations that name a PostgreSQL database (postgresql:// or postgres:// URIs).

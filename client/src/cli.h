@@ -12,8 +12,11 @@
 namespace axqc::cli {
 
 // Exit codes of every subcommand (local and remote): 0 conformant, 1 non_conformant,
-// 2 usage/input/infrastructure error, 3 not_applicable.
+// 2 usage or input error (the model or the request: unreadable, not ONNX, path outside the
+// server's roots, ...), 3 not_applicable, 4 no verdict from the server (unreachable, TLS or token
+// refused, deadline exceeded, server overloaded or failing: retry later; remote mode only).
 inline constexpr int kExitError = 2;
+inline constexpr int kExitNoVerdict = 4;
 
 // Connection to axqc-server (remote mode).
 struct RemoteArgs {
@@ -41,6 +44,7 @@ struct CheckArgs {
   std::vector<std::string> refs;              // --ref PATH|URL (server-side references)
   std::map<std::string, std::string> labels;  // --label k=v
   std::string progress = "auto";              // auto | always | never (upload progress)
+  bool record = true;  // a known model's lookup is recorded as a check (--no-record: not)
 };
 
 struct StatsArgs {
@@ -59,11 +63,13 @@ struct ModelResult {
   Report report;
   std::string error;                       // when !ok
   std::string error_kind = "input error";  // printed before `error` on stderr
-  int exit_code = 0;                       // ExitCodeFor(verdict) or kExitError
+  int exit_code = 0;                       // ExitCodeFor(verdict), kExitError or kExitNoVerdict
+  bool stop = false;  // remote: the server cannot be used (unreachable, token refused)
 };
 
 // Renders all results in `args.format` to args.output (or stdout) and returns the worst exit code
-// (input error > non_conformant > not_applicable > conformant). Shared by local and remote mode.
+// (no verdict > input error > non_conformant > not_applicable > conformant). Shared by local and
+// remote mode.
 int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results);
 
 int RunLocalCheck(const CheckArgs& args);

@@ -14,10 +14,13 @@ namespace axqc::cli {
 
 namespace {
 
-// Worst exit code: input error (2) > non_conformant (1) > not_applicable (3) > conformant (0).
+// Worst exit code: no verdict (4) > input error (2) > non_conformant (1) > not_applicable (3) >
+// conformant (0).
 int Rank(int code) {
   switch (code) {
-    case 2:
+    case kExitNoVerdict:
+      return 4;
+    case kExitError:
       return 3;
     case 1:
       return 2;

@@ -37,8 +37,10 @@ namespace {
 
 // --server and the connection flags, shared by check, rules, stats and health.
 void AddRemoteOptions(CLI::App* cmd, axqc::cli::RemoteArgs* r, bool server_required) {
-  auto* server =
-      cmd->add_option("--server", r->server, "axqc-server address HOST:PORT (remote mode)");
+  auto* server = cmd->add_option(
+      "--server", r->server,
+      "axqc-server address HOST:PORT (remote mode; default: environment variable AXQC_SERVER)");
+  server->envname("AXQC_SERVER");
   if (server_required) server->required();
   cmd->add_flag("--tls", r->tls, "Use TLS (implied by --ca, --cert, --key)");
   cmd->add_option("--ca", r->ca, "PEM file with the CA certificates to trust (default: system)")
@@ -97,12 +99,26 @@ int Main(int argc, char** argv) {
   cmd->add_option("--max-locations", check.max_locations, "Locations listed per grouped finding")
       ->capture_default_str();
   AddRemoteOptions(cmd, &check.remote, false);
+  // One value per --ref / --label (repeat the option for more): the model files after them stay
+  // model files.
   cmd->add_option("--ref", check.refs,
                   "Remote: check a model the server reads itself (a path under its allowed roots, "
-                  "or an allowlisted http(s) URL); repeatable")
+                  "or an allowlisted http(s) URL); one per option, repeatable")
+      ->allow_extra_args(false)
+      ->type_name("PATH|URL")
       ->needs("--server");
-  cmd->add_option("--label", check_labels, "Remote: label KEY=VALUE for the request history")
+  cmd->add_option("--label", check_labels,
+                  "Remote: label KEY=VALUE for the request history; one per option, repeatable")
+      ->allow_extra_args(false)
+      ->type_name("KEY=VALUE")
       ->needs("--server");
+  bool no_record = false;
+  cmd->add_flag("--no-record", no_record,
+                "Remote: a model the server knows is only looked up, not recorded as another check "
+                "in its history (e.g. a second call of the same CI job for another report format)")
+      ->needs("--server");
+  bool local = false;
+  cmd->add_flag("--local", local, "Check locally even when AXQC_SERVER is set");
   cmd->add_option("--progress", check.progress, "Remote: upload progress on stderr")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
@@ -121,9 +137,13 @@ int Main(int argc, char** argv) {
   auto* stats_cmd = app.add_subcommand("stats", "Pass rates from axqc-server's request history");
   AddRemoteOptions(stats_cmd, &stats.remote, true);
   stats_cmd->add_option("--since", stats.since,
-                        "Window before now: 7d, 24h, 30m, 90s (default: all)");
+                        "Window before now, with a unit: 2w, 7d, 24h, 30m, 90s (default: all)");
   stats_cmd->add_option("--by", stats.by, "Group by this label (e.g. project)");
-  stats_cmd->add_option("--label", stats_labels, "Only requests with label KEY=VALUE; repeatable");
+  stats_cmd
+      ->add_option("--label", stats_labels,
+                   "Only requests with label KEY=VALUE; one per option, repeatable")
+      ->allow_extra_args(false)
+      ->type_name("KEY=VALUE");
   stats_cmd->add_option("--top", stats.top, "Failing rules to list")->capture_default_str();
   stats_cmd->add_option("--format", stats.format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
@@ -145,6 +165,14 @@ int Main(int argc, char** argv) {
   }
   if (cmd->parsed()) {
     if (!ParseLabels(check_labels, &check.labels)) return kExitError;
+    check.record = !no_record;
+    if (local) {
+      if (!check.refs.empty() || !check.labels.empty()) {
+        std::cerr << "axqc: --ref and --label need a server (--local was given)\n";
+        return kExitError;
+      }
+      check.remote.server.clear();
+    }
     if (check.remote.server.empty()) {
       if (check.models.empty()) {
         std::cerr << "axqc: check needs at least one model\n";

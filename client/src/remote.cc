@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <random>
 #include <thread>
@@ -14,8 +16,17 @@
 #include "cli.h"
 
 #ifdef AXQC_REMOTE
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
+#include <grpc/support/log.h>
 #include <grpcpp/grpcpp.h>
+#include <netdb.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -46,7 +57,7 @@ std::optional<long long> ParseWindowSeconds(const std::string& text) {
   const long long n = std::stoll(text.substr(0, digits));
   const std::string unit = text.substr(digits);
   long long mul = 0;
-  if (unit.empty() || unit == "s") {
+  if (unit == "s") {
     mul = 1;
   } else if (unit == "m") {
     mul = 60;
@@ -109,13 +120,256 @@ bool ReadWholeFile(const std::string& path, std::string* out) {
   return static_cast<bool>(in) || in.eof();
 }
 
+// ------------------------------------------------------------------------------------------------
+// Transport diagnosis: why a connection failed, found by connecting ourselves.
+
+struct HostPort {
+  std::string host;
+  std::string port;
+};
+
+// "host:port", "[v6]:port", "dns:///host:port" -> parts; nullopt for other target forms.
+std::optional<HostPort> SplitTarget(std::string target) {
+  if (target.rfind("dns:///", 0) == 0) target = target.substr(7);
+  if (target.find("://") != std::string::npos || target.rfind("unix:", 0) == 0) return std::nullopt;
+  HostPort hp;
+  if (!target.empty() && target.front() == '[') {
+    const auto close = target.find(']');
+    if (close == std::string::npos || close + 1 >= target.size() || target[close + 1] != ':') {
+      return std::nullopt;
+    }
+    hp.host = target.substr(1, close - 1);
+    hp.port = target.substr(close + 2);
+  } else {
+    const auto colon = target.rfind(':');
+    if (colon == std::string::npos) return std::nullopt;
+    hp.host = target.substr(0, colon);
+    hp.port = target.substr(colon + 1);
+  }
+  if (hp.host.empty() || hp.port.empty()) return std::nullopt;
+  return hp;
+}
+
+// A TCP connection with a 3 s connect timeout and 3 s read/write timeouts; -1 and `error` set
+// when it fails.
+int ConnectTcp(const HostPort& hp, std::string* error) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (const int rc = ::getaddrinfo(hp.host.c_str(), hp.port.c_str(), &hints, &res); rc != 0) {
+    *error = "cannot resolve " + hp.host + ": " + ::gai_strerror(rc);
+    return -1;
+  }
+  int fd = -1;
+  for (const addrinfo* a = res; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) continue;
+    int rc = ::connect(fd, a->ai_addr, a->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      rc = ::poll(&p, 1, 3000) == 1 ? 0 : -1;
+      int err = rc == 0 ? 0 : ETIMEDOUT;
+      socklen_t len = sizeof(err);
+      if (rc == 0) (void)::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err != 0) {
+        errno = err;
+        rc = -1;
+      }
+    }
+    if (rc != 0) {
+      *error = std::strerror(errno);
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(res);
+  if (fd >= 0) {
+    (void)::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    timeval tv{3, 0};
+    (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    (void)::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  }
+  return fd;
+}
+
+std::string OpenSslErrors() {
+  std::string out;
+  while (const unsigned long e = ERR_get_error()) {
+    const char* reason = ERR_reason_error_string(e);
+    if (reason == nullptr) continue;
+    if (!out.empty()) out += "; ";
+    out += reason;
+  }
+  return out;
+}
+
+bool Contains(const std::string& text, const char* what) {
+  return text.find(what) != std::string::npos;
+}
+
+// True when the server at `hp` answers a plaintext HTTP/2 connection preface with a SETTINGS
+// frame (a gRPC port without TLS).
+bool SpeaksPlaintextHttp2(const HostPort& hp) {
+  std::string error;
+  const int fd = ConnectTcp(hp, &error);
+  if (fd < 0) return false;
+  static const char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";
+  bool http2 = false;
+  if (::send(fd, kPreface, sizeof(kPreface) - 1, MSG_NOSIGNAL) ==
+      static_cast<ssize_t>(sizeof(kPreface) - 1)) {
+    unsigned char frame[9];
+    std::size_t got = 0;
+    while (got < sizeof(frame)) {
+      const ssize_t n = ::recv(fd, frame + got, sizeof(frame) - got, 0);
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    http2 = got == sizeof(frame) && frame[3] == 0x04;  // frame type SETTINGS
+  }
+  ::close(fd);
+  return http2;
+}
+
+// One sentence on why the transport to the server failed, or "" when the probe finds nothing
+// specific (then gRPC's own message stands).
+std::string DiagnoseTransport(const RemoteArgs& r, bool tls) {
+  const auto hp = SplitTarget(r.server);
+  if (!hp) return "";
+  std::string error;
+  const int fd = ConnectTcp(*hp, &error);
+  if (fd < 0) {
+    return "nothing accepts connections at " + r.server + " (" + error +
+           "): is axqc-server running there, on this port?";
+  }
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL* ssl = nullptr;
+  bool cert_requested = false;
+  std::string diagnosis;
+  auto finish = [&]() {
+    if (ssl != nullptr) SSL_free(ssl);
+    if (ctx != nullptr) SSL_CTX_free(ctx);
+    ::close(fd);
+    ERR_clear_error();
+    return diagnosis;
+  };
+  if (ctx == nullptr) return finish();
+  // Called when the server asks for a client certificate (mutual TLS).
+  SSL_CTX_set_cert_cb(
+      ctx,
+      [](SSL* /*ssl*/, void* arg) {
+        *static_cast<bool*>(arg) = true;
+        return 1;
+      },
+      &cert_requested);
+  if (tls) {
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+    if (!r.ca.empty()) {
+      (void)SSL_CTX_load_verify_locations(ctx, r.ca.c_str(), nullptr);
+    } else {
+      (void)SSL_CTX_set_default_verify_paths(ctx);
+    }
+    if (!r.cert.empty() && !r.key.empty()) {
+      (void)SSL_CTX_use_certificate_chain_file(ctx, r.cert.c_str());
+      (void)SSL_CTX_use_PrivateKey_file(ctx, r.key.c_str(), SSL_FILETYPE_PEM);
+    }
+  }
+  ssl = SSL_new(ctx);
+  if (ssl == nullptr) return finish();
+  SSL_set_fd(ssl, fd);
+  in6_addr addr6{};
+  in_addr addr4{};
+  const bool ip = ::inet_pton(AF_INET, hp->host.c_str(), &addr4) == 1 ||
+                  ::inet_pton(AF_INET6, hp->host.c_str(), &addr6) == 1;
+  if (!ip) {
+    // SSL_set_tlsext_host_name without its C cast.
+    (void)SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                   const_cast<char*>(hp->host.c_str()));
+  }
+  if (tls) {
+    if (ip) {
+      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), hp->host.c_str());
+    } else {
+      SSL_set1_host(ssl, hp->host.c_str());
+    }
+  }
+  ERR_clear_error();
+  const bool handshake = SSL_connect(ssl) == 1;
+  bool read_failed = false;  // the server closed the connection right after the handshake
+  std::string errors = OpenSslErrors();
+  if (handshake) {
+    // TLS 1.3: the server judges the client certificate after the client finished its part of the
+    // handshake; its verdict (an alert) arrives with the first read.
+    static const char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    (void)SSL_write(ssl, kPreface, static_cast<int>(sizeof(kPreface) - 1));
+    char buf[64];
+    if (SSL_read(ssl, buf, sizeof(buf)) <= 0) {
+      errors = OpenSslErrors();
+      read_failed = true;
+    }
+  }
+  const long verify = SSL_get_verify_result(ssl);
+  const bool plaintext_server = Contains(errors, "wrong version number") ||
+                                Contains(errors, "packet length too long") ||
+                                Contains(errors, "record layer failure");
+  const bool cert_alert =
+      Contains(errors, "certificate required") || Contains(errors, "unknown ca") ||
+      Contains(errors, "bad certificate") || Contains(errors, "certificate unknown") ||
+      Contains(errors, "decrypt error") || Contains(errors, "handshake failure") ||
+      Contains(errors, "unsupported certificate");
+  const bool has_cert = !r.cert.empty() && !r.key.empty();
+  if (!tls) {
+    if (handshake ||
+        (!plaintext_server && !errors.empty() && !Contains(errors, "unexpected eof"))) {
+      diagnosis = "the server at " + r.server +
+                  " requires TLS: pass --ca FILE (the CA that signed its certificate) or --tls "
+                  "(publicly trusted certificate)";
+      if (cert_requested) {
+        diagnosis += ", and a client certificate: --cert FILE --key FILE (mutual TLS)";
+      }
+    }
+  } else if (plaintext_server ||
+             (!handshake && verify == X509_V_OK && !cert_alert && SpeaksPlaintextHttp2(*hp))) {
+    diagnosis = "the server at " + r.server +
+                " does not speak TLS (plaintext port): drop --tls, --ca, --cert and --key, or "
+                "start the server with --tls-cert-file/--tls-key-file";
+  } else if (verify != X509_V_OK) {
+    diagnosis = "the server's certificate is not trusted: " +
+                std::string(X509_verify_cert_error_string(verify)) +
+                (r.ca.empty() ? " (checked against the system's CA certificates; pass --ca FILE "
+                                "with the CA that signed it)"
+                              : " (checked against --ca " + r.ca + ")");
+    if (verify == X509_V_ERR_HOSTNAME_MISMATCH || verify == X509_V_ERR_IP_ADDRESS_MISMATCH) {
+      diagnosis += ": connect with a name or address the certificate lists";
+    }
+  } else if (cert_requested && !has_cert) {
+    diagnosis = "the server at " + r.server +
+                " requires a client certificate (mutual TLS): pass --cert FILE --key FILE";
+  } else if (cert_requested && (cert_alert || read_failed || !handshake)) {
+    diagnosis = "the server at " + r.server + " rejected the client certificate " + r.cert + " (" +
+                errors +
+                "): it must be signed by a CA the server trusts (its --tls-client-ca-file)";
+  }
+  return finish();
+}
+
+// ------------------------------------------------------------------------------------------------
 // A channel to the server plus what every call needs.
+
+// gRPC's own log lines (connection errors, handshake failures) are not for the user of a command
+// line tool: axqc explains failures itself. GRPC_VERBOSITY or GRPC_TRACE brings them back.
+void QuietGrpcLogs() {
+  if (std::getenv("GRPC_VERBOSITY") != nullptr || std::getenv("GRPC_TRACE") != nullptr) return;
+  gpr_set_log_function([](gpr_log_func_args* /*args*/) {});
+}
+
 class Connection {
  public:
   // Returns nullptr (after printing why) when the TLS files cannot be read.
   static std::unique_ptr<Connection> Open(const RemoteArgs& r, int default_retries,
                                           double default_deadline) {
+    QuietGrpcLogs();
     auto c = std::unique_ptr<Connection>(new Connection());
+    c->args_ = r;
     c->server_ = r.server;
     c->retries_ = r.retries >= 0 ? r.retries : default_retries;
     c->deadline_ = r.deadline_seconds > 0 ? r.deadline_seconds : default_deadline;
@@ -125,8 +379,8 @@ class Connection {
       c->token_ = env;
     }
     std::shared_ptr<grpc::ChannelCredentials> creds;
-    const bool tls = r.tls || !r.ca.empty() || !r.cert.empty() || !r.key.empty();
-    if (tls) {
+    c->tls_ = r.tls || !r.ca.empty() || !r.cert.empty() || !r.key.empty();
+    if (c->tls_) {
       if (r.cert.empty() != r.key.empty()) {
         std::cerr << "axqc: mutual TLS needs both --cert and --key\n";
         return nullptr;
@@ -157,6 +411,7 @@ class Connection {
   v1::Checker::Stub& stub() { return *stub_; }
   HealthStub::Stub& health() { return *health_; }
   const std::string& server() const { return server_; }
+  bool has_token() const { return !token_.empty(); }
 
   // Deadline and bearer token of one attempt.
   void Prepare(grpc::ClientContext* ctx) const {
@@ -174,17 +429,27 @@ class Connection {
       grpc::ClientContext ctx;
       Prepare(&ctx);
       grpc::Status s = attempt(&ctx);
-      if (request_id != nullptr) {
-        const auto& md = ctx.GetServerInitialMetadata();
-        auto it = md.find("x-request-id");
-        if (it != md.end()) request_id->assign(it->second.data(), it->second.size());
+      std::string id;
+      const auto& md = ctx.GetServerInitialMetadata();
+      if (auto it = md.find("x-request-id"); it != md.end()) {
+        id.assign(it->second.data(), it->second.size());
       }
+      if (request_id != nullptr) *request_id = id;
+      // An UNAVAILABLE without the server's request id never reached axqc-server.
+      last_unreachable_ = s.error_code() == grpc::StatusCode::UNAVAILABLE && id.empty();
       if (s.error_code() != grpc::StatusCode::UNAVAILABLE || i >= retries_) return s;
       std::this_thread::sleep_for(RetryBackoff(i));
     }
   }
 
-  // One line for a failed RPC, with hints for the usual causes.
+  // True when the last call failed because the server could not be reached or refused the
+  // credentials: the following calls would fail the same way.
+  bool Unusable(const grpc::Status& s) const {
+    return (s.error_code() == grpc::StatusCode::UNAVAILABLE && last_unreachable_) ||
+           s.error_code() == grpc::StatusCode::UNAUTHENTICATED;
+  }
+
+  // One line for a failed RPC, with the cause when it is known.
   std::string Describe(const grpc::Status& s, const std::string& request_id = "") const {
     std::string msg =
         std::string(service::StatusCodeName(s.error_code())) + ": " + s.error_message();
@@ -196,8 +461,15 @@ class Connection {
                               : "; check the token (--token / AXQC_TOKEN)");
         break;
       case grpc::StatusCode::UNAVAILABLE:
-        msg = "cannot reach axqc-server at " + server_ + " (after " + std::to_string(retries_ + 1) +
-              " attempt" + (retries_ == 0 ? "" : "s") + "): " + msg;
+        if (last_unreachable_) {
+          if (!diagnosed_) {
+            diagnosis_ = DiagnoseTransport(args_, tls_);
+            diagnosed_ = true;
+          }
+          msg = "cannot reach axqc-server at " + server_ + " (after " +
+                std::to_string(retries_ + 1) + " attempt" + (retries_ == 0 ? "" : "s") +
+                "): " + (diagnosis_.empty() ? msg : diagnosis_ + " [" + msg + "]");
+        }
         break;
       case grpc::StatusCode::DEADLINE_EXCEEDED:
         msg += " (deadline " + std::to_string(static_cast<long long>(deadline_)) +
@@ -211,14 +483,34 @@ class Connection {
 
  private:
   Connection() = default;
+  RemoteArgs args_;
   std::string server_;
   std::string token_;
+  bool tls_ = false;
   int retries_ = 0;
   double deadline_ = 30;
+  mutable bool last_unreachable_ = false;
+  mutable bool diagnosed_ = false;
+  mutable std::string diagnosis_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Checker::Stub> stub_;
   std::unique_ptr<HealthStub::Stub> health_;
 };
+
+// Exit code of a failed RPC: 2 when the request or the model is at fault, 4 when the server gave
+// no verdict (unreachable, credentials, deadline, overload, server failure).
+int ExitCodeForStatus(const grpc::Status& s) {
+  switch (s.error_code()) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return kExitError;
+    default:
+      return kExitNoVerdict;
+  }
+}
 
 v1::CheckOptions ProtoOptions(const CheckArgs& a) {
   v1::CheckOptions o;
@@ -237,7 +529,7 @@ void TakeReport(const v1::CheckResponse& resp, ModelResult* m) {
     m->exit_code = ExitCodeFor(m->report.verdict);
   } catch (const std::exception& e) {
     m->ok = false;
-    m->exit_code = kExitError;
+    m->exit_code = kExitNoVerdict;
     m->error_kind = "server error";
     m->error = m->file + ": unreadable report from the server: " + e.what();
   }
@@ -246,13 +538,11 @@ void TakeReport(const v1::CheckResponse& resp, ModelResult* m) {
 void TakeError(const Connection& c, const grpc::Status& s, const std::string& request_id,
                ModelResult* m) {
   m->ok = false;
-  m->exit_code = kExitError;
+  m->exit_code = ExitCodeForStatus(s);
   // The bytes are not an ONNX model, a path is missing, ...: about the input, as in local mode.
-  const bool input = s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
-                     s.error_code() == grpc::StatusCode::NOT_FOUND ||
-                     s.error_code() == grpc::StatusCode::PERMISSION_DENIED;
-  m->error_kind = input ? "input error" : "server error";
+  m->error_kind = m->exit_code == kExitError ? "input error" : "no verdict from the server";
   m->error = m->file + ": " + c.Describe(s, request_id);
+  m->stop = c.Unusable(s);
 }
 
 class Progress {
@@ -318,10 +608,14 @@ ModelResult CheckLocalFile(const Connection& c, v1::Checker::Stub& stub, const C
   const std::string sha256 = hasher.HexDigest();
   const v1::CheckOptions options = ProtoOptions(a);
 
+  // Hash first: the lookup is this check (recorded with its labels when the server knows the
+  // model); NOT_FOUND means "upload it".
   v1::GetReportRequest get;
   get.set_sha256(sha256);
   *get.mutable_options() = options;
   get.set_name(path);
+  get.set_record_check(a.record);
+  for (const auto& [k, v] : a.labels) (*get.mutable_labels())[k] = v;
   v1::CheckResponse resp;
   std::string request_id;
   grpc::Status s = c.Call(
@@ -421,7 +715,7 @@ std::string CountsLine(const v1::VerdictCounts& c) {
   std::ostringstream o;
   o << "requests " << c.requests() << "  conformant " << c.conformant() << "  non_conformant "
     << c.non_conformant() << "  not_applicable " << c.not_applicable() << "  invalid_input "
-    << c.invalid_input() << "  pass rate " << Percent(c.pass_rate());
+    << c.invalid_input() << "  pass rate " << (c.has_pass_rate() ? Percent(c.pass_rate()) : "n/a");
   return o.str();
 }
 
@@ -447,8 +741,25 @@ int RunRemoteCheck(const CheckArgs& args) {
   auto c = Connection::Open(args.remote, 4, 600);
   if (c == nullptr) return kExitError;
   std::vector<ModelResult> results;
-  for (const auto& path : args.models) results.push_back(CheckLocalFile(*c, c->stub(), args, path));
-  for (const auto& ref : args.refs) results.push_back(CheckRef(*c, c->stub(), args, ref));
+  std::string stopped;  // why the server cannot be used; the remaining models are not tried
+  auto run = [&](const std::string& what, bool ref) {
+    if (!stopped.empty()) {
+      ModelResult m;
+      m.file = what;
+      m.exit_code = kExitNoVerdict;
+      m.error_kind = "no verdict from the server";
+      m.error = what + ": not checked: " + stopped;
+      results.push_back(std::move(m));
+      return;
+    }
+    results.push_back(ref ? CheckRef(*c, c->stub(), args, what)
+                          : CheckLocalFile(*c, c->stub(), args, what));
+    if (results.back().stop) {
+      stopped = "the server failed for " + what + " before (see above)";
+    }
+  };
+  for (const auto& path : args.models) run(path, false);
+  for (const auto& ref : args.refs) run(ref, true);
   return EmitResults(args, results);
 }
 
@@ -465,7 +776,7 @@ int RunRemoteRules(const RemoteArgs& remote, const std::string& format) {
       &request_id);
   if (!s.ok()) {
     std::cerr << "axqc: " << c->Describe(s, request_id) << "\n";
-    return kExitError;
+    return ExitCodeForStatus(s);
   }
   if (format == "json") {
     nlohmann::json rules = nlohmann::json::array();
@@ -511,8 +822,9 @@ int RunRemoteStats(const StatsArgs& args) {
   if (!args.since.empty()) {
     const auto seconds = ParseWindowSeconds(args.since);
     if (!seconds) {
-      std::cerr << "axqc: --since expects a duration like 7d, 24h, 30m or 90s, got '" << args.since
-                << "'\n";
+      std::cerr << "axqc: --since expects a duration with a unit, like 2w, 7d, 24h, 30m or 90s, "
+                   "got '"
+                << args.since << "'\n";
       return kExitError;
     }
     req.mutable_window()->set_seconds(*seconds);
@@ -532,10 +844,19 @@ int RunRemoteStats(const StatsArgs& args) {
       &request_id);
   if (!s.ok()) {
     std::cerr << "axqc: " << c->Describe(s, request_id) << "\n";
-    return kExitError;
+    return ExitCodeForStatus(s);
   }
   if (args.format == "json") {
-    std::cout << ProtoJson(resp);
+    // A window without decided requests has no pass rate: null rather than absent.
+    auto j = nlohmann::ordered_json::parse(ProtoJson(resp));
+    auto null_rate = [](nlohmann::ordered_json& counts) {
+      if (counts.is_object() && !counts.contains("pass_rate")) counts["pass_rate"] = nullptr;
+    };
+    null_rate(j["total"]);
+    if (j.contains("groups")) {
+      for (auto& g : j["groups"]) null_rate(g["counts"]);
+    }
+    std::cout << j.dump(2) << "\n";
     return 0;
   }
   auto ts = [](const google::protobuf::Timestamp& t) -> std::string {
@@ -581,7 +902,7 @@ int RunHealth(const RemoteArgs& remote, const std::string& service) {
   });
   if (!s.ok()) {
     std::cerr << "axqc: health: " << c->Describe(s) << "\n";
-    return kExitError;
+    return kExitNoVerdict;
   }
   const std::string status =
       grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status());

@@ -4,10 +4,13 @@
 // here, mutual TLS, bearer tokens, and the registry hook script.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "axqc/catalog.h"
 #include "axqc/render.h"
@@ -200,7 +203,7 @@ TEST(ClientRemote, HealthExitCodes) {
   EXPECT_EQ(draining.out, "NOT_SERVING\n");
   server.reset();
   Proc down = Client(dir, "health --server " + addr);
-  EXPECT_EQ(down.rc, 2);
+  EXPECT_EQ(down.rc, 4);
   EXPECT_NE(down.err.find("cannot reach axqc-server at " + addr), std::string::npos) << down.err;
 }
 
@@ -216,8 +219,12 @@ TEST(ClientRemote, RetriesOnlyUnavailableWithBackoff) {
   Proc r = Client(dir, "check --retries 2 --server 127.0.0.1:" + std::to_string(port) + " " +
                            Quote((dir / "m.onnx").string()));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.err.find("(after 3 attempts): UNAVAILABLE"), std::string::npos) << r.err;
+  EXPECT_EQ(r.rc, 4);  // no verdict from the server
+  EXPECT_NE(r.err.find("(after 3 attempts): nothing accepts connections at 127.0.0.1:" +
+                       std::to_string(port)),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("[UNAVAILABLE: "), std::string::npos) << r.err;
   EXPECT_GE(secs, 0.45);  // 200 ms + 400 ms backoff, -20 % jitter
   // Not retried: PERMISSION_DENIED comes back after one attempt.
   TestServer server(dir);
@@ -226,6 +233,168 @@ TEST(ClientRemote, RetriesOnlyUnavailableWithBackoff) {
   EXPECT_EQ(server.Metrics().Value("axqc_requests_total",
                                    {{"method", "Check"}, {"code", "PERMISSION_DENIED"}}),
             1);
+}
+
+// The command line of docs/ci.md: --label and --ref take one value each; the model files after
+// them stay model files.
+TEST(ClientRemote, LabelAndRefTakeOneValueEach) {
+  TempDir dir;
+  TestServer server(dir);
+  WriteFile(dir / "work/a.onnx", ConformantModel("labels-a"));
+  WriteFile(dir / "work/b.onnx", NonConformantModel("labels-b"));
+  WriteFile(dir / "root/ref.onnx", ConformantModel("labels-ref"));
+  const std::string a = Quote((dir / "work/a.onnx").string());
+  const std::string b = Quote((dir / "work/b.onnx").string());
+  Proc r = Client(dir, "check --server " + Addr(server) +
+                           " -c --label project=detector --label source=ci " + a +
+                           " --ref ref.onnx " + b + " --format json");
+  ASSERT_EQ(r.rc, 1) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 3u) << r.out;  // a, b, then the reference
+  EXPECT_EQ(j[0]["verdict"], "conformant");
+  EXPECT_EQ(j[1]["verdict"], "non_conformant");
+  EXPECT_EQ(j[2]["model"]["file"], "ref.onnx");
+  Proc stats = Client(dir, "stats --server " + Addr(server) +
+                               " --label project=detector --label source=ci --format json");
+  ASSERT_EQ(stats.rc, 0) << stats.err;
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["total"]["requests"], "3") << stats.out;
+  // A label without '=' is still a usage error.
+  EXPECT_EQ(Client(dir, "check --server " + Addr(server) + " --label oops " + a).rc, 2);
+}
+
+// Re-checks of known models are check requests: history rows with their labels, checks metric.
+TEST(ClientRemote, HashFirstRechecksAreRecordedWithTheirLabels) {
+  TempDir dir;
+  TestServer server(dir);
+  WriteFile(dir / "work/m.onnx", NonConformantModel("recheck"));
+  const std::string model = Quote((dir / "work/m.onnx").string());
+  for (const char* project : {"first", "second", "second"}) {
+    Proc r =
+        Client(dir, "check --server " + Addr(server) + " --label project=" + project + " " + model);
+    EXPECT_EQ(r.rc, 1) << r.err;
+  }
+  Proc stats = Client(dir, "stats --server " + Addr(server) + " --by project --format json");
+  ASSERT_EQ(stats.rc, 0) << stats.err;
+  const auto s = nlohmann::json::parse(stats.out);
+  EXPECT_EQ(s["total"]["requests"], "3") << stats.out;
+  ASSERT_EQ(s["groups"].size(), 2u);
+  EXPECT_EQ(s["groups"][0]["label_value"], "first");
+  EXPECT_EQ(s["groups"][0]["counts"]["non_conformant"], "1");
+  EXPECT_EQ(s["groups"][1]["label_value"], "second");
+  EXPECT_EQ(s["groups"][1]["counts"]["non_conformant"], "2");
+  const Scrape m = server.Metrics();
+  EXPECT_EQ(m.Value("axqc_checks_total", {{"verdict", "non_conformant"}, {"source", "upload"}}), 1);
+  EXPECT_EQ(m.Value("axqc_checks_total", {{"verdict", "non_conformant"}, {"source", "hash"}}), 2);
+  // One miss for three checks: the NOT_FOUND before the upload is not a second one.
+  EXPECT_EQ(m.Value("axqc_cache_lookups_total", {{"result", "miss"}}), 1);
+  EXPECT_EQ(m.Value("axqc_cache_lookups_total", {{"result", "memory_hit"}}), 2);
+}
+
+// 16 clients check the same new model at once: it is uploaded and checked once; the other 15
+// lookups wait for that check and are answered from it.
+TEST(ClientRemote, ConcurrentClientsUploadANewModelOnce) {
+  TempDir dir;
+  auto gate = std::make_shared<Gate>();
+  TestServerOptions o;
+  o.hooks.check = GatedCheck(gate);
+  TestServer server(dir, std::move(o));
+  const std::string bytes = ConformantModel("sixteen");
+  WriteFile(dir / "work/m.onnx", bytes);
+  std::string script =
+      "pids=; for i in $(seq 16); do " + Axqc() + " check --server " + Addr(server) +
+      " --label client=$i " + Quote((dir / "work/m.onnx").string()) + " >" +
+      Quote((dir / "out").string()) + ".$i 2>&1 & pids=\"$pids $!\"; done; rc=0; " +
+      "for p in $pids; do wait $p || rc=$?; done; exit $rc";
+  Proc all;
+  std::thread clients([&] { all = Exec(dir, "bash -c " + Quote(script)); });
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return gate->calls.load() == 1 &&
+               server.Metrics().Value("axqc_lookup_waiting_requests") == 15;
+      },
+      std::chrono::seconds(60)));
+  gate->Open();
+  clients.join();
+  EXPECT_EQ(all.rc, 0) << all.out << all.err;
+  EXPECT_EQ(gate->calls.load(), 1);
+  const Scrape m = server.Metrics();
+  EXPECT_EQ(m.Value("axqc_upload_bytes_total"), static_cast<double>(bytes.size()));
+  EXPECT_EQ(m.Value("axqc_requests_total", {{"method", "Upload"}, {"code", "OK"}}), 1);
+  EXPECT_EQ(m.Value("axqc_report_lookups_total", {{"result", "shared"}}), 15);
+  EXPECT_EQ(m.Value("axqc_checks_total", {{"verdict", "conformant"}, {"source", "hash"}}), 15);
+  EXPECT_EQ(m.Value("axqc_checks_total", {{"verdict", "conformant"}, {"source", "upload"}}), 1);
+  Proc stats = Client(dir, "stats --server " + Addr(server) + " --format json");
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["total"]["requests"], "16") << stats.out;
+}
+
+// Exit 4 when the server gives no verdict; after the first failure to reach it the other models
+// are not tried.
+TEST(ClientRemote, NoVerdictExitCodeAndStopAfterTheFirstUnreachableFailure) {
+  TempDir dir;
+  int port = 0;
+  {
+    TestServer server(dir);
+    port = server.server().grpc_port();
+  }
+  for (const char* m : {"a", "b", "c"}) WriteFile(dir / (std::string(m) + ".onnx"), "x");
+  Proc r = Client(dir, "check --retries 1 --server 127.0.0.1:" + std::to_string(port) + " " +
+                           Quote((dir / "a.onnx").string()) + " " +
+                           Quote((dir / "b.onnx").string()) + " --ref c.onnx --format junit");
+  EXPECT_EQ(r.rc, 4);
+  std::size_t reach = 0;
+  std::size_t pos = 0;
+  while ((pos = r.err.find("cannot reach axqc-server", pos)) != std::string::npos) {
+    ++reach;
+    ++pos;
+  }
+  EXPECT_EQ(reach, 1u) << r.err;
+  EXPECT_NE(r.err.find("b.onnx: not checked: the server failed for "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("c.onnx: not checked"), std::string::npos) << r.err;
+  // The report still names all three (JUnit: one errored testsuite each).
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n') > 0, true);
+  for (const char* m : {"a.onnx", "b.onnx", "c.onnx"}) {
+    EXPECT_NE(r.out.find(m), std::string::npos) << m << r.out;
+  }
+  // Local mode never answers 4; a model the server finds unreadable is 2, not 4.
+  TestServer server(dir);
+  Proc junk =
+      Client(dir, "check --server " + Addr(server) + " " + Quote((dir / "a.onnx").string()));
+  EXPECT_EQ(junk.rc, 2) << junk.err;
+}
+
+TEST(ClientRemote, ServerFromTheEnvironment) {
+  TempDir dir;
+  TestServer server(dir);
+  WriteFile(dir / "m.onnx", ConformantModel("env"));
+  const std::string model = Quote((dir / "m.onnx").string());
+  Proc remote = Client(dir, "check " + model, "AXQC_SERVER=" + Addr(server));
+  EXPECT_EQ(remote.rc, 0) << remote.err;
+  EXPECT_GT(server.Metrics().Value("axqc_upload_bytes_total"), 0);
+  EXPECT_EQ(Client(dir, "health", "AXQC_SERVER=" + Addr(server)).rc, 0);
+  EXPECT_EQ(Client(dir, "stats", "AXQC_SERVER=" + Addr(server)).rc, 0);
+  // --server wins over the environment; --local checks here.
+  EXPECT_EQ(Client(dir, "health --server " + Addr(server), "AXQC_SERVER=127.0.0.1:1").rc, 0);
+  Proc local = Client(dir, "check --local " + model, "AXQC_SERVER=127.0.0.1:1");
+  EXPECT_EQ(local.rc, 0) << local.err;
+  // stats and health need a server from somewhere.
+  EXPECT_EQ(Client(dir, "stats").rc, 2);
+}
+
+TEST(ClientRemote, StatsWindows) {
+  TempDir dir;
+  TestServer server(dir);
+  // No request yet: no pass rate.
+  Proc empty = Client(dir, "stats --server " + Addr(server) + " --since 1h");
+  ASSERT_EQ(empty.rc, 0) << empty.err;
+  EXPECT_NE(empty.out.find("requests 0 "), std::string::npos) << empty.out;
+  EXPECT_NE(empty.out.find("pass rate n/a"), std::string::npos) << empty.out;
+  Proc json = Client(dir, "stats --server " + Addr(server) + " --since 1h --format json");
+  ASSERT_EQ(json.rc, 0) << json.err;
+  EXPECT_TRUE(nlohmann::json::parse(json.out)["total"]["pass_rate"].is_null()) << json.out;
+  // A window needs a unit.
+  Proc bare = Client(dir, "stats --server " + Addr(server) + " --since 7");
+  EXPECT_EQ(bare.rc, 2);
+  EXPECT_NE(bare.err.find("with a unit"), std::string::npos) << bare.err;
 }
 
 TEST(ClientAuth, TokenRequiredAndRefused) {
@@ -238,18 +407,18 @@ TEST(ClientAuth, TokenRequiredAndRefused) {
   const std::string check =
       "check --server " + Addr(server) + " " + Quote((dir / "m.onnx").string());
   Proc none = Client(dir, check);
-  EXPECT_EQ(none.rc, 2);
+  EXPECT_EQ(none.rc, 4);
   EXPECT_NE(none.err.find("UNAUTHENTICATED"), std::string::npos) << none.err;
   EXPECT_NE(none.err.find("pass --token or set AXQC_TOKEN"), std::string::npos) << none.err;
   Proc wrong = Client(dir, check + " --token nope");
-  EXPECT_EQ(wrong.rc, 2);
+  EXPECT_EQ(wrong.rc, 4);
   EXPECT_NE(wrong.err.find("UNAUTHENTICATED"), std::string::npos) << wrong.err;
   EXPECT_EQ(server.Metrics().Value("axqc_upload_bytes_total"), 0);
   Proc flag = Client(dir, check + " --token s3cret-token");
   EXPECT_EQ(flag.rc, 0) << flag.err;
   Proc env = Client(dir, check, "AXQC_TOKEN=s3cret-token");
   EXPECT_EQ(env.rc, 0) << env.err;
-  EXPECT_EQ(Client(dir, "stats --server " + Addr(server)).rc, 2);
+  EXPECT_EQ(Client(dir, "stats --server " + Addr(server)).rc, 4);
   EXPECT_EQ(Client(dir, "stats --server " + Addr(server), "AXQC_TOKEN=s3cret-token").rc, 0);
   // Health stays open.
   EXPECT_EQ(Client(dir, "health --server " + Addr(server)).rc, 0);
@@ -297,13 +466,30 @@ TEST(ClientTls, ServerTlsWithATestCa) {
                       " " + model);
   EXPECT_EQ(localhost.rc, 1) << localhost.err;
   EXPECT_EQ(Client(dir, "health --server " + Addr(server) + ca).rc, 0);
-  // Plaintext against a TLS port, and TLS trusting only another CA: refused (exit 2).
+  // Plaintext against a TLS port, and TLS trusting only another CA: no verdict (exit 4), with the
+  // reason, and none of gRPC's own log lines.
   Proc plain = Client(dir, "check --server " + Addr(server) + retries + " " + model);
-  EXPECT_EQ(plain.rc, 2);
+  EXPECT_EQ(plain.rc, 4);
+  EXPECT_NE(plain.err.find("requires TLS: pass --ca FILE"), std::string::npos) << plain.err;
   Proc other = Client(dir, "check --server " + Addr(server) + retries + " --ca " +
                                Quote((dir / "other.pem").string()) + " " + model);
-  EXPECT_EQ(other.rc, 2);
+  EXPECT_EQ(other.rc, 4);
+  EXPECT_NE(other.err.find("the server's certificate is not trusted: unable to get local issuer "
+                           "certificate (checked against --ca "),
+            std::string::npos)
+      << other.err;
   EXPECT_NE(other.err.find("UNAVAILABLE"), std::string::npos) << other.err;
+  for (const Proc* p : {&plain, &other}) {
+    std::istringstream lines(p->err);
+    std::string line;
+    while (std::getline(lines, line)) EXPECT_EQ(line.rfind("axqc: ", 0), 0u) << line;
+  }
+  // TLS against a plaintext server.
+  TempDir plain_dir;
+  TestServer plaintext(plain_dir);
+  Proc tls_to_plain = Client(dir, "check --server " + Addr(plaintext) + ca + retries + " " + model);
+  EXPECT_EQ(tls_to_plain.rc, 4);
+  EXPECT_NE(tls_to_plain.err.find("does not speak TLS"), std::string::npos) << tls_to_plain.err;
 }
 
 TEST(ClientTls, MutualTlsRequiresAClientCertificate) {
@@ -322,15 +508,25 @@ TEST(ClientTls, MutualTlsRequiresAClientCertificate) {
   Proc with = Client(dir, "check --server " + Addr(server) + ca + client_cert + " " + model);
   EXPECT_EQ(with.rc, 0) << with.err;
   Proc without = Client(dir, "check --server " + Addr(server) + ca + " " + model);
-  EXPECT_EQ(without.rc, 2);
+  EXPECT_EQ(without.rc, 4);
+  EXPECT_NE(without.err.find("requires a client certificate (mutual TLS): pass --cert FILE --key "
+                             "FILE"),
+            std::string::npos)
+      << without.err;
   EXPECT_NE(without.err.find("UNAVAILABLE"), std::string::npos) << without.err;
   EXPECT_EQ(Client(dir, "health --server " + Addr(server) + ca + client_cert).rc, 0);
-  EXPECT_EQ(Client(dir, "health --server " + Addr(server) + ca).rc, 2);
+  EXPECT_EQ(Client(dir, "health --server " + Addr(server) + ca).rc, 4);
   // A client certificate from another CA is refused too.
   Proc foreign = Client(dir, "check --server " + Addr(server) + ca + " --cert " +
                                  Quote((dir / "other.pem").string()) + " --key " +
                                  Quote((dir / "other.key").string()) + " " + model);
-  EXPECT_EQ(foreign.rc, 2);
+  EXPECT_EQ(foreign.rc, 4);
+  EXPECT_NE(foreign.err.find("rejected the client certificate"), std::string::npos) << foreign.err;
+  // Plaintext against a mutual-TLS port: both requirements are named.
+  Proc plain = Client(dir, "check --retries 0 --server " + Addr(server) + " " + model);
+  EXPECT_EQ(plain.rc, 4);
+  EXPECT_NE(plain.err.find("requires TLS"), std::string::npos) << plain.err;
+  EXPECT_NE(plain.err.find("and a client certificate"), std::string::npos) << plain.err;
   // --cert without --key is a usage error.
   EXPECT_EQ(Client(dir, "health --server " + Addr(server) + ca + " --cert " +
                             Quote((dir / "client.pem").string()))

@@ -2,11 +2,13 @@
 // check over gRPC, /metrics over HTTP, JSON-lines logs on stderr, SIGTERM -> graceful exit 0,
 // startup failures; SIGKILL while results are being written, then a restart on the same store.
 // (Replicas on a real PostgreSQL: tests/server/pg/replicas_test.sh.)
+#include <onnx/onnx_pb.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -147,6 +149,18 @@ TEST(ServerBinary, BadConfigurationExitsWithAMessage) {
   ServerProcess bad_flag({"--workers", "lots"}, {}, err);
   EXPECT_EQ(bad_flag.Wait(), 2);
   EXPECT_NE(ReadFile(err).find("workers (flag --workers)"), std::string::npos) << ReadFile(err);
+
+  // Unknown options and options without their value are configuration errors too (exit 2).
+  ServerProcess unknown({"--no-such-option"}, {}, err);
+  EXPECT_EQ(unknown.Wait(), 2);
+  EXPECT_NE(ReadFile(err).find("--no-such-option"), std::string::npos) << ReadFile(err);
+  ServerProcess no_value({"--workers"}, {}, err);
+  EXPECT_EQ(no_value.Wait(), 2);
+  ServerProcess bad_env({"--print-config"}, {"AXQC_QUEUE_CAPACITY=many"}, err);
+  EXPECT_EQ(bad_env.Wait(), 2);
+  EXPECT_NE(ReadFile(err).find("queue-capacity (environment AXQC_QUEUE_CAPACITY)"),
+            std::string::npos)
+      << ReadFile(err);
 
   ServerProcess missing_root({"--listen", "127.0.0.1:0", "--metrics-listen", "", "--store-path",
                               ":memory:", "--allowed-root", "/nonexistent-axqc"},
@@ -316,6 +330,95 @@ TEST(ServerBinary, SigkillWhileWritingResultsLosesNoAcknowledgedReport) {
   channel.reset();
   EXPECT_EQ(proc->Stop(SIGTERM, std::chrono::seconds(30)), 0);
   EXPECT_EQ(SqliteQuery(store, "PRAGMA integrity_check"), std::vector<std::string>{"ok"});
+}
+
+// One server per SQLite file: a second one on the same file is refused at startup, and the file is
+// free again once the first is gone (also after SIGKILL).
+TEST(ServerBinary, SecondServerOnTheSameSqliteFileIsRefused) {
+  TempDir dir;
+  const fs::path store = dir / "store.sqlite3";
+  std::unique_ptr<ServerProcess> first;
+  ASSERT_GT(StartAndWaitForPort(first, dir, store), 0);
+  const fs::path err = dir / "second.log";
+  ServerProcess second(
+      {"--listen", "127.0.0.1:0", "--metrics-listen", "", "--store-path", store.string()}, {}, err);
+  EXPECT_EQ(second.Wait(), 1);
+  const std::string log = ReadFile(err);
+  const auto j = nlohmann::json::parse(log);
+  EXPECT_EQ(j.at("msg"), "startup failed");
+  const std::string error = j.at("error");
+  EXPECT_NE(error.find("sqlite: " + store.string() + " is in use by another axqc-server (pid "),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("run one server per SQLite file"), std::string::npos) << error;
+  EXPECT_EQ(first->Stop(SIGKILL, std::chrono::seconds(20)), 128 + SIGKILL);
+  std::unique_ptr<ServerProcess> third;
+  EXPECT_GT(StartAndWaitForPort(third, dir, store), 0);
+  EXPECT_EQ(third->Stop(SIGTERM, std::chrono::seconds(20)), 0);
+}
+
+// A model of `mib` MiB: the conformant test model plus an unused INT8 initializer of that size.
+std::string BigModel(const std::string& tag, std::size_t mib) {
+  onnx::ModelProto m;
+  EXPECT_TRUE(m.ParseFromString(ConformantModel(tag)));
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name("padding_" + tag);
+  t->set_data_type(onnx::TensorProto::INT8);
+  t->add_dims(static_cast<std::int64_t>(mib) << 20);
+  std::string raw(mib << 20, '\0');
+  for (std::size_t i = 0; i < raw.size(); i += 4096) raw[i] = static_cast<char>(tag.size() + i);
+  t->set_raw_data(std::move(raw));
+  return m.SerializeAsString();
+}
+
+// Memory is given back after big checks: three 48 MiB models checked one after the other, then the
+// idle resident size is compared with the one before (plus the report cache). The bound is
+// generous (one model size) and involves no timing; without returning memory the server keeps
+// several times the model size.
+TEST(ServerBinary, IdleMemoryReturnsAfterBigChecks) {
+  TempDir dir;
+  const fs::path ready = dir / "ready.json";
+  const fs::path err = dir / "stderr.log";
+  ServerProcess proc({"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--ready-file",
+                      ready.string(), "--store-path", (dir / "store.sqlite3").string(), "--workers",
+                      "2", "--cache-bytes", "16MiB", "--log-level", "warn"},
+                     {}, err);
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready); }, std::chrono::seconds(20)))
+      << ReadFile(err);
+  const auto ports = nlohmann::json::parse(ReadFile(ready));
+  const int metrics_port = ports.at("metrics_port");
+  auto channel =
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(ports.at("grpc_port").get<int>()),
+                          grpc::InsecureChannelCredentials());
+  auto stub = v1::Checker::NewStub(channel);
+  // Warm up (first check, allocator arenas, gRPC buffers) with a small model, then the baseline.
+  v1::CheckResponse resp;
+  ASSERT_TRUE(Upload(*stub, ConformantModel("warm-up"), &resp).ok());
+  const double baseline = ScrapeMetrics(metrics_port).Value("process_resident_memory_bytes");
+  ASSERT_GT(baseline, 0);
+  constexpr std::size_t kMiB = 48;
+  for (const char* tag : {"big-1", "big-2", "big-3"}) {
+    const std::string model = BigModel(tag, kMiB);
+    UploadArgs ua;
+    ua.chunk = 1 << 20;
+    const grpc::Status s = Upload(*stub, model, &resp, ua);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  const Scrape idle = ScrapeMetrics(metrics_port);
+  EXPECT_EQ(idle.Value("axqc_busy_workers"), 0);
+  EXPECT_EQ(idle.Value("axqc_uploads_in_flight"), 0);
+  EXPECT_EQ(idle.Value("axqc_check_duration_seconds_count", {{"stage", "check"}}), 4);
+  const double rss = idle.Value("process_resident_memory_bytes");
+  const double cache = idle.Value("axqc_cache_memory_bytes");
+  std::cout << "resident: baseline " << baseline / 1048576 << " MiB, after 3 x " << kMiB
+            << " MiB checks " << rss / 1048576 << " MiB, report cache " << cache / 1048576
+            << " MiB\n";
+  EXPECT_LE(rss, baseline + cache + static_cast<double>(kMiB << 20))
+      << "idle resident size " << rss / 1048576 << " MiB, baseline " << baseline / 1048576
+      << " MiB";
+  stub.reset();
+  channel.reset();
+  EXPECT_EQ(proc.Stop(SIGTERM, std::chrono::seconds(30)), 0);
 }
 
 }  // namespace

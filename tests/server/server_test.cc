@@ -1,5 +1,6 @@
 // axqc-server end to end: a real server on a loopback port, a real client channel through the
 // generated stub, the real checker (axqc_core) unless a test gates it.
+#include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <grpcpp/generic/generic_stub.h>
 
@@ -1097,6 +1098,263 @@ TEST_F(ServerTest, RequestValidation) {
     EXPECT_NE(s.error_message().find("first Upload message must carry metadata"),
               std::string::npos);
   }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Hash lookups: recorded re-checks, waiting for a check in progress, counting
+
+grpc::Status Lookup(v1::Checker::Stub& stub, const std::string& sha, v1::CheckResponse* resp,
+                    bool record, std::map<std::string, std::string> labels = {},
+                    std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  v1::GetReportRequest req;
+  req.set_sha256(sha);
+  req.set_record_check(record);
+  for (const auto& [k, v] : labels) (*req.mutable_labels())[k] = v;
+  return stub.GetReport(&ctx, req, resp);
+}
+
+v1::GetStatsResponse Stats(v1::Checker::Stub& stub, const std::string& group_by = "") {
+  grpc::ClientContext ctx;
+  v1::GetStatsRequest req;
+  req.set_group_by(group_by);
+  v1::GetStatsResponse stats;
+  EXPECT_TRUE(stub.GetStats(&ctx, req, &stats).ok());
+  return stats;
+}
+
+TEST_F(ServerTest, RecordedLookupsAreChecksAndPlainLookupsAreNot) {
+  TestServer ts(dir_);
+  const std::string model = NonConformantModel("recorded");
+  const std::string sha = service::Sha256Hex(model);
+  v1::CheckResponse resp;
+  // A hash-first client: NOT_FOUND, then the upload. One check, one miss, one history row.
+  EXPECT_EQ(Lookup(ts.stub(), sha, &resp, true, {{"project", "a"}}).error_code(),
+            StatusCode::NOT_FOUND);
+  UploadArgs ua;
+  ua.labels = {{"project", "a"}};
+  ua.declared_sha256 = sha;
+  ASSERT_TRUE(Upload(ts.stub(), model, &resp, ua).ok());
+  // Re-checks of the known model by another project, and a plain lookup.
+  ASSERT_TRUE(Lookup(ts.stub(), sha, &resp, true, {{"project", "b"}}).ok());
+  EXPECT_EQ(resp.cache(), v1::CACHE_RESULT_MEMORY_HIT);
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_NON_CONFORMANT);
+  ASSERT_TRUE(Lookup(ts.stub(), sha, &resp, true, {{"project", "b"}}).ok());
+  ASSERT_TRUE(Lookup(ts.stub(), sha, &resp, false, {{"project", "c"}}).ok());
+
+  const auto stats = Stats(ts.stub(), "project");
+  EXPECT_EQ(stats.total().requests(), 3u);
+  EXPECT_EQ(stats.total().non_conformant(), 3u);
+  ASSERT_EQ(stats.groups_size(), 2);
+  EXPECT_EQ(stats.groups(0).label_value(), "a");
+  EXPECT_EQ(stats.groups(0).counts().requests(), 1u);
+  EXPECT_EQ(stats.groups(1).label_value(), "b");
+  EXPECT_EQ(stats.groups(1).counts().requests(), 2u);
+  ASSERT_EQ(stats.top_failing_rules_size(), 1);
+  EXPECT_EQ(stats.top_failing_rules(0).rule(), "role/weight-type");
+  EXPECT_EQ(stats.top_failing_rules(0).requests(), 3u);
+
+  const Scrape m = ts.Metrics();
+  EXPECT_EQ(m.Value("axqc_checks_total", {{"verdict", "non_conformant"}, {"source", "upload"}}), 1);
+  EXPECT_EQ(m.Value("axqc_checks_total", {{"verdict", "non_conformant"}, {"source", "hash"}}), 2);
+  // The hit ratio of the checks is 2/3: the NOT_FOUND before the upload is no second miss.
+  EXPECT_EQ(m.Value("axqc_cache_lookups_total", {{"result", "miss"}}), 1);
+  EXPECT_EQ(m.Value("axqc_cache_lookups_total", {{"result", "memory_hit"}}), 2);
+  EXPECT_EQ(m.Value("axqc_report_lookups_total", {{"result", "not_found"}}), 1);
+  EXPECT_EQ(m.Value("axqc_report_lookups_total", {{"result", "memory_hit"}}), 3);
+  EXPECT_EQ(
+      m.Value("axqc_rule_findings_total", {{"rule", "role/weight-type"}, {"severity", "error"}}),
+      3);
+  // The log line of a recorded lookup carries its labels.
+  EXPECT_NE(ts.Log().find("\"labels\":{\"project\":\"b\"}"), std::string::npos);
+  EXPECT_NE(ts.Log().find("\"method\":\"GetReport\""), std::string::npos);
+}
+
+TEST_F(ServerTest, LookupWaitsForAnUploadInProgressInsteadOfAnsweringNotFound) {
+  auto gate = std::make_shared<Gate>();
+  TestServer ts(dir_, {{}, {GatedCheck(gate)}});
+  const std::string model = ConformantModel("wait-upload");
+  const std::string sha = service::Sha256Hex(model);
+  v1::CheckResponse uploaded;
+  grpc::Status su;
+  UploadArgs ua;
+  ua.declared_sha256 = sha;
+  std::thread uploader([&] { su = Upload(ts.stub(), model, &uploaded, ua); });
+  ASSERT_TRUE(WaitFor([&] { return gate->calls.load() == 1; }));  // checking (blocked)
+  // Plain and recorded lookups of the same model wait for that check.
+  v1::CheckResponse plain, recorded;
+  grpc::Status sp, sr;
+  std::thread t1([&] { sp = Lookup(ts.stub(), sha, &plain, false); });
+  std::thread t2([&] { sr = Lookup(ts.stub(), sha, &recorded, true, {{"project", "p"}}); });
+  ASSERT_TRUE(WaitFor([&] { return ts.Metrics().Value("axqc_lookup_waiting_requests") == 2; }));
+  gate->Open();
+  uploader.join();
+  t1.join();
+  t2.join();
+  ASSERT_TRUE(su.ok()) << su.error_message();
+  ASSERT_TRUE(sp.ok()) << sp.error_message();
+  ASSERT_TRUE(sr.ok()) << sr.error_message();
+  EXPECT_EQ(uploaded.cache(), v1::CACHE_RESULT_MISS);
+  EXPECT_EQ(plain.cache(), v1::CACHE_RESULT_SHARED);
+  EXPECT_EQ(recorded.cache(), v1::CACHE_RESULT_SHARED);
+  EXPECT_TRUE(MessageDifferencer::Equals(plain.report(), uploaded.report()));
+  EXPECT_EQ(gate->calls.load(), 1);
+  const Scrape m = ts.Metrics();
+  EXPECT_EQ(m.Value("axqc_lookup_waiting_requests"), 0);
+  EXPECT_EQ(m.Value("axqc_report_lookups_total", {{"result", "shared"}}), 2);
+  EXPECT_EQ(m.Value("axqc_cache_lookups_total", {{"result", "shared"}}), 1);  // the recorded one
+  EXPECT_EQ(m.Value("axqc_checks_total", {{"verdict", "conformant"}, {"source", "hash"}}), 1);
+  EXPECT_EQ(Stats(ts.stub()).total().requests(), 2u);
+}
+
+TEST_F(ServerTest, LookupWaitIsBounded) {
+  auto gate = std::make_shared<Gate>();
+  TestServer ts(dir_,
+                {[](server::ServerConfig& c) { c.lookup_wait_seconds = 0.3; }, {GatedCheck(gate)}});
+  const std::string model = ConformantModel("bounded");
+  const std::string sha = service::Sha256Hex(model);
+  v1::CheckResponse checked;
+  grpc::Status sc;
+  std::thread checker([&] { sc = CheckInline(ts.stub(), model, &checked); });
+  ASSERT_TRUE(WaitFor([&] { return gate->calls.load() == 1; }));
+  v1::CheckResponse resp;
+  const grpc::Status s = Lookup(ts.stub(), sha, &resp, true);
+  EXPECT_EQ(s.error_code(), StatusCode::NOT_FOUND);
+  EXPECT_NE(s.error_message().find("still in progress after 0.3 s"), std::string::npos)
+      << s.error_message();
+  // The client's own deadline ends the wait too.
+  const grpc::Status expired =
+      Lookup(ts.stub(), sha, &resp, false, {}, std::chrono::milliseconds(100));
+  EXPECT_TRUE(expired.error_code() == StatusCode::DEADLINE_EXCEEDED ||
+              expired.error_code() == StatusCode::NOT_FOUND)
+      << expired.error_message();
+  gate->Open();
+  checker.join();
+  ASSERT_TRUE(sc.ok());
+  ASSERT_TRUE(Lookup(ts.stub(), sha, &resp, false).ok());
+  EXPECT_EQ(resp.cache(), v1::CACHE_RESULT_MEMORY_HIT);
+  EXPECT_EQ(ts.Metrics().Value("axqc_lookup_waiting_requests"), 0);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Stats windows, limits with the server's own messages, reflection v1, process metrics
+
+TEST_F(ServerTest, StatsWindowWithoutDecidedRequestsHasNoPassRate) {
+  TestServer ts(dir_);
+  v1::CheckResponse r;
+  ASSERT_TRUE(CheckInline(ts.stub(), ConformantModel("window"), &r).ok());
+  {
+    grpc::ClientContext ctx;
+    v1::GetStatsRequest req;
+    req.mutable_since()->set_seconds(1);  // 1970: nothing but the one request
+    req.mutable_until()->set_seconds(2);
+    v1::GetStatsResponse stats;
+    ASSERT_TRUE(ts.stub().GetStats(&ctx, req, &stats).ok());
+    EXPECT_EQ(stats.total().requests(), 0u);
+    EXPECT_FALSE(stats.total().has_pass_rate());
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::GetStatsRequest req;
+    v1::GetStatsResponse stats;
+    ASSERT_TRUE(ts.stub().GetStats(&ctx, req, &stats).ok());
+    EXPECT_TRUE(stats.total().has_pass_rate());
+    EXPECT_DOUBLE_EQ(stats.total().pass_rate(), 1.0);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::GetStatsRequest req;
+    req.mutable_since()->set_seconds(2000000000);
+    req.mutable_until()->set_seconds(1000000000);
+    v1::GetStatsResponse stats;
+    const grpc::Status s = ts.stub().GetStats(&ctx, req, &stats);
+    EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("is after until"), std::string::npos) << s.error_message();
+  }
+}
+
+TEST_F(ServerTest, OversizedInlineContentAndChunksGetTheServersOwnMessage) {
+  TestServer ts(dir_);
+  const std::string big(6u << 20, 'x');  // over the 4 MiB inline and per-message limits
+  v1::CheckResponse r;
+  const grpc::Status inline_status = CheckInline(ts.stub(), big, &r);
+  EXPECT_EQ(inline_status.error_code(), StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(inline_status.error_message().find("over the server's limit of 4194304 bytes"),
+            std::string::npos)
+      << inline_status.error_message();
+  EXPECT_NE(inline_status.error_message().find("Upload"), std::string::npos);
+  UploadArgs ua;
+  ua.chunk = big.size();
+  const grpc::Status chunk_status = Upload(ts.stub(), big, &r, ua);
+  EXPECT_EQ(chunk_status.error_code(), StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(chunk_status.error_message().find("Upload chunk of 6291456 bytes is over the "
+                                              "server's limit of 4194304 bytes per message"),
+            std::string::npos)
+      << chunk_status.error_message();
+}
+
+TEST_F(ServerTest, ServerReflectionV1DescribesTheServices) {
+  TestServer ts(dir_);
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(ts.server().grpc_port()),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = grpc::reflection::v1::ServerReflection::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto stream = stub->ServerReflectionInfo(&ctx);
+  grpc::reflection::v1::ServerReflectionRequest req;
+  grpc::reflection::v1::ServerReflectionResponse resp;
+  req.set_list_services("");
+  ASSERT_TRUE(stream->Write(req));
+  ASSERT_TRUE(stream->Read(&resp));
+  std::vector<std::string> services;
+  for (const auto& svc : resp.list_services_response().service()) services.push_back(svc.name());
+  EXPECT_EQ(services, (std::vector<std::string>{"axqc.v1.Checker", "grpc.health.v1.Health",
+                                                "grpc.reflection.v1.ServerReflection",
+                                                "grpc.reflection.v1alpha.ServerReflection"}));
+  // The file of each service, with its dependencies, parses and names the service's methods.
+  for (const std::string symbol :
+       {"axqc.v1.Checker", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection"}) {
+    req.set_file_containing_symbol(symbol);
+    ASSERT_TRUE(stream->Write(req));
+    ASSERT_TRUE(stream->Read(&resp));
+    ASSERT_TRUE(resp.has_file_descriptor_response()) << symbol << resp.DebugString();
+    google::protobuf::FileDescriptorProto file;
+    ASSERT_TRUE(file.ParseFromString(resp.file_descriptor_response().file_descriptor_proto(0)));
+    bool found = false;
+    for (const auto& svc : file.service())
+      found = found || file.package() + "." + svc.name() == symbol;
+    EXPECT_TRUE(found) << symbol << " not in " << file.name();
+  }
+  req.set_file_containing_symbol("axqc.v1.GetReportRequest");
+  ASSERT_TRUE(stream->Write(req));
+  ASSERT_TRUE(stream->Read(&resp));
+  ASSERT_TRUE(resp.has_file_descriptor_response());
+  // axqc.proto and the well-known types it imports.
+  EXPECT_EQ(resp.file_descriptor_response().file_descriptor_proto_size(), 3);
+  req.set_file_containing_symbol("axqc.v1.NoSuchThing");
+  ASSERT_TRUE(stream->Write(req));
+  ASSERT_TRUE(stream->Read(&resp));
+  EXPECT_EQ(resp.error_response().error_code(), static_cast<int>(StatusCode::NOT_FOUND));
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_F(ServerTest, ProcessMetricsFollowPrometheusConventions) {
+  TestServer ts(dir_);
+  const Scrape m = ts.Metrics();
+  const auto now = static_cast<double>(std::chrono::duration_cast<std::chrono::seconds>(
+                                           std::chrono::system_clock::now().time_since_epoch())
+                                           .count());
+  EXPECT_GT(m.Value("process_resident_memory_bytes"), 1e6);
+  EXPECT_GT(m.Value("process_virtual_memory_bytes"), m.Value("process_resident_memory_bytes"));
+  EXPECT_GT(m.Value("process_open_fds"), 3);
+  EXPECT_GE(m.Value("process_max_fds"), m.Value("process_open_fds"));
+  EXPECT_GT(m.Value("process_cpu_seconds_total"), 0);
+  EXPECT_GT(m.Value("process_start_time_seconds"), now - 24 * 3600);
+  EXPECT_LE(m.Value("process_start_time_seconds"), now + 1);
+  EXPECT_NE(m.body.find("# TYPE process_cpu_seconds_total counter"), std::string::npos);
+  EXPECT_NE(m.body.find("# TYPE process_resident_memory_bytes gauge"), std::string::npos);
 }
 
 }  // namespace

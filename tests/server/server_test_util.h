@@ -28,6 +28,7 @@
 #include "axqc/checker.h"
 #include "axqc/v1/axqc.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "grpc/reflection/v1/reflection.grpc.pb.h"
 #include "modelgen/model_builder.h"
 #include "server.h"
 

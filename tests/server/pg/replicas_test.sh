@@ -9,11 +9,14 @@
 #   0. both replicas start at once against an empty database: the schema is migrated once;
 #      the store contract tests of axqc_server_unit_test run against PostgreSQL too;
 #   1. models uploaded to A are store hits on B: hash-first GetReport, and Check of a path;
-#   2. identical uploads to A and B at the same time run one check (the check-stage counts of both
-#      /metrics endpoints sum to 1; the other request is "shared");
+#   2. the same new model checked with the client on A and B at the same time is uploaded once and
+#      checked once (the check-stage counts of both /metrics endpoints sum to 1): the other
+#      client's hash lookup waits for that check (its reservation or claim in the store) and is
+#      answered "shared";
 #   3. GetStats on A and on B returns the combined, exact counts of both replicas;
-#   4. A is SIGKILLed in the middle of a check that B's client waits for: B takes the claim over
-#      after the lease (claim-lease-seconds) and answers the waiting client;
+#   4. A is SIGKILLed in the middle of a check that B's client waits for (its hash lookup): after
+#      the lease (claim-lease-seconds) B takes the model over, the client uploads it to B, which
+#      checks it;
 #   5. PostgreSQL stops while B is idle: B answers UNAVAILABLE quickly (no hang, no crash); after
 #      PostgreSQL starts again B serves checks and stats without a restart, also right after a
 #      restart of PostgreSQL between two requests (stale pooled connections);
@@ -221,8 +224,8 @@ wait_ready A
 wait_ready B
 log "replicas: A gRPC :${GRPC[A]} metrics :${METRICS[A]}, B gRPC :${GRPC[B]} metrics :${METRICS[B]} (both ready in $(elapsed "$t0" "$(now)") s)"
 log "0. concurrent start-up migrated the schema once"
-expect_eq "rows of axqc_schema_version" "$(psql_q axqc 'SELECT count(*) FROM axqc_schema_version')" 1
-expect_eq "schema version" "$(psql_q axqc 'SELECT max(version) FROM axqc_schema_version')" 1
+expect_eq "rows of axqc_schema_version (one per migration)" "$(psql_q axqc 'SELECT count(*) FROM axqc_schema_version')" 2
+expect_eq "schema version" "$(psql_q axqc 'SELECT max(version) FROM axqc_schema_version')" 2
 
 # ------------------------------------------------------------------ 1. shared cache
 log "1. uploads to A; on B a hash-first GetReport and a Check (path reference) are store hits"
@@ -244,7 +247,7 @@ expect_eq "B: Check store_hit" "$(log_count "$WORK/B.log" msg=request method=Che
 expect_eq "checks run (A + B)" "$(metric_sum axqc_check_duration_seconds_count stage=check)" 2
 
 # ------------------------------------------------------------------ 2. cross-replica single flight
-log "2. identical uploads to A and B at the same time"
+log "2. the same new model checked on A and B at the same time: one upload, one check"
 t0=$(now)
 client_check A m2.onnx >"$WORK/rc-A-m2" &
 c1=$!
@@ -256,7 +259,11 @@ expect_eq "exit code on B (non_conformant)" "$(cat "$WORK/rc-B-m2")" 1
 log "  both answered in $(elapsed "$t0" "$(now)") s"
 expect_eq "checks run (A + B: m1, m5, m2)" "$(metric_sum axqc_check_duration_seconds_count stage=check)" 3
 expect_eq "cache lookups 'shared' (A + B)" "$(metric_sum axqc_cache_lookups_total result=shared)" 1
-expect_eq "answered Check/Upload requests (A + B)" "$(metric_sum axqc_checks_total)" 5
+expect_eq "uploads of m2 (A + B)" "$(( $(log_count "$WORK/A.log" msg=request method=Upload model_sha256="$(sha m2.onnx)") + $(log_count "$WORK/B.log" msg=request method=Upload model_sha256="$(sha m2.onnx)") ))" 1
+expect_eq "lookups of m2 that waited for the other replica's check (A + B)" "$(metric_sum axqc_report_lookups_total result=shared)" 1
+# m1, m5 uploads on A; m1 (hash-first re-check) and m5 (reference) on B; m2 once uploaded, once a
+# recorded lookup.
+expect_eq "answered check requests (A + B)" "$(metric_sum axqc_checks_total)" 6
 same=$("$PY" -c 'import json,sys
 a, b = (json.load(open(f)) for f in sys.argv[1:3])
 print(len(a["findings"]) if a["findings"] and a["findings"] == b["findings"] and a["verdict"] == b["verdict"] else "differ")' \
@@ -271,10 +278,10 @@ stats() {  # stats REPLICA: "requests conformant non_conformant"
     "$PY" -c 'import json,sys; t=json.load(sys.stdin)["total"]
 print(int(t["requests"]), int(t["conformant"]), int(t["non_conformant"]))'
 }
-# History rows: m1 and m5 uploads on A, m5 Check on B (conformant), m2 uploads on A and B
-# (non_conformant); GetReport hits are not Check/Upload requests.
-expect_eq "stats on A (requests conformant non_conformant)" "$(stats A)" "5 3 2"
-expect_eq "stats on B (requests conformant non_conformant)" "$(stats B)" "5 3 2"
+# History rows: m1 and m5 uploads on A, m1 recorded lookup and m5 Check on B (conformant), m2 on
+# A and B (non_conformant).
+expect_eq "stats on A (requests conformant non_conformant)" "$(stats A)" "6 4 2"
+expect_eq "stats on B (requests conformant non_conformant)" "$(stats B)" "6 4 2"
 expect_eq "history rows by replica" \
   "$(psql_q axqc 'SELECT count(DISTINCT replica) FROM axqc_history')" 2
 
@@ -291,10 +298,10 @@ expect_eq "A busy workers (checking m3)" "$(metric axqc_busy_workers "${METRICS[
 client_check B m3.onnx >"$WORK/rc-B-m3" &
 cb=$!
 for _ in $(seq 200); do
-  [ "$(metric axqc_claim_waiting_requests "${METRICS[B]}")" = 1 ] && break
+  [ "$(metric axqc_lookup_waiting_requests "${METRICS[B]}")" = 1 ] && break
   sleep 0.05
 done
-expect_eq "B requests waiting for A's claim" "$(metric axqc_claim_waiting_requests "${METRICS[B]}")" 1
+expect_eq "B lookups waiting for A's claim" "$(metric axqc_lookup_waiting_requests "${METRICS[B]}")" 1
 expect_eq "claim row of m3 owned by A's replica id" \
   "$(psql_q axqc "SELECT count(*) FROM axqc_check_claims WHERE owner LIKE '%:${PID[A]}:%'")" 1
 kill -KILL "${PID[A]}"
@@ -312,9 +319,9 @@ log "  B answered $took s after the kill (lease $LEASE s + check $CHECK_DELAY s)
 expect_eq "B claim takeovers" "$(metric axqc_claim_takeovers_total "${METRICS[B]}")" 1
 expect_eq "B: Upload of m3 answered as a fresh check" \
   "$(log_count "$WORK/B.log" msg=request method=Upload code=OK cache=miss model_sha256="$(sha m3.onnx)")" 1
-expect_eq "B requests still waiting" "$(metric axqc_claim_waiting_requests "${METRICS[B]}")" 0
+expect_eq "B lookups still waiting" "$(metric axqc_lookup_waiting_requests "${METRICS[B]}")" 0
 expect_eq "claims left in the database" "$(psql_q axqc 'SELECT count(*) FROM axqc_check_claims')" 0
-expect_eq "A's client did not get an answer" "$(cat "$WORK/rc-A-m3")" 2
+expect_eq "A's client got no verdict (exit 4)" "$(cat "$WORK/rc-A-m3")" 4
 
 # ------------------------------------------------------------------ 5. database restart
 log "5. PostgreSQL stops while B is idle"
@@ -322,13 +329,13 @@ pg_ctl -m fast -w stop >/dev/null
 t0=$(now)
 rc=0
 "$CLIENT_BIN" stats --server "127.0.0.1:${GRPC[B]}" --retries 0 >/dev/null 2>"$WORK/stats-down.txt" || rc=$?
-expect_eq "stats while the database is down: exit code" "$rc" 2
+expect_eq "stats while the database is down: exit code (no verdict)" "$rc" 4
 grep -q UNAVAILABLE "$WORK/stats-down.txt" || die "stats while down: $(cat "$WORK/stats-down.txt")"
 log "  ok: GetStats -> UNAVAILABLE ($(head -c 160 "$WORK/stats-down.txt"))"
 rc=0
 "$CLIENT_BIN" check --server "127.0.0.1:${GRPC[B]}" --retries 0 "$WORK/models/m4.onnx" \
   >/dev/null 2>"$WORK/check-down.txt" || rc=$?
-expect_eq "check of a new model while the database is down: exit code" "$rc" 2
+expect_eq "check of a new model while the database is down: exit code (no verdict)" "$rc" 4
 grep -q UNAVAILABLE "$WORK/check-down.txt" || die "check while down: $(cat "$WORK/check-down.txt")"
 took=$(elapsed "$t0" "$(now)")
 "$PY" -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 10 else 1)' "$took" ||
@@ -342,12 +349,12 @@ log "  PostgreSQL started again"
 expect_eq "axqc check --server B m4.onnx exit code" "$(client_check B m4.onnx)" 0
 expect_eq "B: Upload of m4 was a miss" \
   "$(log_count "$WORK/B.log" msg=request method=Upload code=OK cache=miss model_sha256="$(sha m4.onnx)")" 1
-# History: 5 rows before, m3 and m4 on B (A's m3 upload never finished).
-expect_eq "stats on B after the restart" "$(stats B)" "7 5 2"
+# History: 6 rows before, m3 and m4 on B (A's m3 upload never finished).
+expect_eq "stats on B after the restart" "$(stats B)" "8 6 2"
 expect_eq "reports in the database" "$(psql_q axqc 'SELECT count(*) FROM axqc_reports')" 5
 # A restart between two requests: B's pooled connections are stale, the next call replaces them.
 pg_ctl -m fast -w restart >/dev/null
-expect_eq "stats on B right after a restart of PostgreSQL" "$(stats B)" "7 5 2"
+expect_eq "stats on B right after a restart of PostgreSQL" "$(stats B)" "8 6 2"
 
 # ------------------------------------------------------------------ 6. graceful stop
 log "6. SIGTERM B"

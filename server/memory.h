@@ -1,0 +1,21 @@
+// Giving memory back to the operating system. glibc's malloc keeps freed memory of its heaps and
+// per-thread arenas mapped, so after a big check (a parsed model is 2-3x its file size, in many
+// allocations) the server's resident size would stay near its peak for good. Two measures:
+//   * ConfigureAllocator: a fixed mmap threshold (8 MiB), so every big buffer (model bytes, tensor
+//     data, upload buffers) is its own mapping and is unmapped when freed. glibc's default raises
+//     the threshold after the first big free, which moves later big buffers into the heaps;
+//   * ReturnFreeMemory after every check of a model of at least kTrimAfterBytes: malloc_trim(0)
+//     releases the free pages of every arena.
+#pragma once
+
+#include <cstdint>
+
+namespace axqc::server {
+
+inline constexpr std::uint64_t kTrimAfterBytes = 4ull << 20;
+
+// Idempotent; call before the first big allocation.
+void ConfigureAllocator();
+void ReturnFreeMemory();
+
+}  // namespace axqc::server

@@ -1,0 +1,617 @@
+#!/usr/bin/env python3
+"""Runs every command line of the user documentation as written, against real servers.
+
+    tests/docs/doc_commands_test.py [BUILD_DIR]      (default: build/release; ctest docs_commands)
+
+What is extracted:
+  * README.md, docs/ci.md, docs/api.md, docs/operations.md: every command of every ```sh block
+    (a command ends where bash's own parser says it is complete, so continuation lines, quotes and
+    { ...; } groups are one command);
+  * examples/ci/github-actions.yml: every `run:` step; examples/ci/gitlab-ci.yml: every `script:`
+    line.
+EXPECTED below lists each of them with its exit code, "server" (an axqc-server start: run in the
+background, must become ready and exit 0 on SIGTERM at the end), or SKIP with the reason. The test
+fails when the documents and EXPECTED differ in either direction, so a command cannot be added,
+changed or dropped without this test running it.
+
+How they run: one session per document, in a fresh directory with the fixtures the commands name
+(model.onnx, a.onnx, models/, event.json, a test CA and certificates, ...), `build/release` linking
+to BUILD_DIR and BUILD_DIR's `axqc` and `axqc-server` first on PATH. Documents that do not start a
+server themselves get one from the test. Addresses are the only thing rewritten: the documented
+127.0.0.1:50051, axqc.internal:50051 and 127.0.0.1:9464 go to the session's server,
+0.0.0.0:50443 and axqc.internal:50443 to the TLS server ci.md starts, /tmp/ to the session
+directory; a server started without --listen gets its port through AXQC_LISTEN (flags win over the
+environment, so every documented flag still applies). `export NAME=...` and `NAME=$(...)` lines
+set variables for the following commands of the session. The CI examples run as their CI systems
+would: GitHub's `${{ }}` expressions and GitLab's variables are filled in (server, token, CA),
+each job runs twice, on conformant models (the job passes) and with a non-conformant one (it
+fails, and its reports are still written).
+"""
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/release"))
+SERVER_BIN = os.path.join(BUILD, "server", "axqc-server")
+CLIENT_BIN = os.path.join(BUILD, "client", "axqc")
+EXAMPLES = os.path.join(BUILD, "examples")
+
+SKIP_BUILD = "builds and runs the whole project (setup, build, test suite); this test runs on its output"
+SKIP_DOCKER = "needs a container engine (none on the test machines); tests/deploy checks the files statically"
+SKIP_GRPCURL = ("grpcurl is not packaged for Debian 12 and nothing may be downloaded here; the same "
+                "requests are made by the server tests (tests/server) through the generated stubs, "
+                "and reflection v1 by ServerTest.ServerReflectionV1DescribesTheServices")
+SKIP_EXTERNAL = "fetches from an external host (models.example.com)"
+SKIP_BENCH = "the benchmark: minutes of CPU time and timings, not a functional check"
+SKIP_ACTION = "a GitHub action (uses:), run by GitHub only"
+
+
+def skip(reason):
+    return ("skip", reason)
+
+
+# Per document: (command as written, expectation). Keys are compared after shell tokenizing, so
+# alignment and trailing comments do not matter.
+EXPECTED = {
+    "README.md": [
+        ("scripts/run-examples", skip(SKIP_BUILD)),
+        ("scripts/test", skip(SKIP_BUILD)),
+        ("build/release/client/axqc check model.onnx", 0),
+        ("build/release/client/axqc check -c model.onnx", 0),
+        ("build/release/client/axqc check --format json -o report.json a.onnx b.onnx", 1),
+        ("build/release/client/axqc check --explain model.onnx", 0),
+        ("build/release/client/axqc rules", 0),
+        ("bench/run.sh [WORK_DIR]", skip(SKIP_BENCH)),
+        ("build/release/server/axqc-server --allowed-root build/release/examples "
+         "--store-path /tmp/axqc.sqlite3 &", "server"),
+        ("build/release/client/axqc check --server 127.0.0.1:50051 model.onnx", 0),
+        ("build/release/client/axqc check --server 127.0.0.1:50051 --ref conformant_cnn.onnx "
+         "--format junit", 0),
+        ("build/release/client/axqc stats --server 127.0.0.1:50051 --since 7d", 0),
+        ("build/release/client/axqc health --server 127.0.0.1:50051", 0),
+        ("curl -s http://127.0.0.1:9464/metrics | grep '^axqc_checks_total'", 0),
+    ],
+    "docs/ci.md": [
+        ("export AXQC_SERVER=axqc.internal:50051", 0),
+        ("axqc check models/*.onnx", 1),
+        ("axqc check -c --label project=detector --label source=ci models/a.onnx models/b.onnx", 1),
+        ("axqc check --ref detector/yolo-int8.onnx", 1),
+        ("axqc check --ref https://models.example.com/yolo.onnx", skip(SKIP_EXTERNAL)),
+        ("axqc stats --since 7d --by project", 0),
+        ("axqc rules", 0),
+        ("axqc health", 0),
+        ("axqc check --local models/a.onnx", 0),
+        ("axqc-server --listen 0.0.0.0:50443 --tls-cert-file server.pem --tls-key-file server.key "
+         "--tls-client-ca-file clients-ca.pem --auth-token-file axqc-token &", "server"),
+        ("AXQC_TOKEN=$(cat axqc-token) axqc check --server axqc.internal:50443 --ca ca.pem "
+         "--cert ci.pem --key ci.key model.onnx", 0),
+        ("examples/ci/registry_hook.py --server axqc.internal:50051 --map file:///models/= "
+         "< event.json", 1),
+    ],
+    "docs/api.md": [
+        ("grpcurl -plaintext 127.0.0.1:50051 list", skip(SKIP_GRPCURL)),
+        ("grpcurl -plaintext 127.0.0.1:50051 describe axqc.v1.Checker", skip(SKIP_GRPCURL)),
+        ("""grpcurl -plaintext -d '{"path": "detector/yolo-int8.onnx", "labels": {"project": "detector"}}' \\
+  127.0.0.1:50051 axqc.v1.Checker/Check""", skip(SKIP_GRPCURL)),
+        ("""grpcurl -plaintext -max-msg-sz 67108864 \\
+  -d "{\\"content\\": \\"$(base64 -w0 model.onnx)\\", \\"name\\": \\"model.onnx\\",
+       \\"options\\": {\\"check_value\\": true, \\"format\\": \\"REPORT_FORMAT_JSON\\"}}" \\
+  127.0.0.1:50051 axqc.v1.Checker/Check""", skip(SKIP_GRPCURL)),
+        ("""grpcurl -plaintext -d '{"url": "https://models.example.com/yolo-int8.onnx?sig=...",
+                        "expected_sha256": "3b0f5c...e1"}' \\
+  127.0.0.1:50051 axqc.v1.Checker/Check""", skip(SKIP_GRPCURL)),
+        ("""{
+  echo "{\\"metadata\\": {\\"file_name\\": \\"yolo-int8.onnx\\", \\"size_bytes\\": $(stat -c%s yolo-int8.onnx),
+         \\"sha256\\": \\"$(sha256sum yolo-int8.onnx | cut -d' ' -f1)\\",
+         \\"labels\\": {\\"project\\": \\"detector\\", \\"source\\": \\"registry\\"}}}"
+  split -b 1048576 --filter='echo "{\\"chunk\\": \\"$(base64 -w0)\\"}"' yolo-int8.onnx
+} | grpcurl -plaintext -d @ 127.0.0.1:50051 axqc.v1.Checker/Upload""", skip(SKIP_GRPCURL)),
+        ("sha=$(sha256sum model.onnx | cut -d' ' -f1)", 0),
+        ("""grpcurl -plaintext -d "{\\"sha256\\": \\"$sha\\", \\"options\\": {\\"format\\": \\"REPORT_FORMAT_JSON\\"}}" \\
+  127.0.0.1:50051 axqc.v1.Checker/GetReport""", skip(SKIP_GRPCURL)),
+        ("""grpcurl -plaintext -d "{\\"sha256\\": \\"$sha\\", \\"record_check\\": true, \\"labels\\": {\\"project\\": \\"detector\\"}}" \\
+  127.0.0.1:50051 axqc.v1.Checker/GetReport""", skip(SKIP_GRPCURL)),
+        ("""grpcurl -plaintext -d '{"window": "86400s", "group_by": "project", "top_rules": 5}' \\
+  127.0.0.1:50051 axqc.v1.Checker/GetStats""", skip(SKIP_GRPCURL)),
+        ("grpcurl -plaintext 127.0.0.1:50051 axqc.v1.Checker/ListRules", skip(SKIP_GRPCURL)),
+        ("grpcurl -plaintext 127.0.0.1:50051 grpc.health.v1.Health/Check", skip(SKIP_GRPCURL)),
+        ("""grpcurl -plaintext -d '{"service": "axqc.v1.Checker"}' 127.0.0.1:50051 grpc.health.v1.Health/Check""",
+         skip(SKIP_GRPCURL)),
+    ],
+    "docs/operations.md": [
+        ("cmake --preset release && cmake --build --preset release --target axqc-server axqc_examples",
+         skip(SKIP_BUILD)),
+        ("build/release/server/axqc-server --allowed-root build/release/examples "
+         "--store-path /tmp/axqc.sqlite3", "server"),
+        ("build/release/client/axqc check --server 127.0.0.1:50051 --ref conformant_cnn.onnx", 0),
+        ("""grpcurl -plaintext -d '{"path": "broken_weight_per_tensor.onnx"}' 127.0.0.1:50051 axqc.v1.Checker/Check""",
+         skip(SKIP_GRPCURL)),
+        ("build/release/client/axqc health --server 127.0.0.1:50051", 0),
+        ("curl -s http://127.0.0.1:9464/metrics | grep '^axqc_checks_total'", 0),
+        ("build/release/server/axqc-server --print-config --workers 8 --queue-capacity 128", 0),
+        ("build/release/server/axqc-server --workers lots", 2),
+        ("build/release/server/axqc-server --no-such-option", 2),
+        ("docker build -f deploy/docker/Dockerfile -t axqc-server .", skip(SKIP_DOCKER)),
+        ("""docker run --rm -p 127.0.0.1:50051:50051 -v axqc-store:/var/lib/axqc \\
+  -v "$PWD/models:/models:ro" --stop-timeout 45 axqc-server""", skip(SKIP_DOCKER)),
+        ("docker compose -f deploy/docker/compose.yaml up -d --build", skip(SKIP_DOCKER)),
+        ("AXQC_PG_PASSWORD=... docker compose -f deploy/docker/compose.postgres.yaml up -d --build",
+         skip(SKIP_DOCKER)),
+        ("docker compose -f deploy/docker/compose.postgres.yaml up -d --scale axqc-server=4",
+         skip(SKIP_DOCKER)),
+        ("""kubectl create secret generic axqc-store \\
+    --from-literal=postgres-password='<password>' \\
+    --from-literal=dsn='postgresql://axqc:<password>@axqc-postgres:5432/axqc'""",
+         skip("needs a Kubernetes cluster (none on the test machines)")),
+        ("kubectl apply -k deploy/k8s-postgres",
+         skip("needs a Kubernetes cluster (none on the test machines)")),
+    ],
+    # CI examples: one entry per `run:` step (by step name) or `script:` line; the exit code is
+    # that of the conformant run, the job's verdict step fails in the second run.
+    "examples/ci/github-actions.yml": [
+        ("actions/checkout@v4", skip(SKIP_ACTION)),
+        ("CA certificate", 0),
+        ("Check models (GitHub annotations)", 0),
+        ("github/codeql-action/upload-sarif@v3", skip(SKIP_ACTION)),
+        ("mikepenz/action-junit-report@v4", skip(SKIP_ACTION)),
+        ("Verdict", 0),
+    ],
+    "examples/ci/gitlab-ci.yml": [
+        ("axqc check $AXQC_FLAGS --format junit -o axqc-junit.xml models/*.onnx || true", 0),
+        ("axqc check $AXQC_FLAGS --no-record --format sarif -o gl-axqc.sarif models/*.onnx || true", 0),
+        ("""code=0; axqc check $AXQC_FLAGS --no-record models/*.onnx || code=$?; [ "$code" = 0 ] || [ "$code" = 3 ]""", 0),
+    ],
+}
+
+# Documents whose first server command starts the server their other commands talk to; the test
+# starts one for the others.
+DOCS_STARTING_THEIR_SERVER = {"README.md", "docs/operations.md"}
+
+FAILURES = []
+SKIPPED = []
+PASSED = []
+
+
+def log(msg):
+    print(f"[docs] {msg}", flush=True)
+
+
+def fail(msg):
+    FAILURES.append(msg)
+    print(f"[docs] FAIL: {msg}", flush=True)
+
+
+def key(command):
+    try:
+        return tuple(shlex.split(command.replace("\\\n", " "), comments=True))
+    except ValueError:
+        return (command.strip(),)
+
+
+# ------------------------------------------------------------------------------------------------
+# Extraction
+
+
+def bash_complete(text):
+    if text.rstrip().endswith("\\"):  # bash -n accepts a continuation at the end of its input
+        return False
+    return subprocess.run(["bash", "-n", "-c", text], capture_output=True).returncode == 0
+
+
+def markdown_commands(path):
+    out = []
+    in_block = False
+    indent = ""
+    current = None
+    for line in open(path, encoding="utf-8").read().split("\n"):
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            if not in_block:
+                in_block = stripped in ("```sh", "```bash", "```shell")
+                indent = line[: len(line) - len(line.lstrip())]
+            else:
+                in_block = False
+            current = None
+            continue
+        if not in_block:
+            continue
+        if indent and line.startswith(indent):
+            line = line[len(indent):]
+        if current is None:
+            if not stripped or stripped.startswith("#"):
+                continue
+            current = line
+        else:
+            current += "\n" + line
+        if bash_complete(current):
+            out.append(current)
+            current = None
+    return out
+
+
+def yaml_load(path):
+    import yaml  # python3-yaml (scripts/setup installs it)
+
+    with open(path, encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def github_steps(path):
+    steps = yaml_load(path)["jobs"]["conformance"]["steps"]
+    return [(s.get("uses") or s.get("name"), s) for s in steps]
+
+
+def gitlab_lines(path):
+    return list(yaml_load(path)["axqc"]["script"])
+
+
+# ------------------------------------------------------------------------------------------------
+# Fixtures and servers
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def variant(src, dst, tag):
+    """Same graph, other bytes: a ModelProto doc_string (field 6) appended."""
+    data = open(src, "rb").read()
+    t = tag.encode()
+    with open(dst, "wb") as f:
+        f.write(data + bytes([0x32, len(t)]) + t)
+
+
+def run(cmd, cwd, env=None, timeout=120, **kw):
+    return subprocess.run(cmd, cwd=cwd, env=env, timeout=timeout, capture_output=True, text=True, **kw)
+
+
+def make_pki(d):
+    script = r"""set -e
+ec="-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' > server.ext
+printf 'extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n' > client.ext
+openssl req -x509 $ec -keyout ca.key -out ca.pem -days 2 -subj '/CN=axqc docs test CA'
+openssl req $ec -keyout server.key -out server.csr -subj '/CN=localhost'
+openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile server.ext -out server.pem
+openssl req $ec -keyout ci.key -out ci.csr -subj '/CN=ci'
+openssl x509 -req -in ci.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile client.ext -out ci.pem
+cp ca.pem clients-ca.pem
+printf 'docs-test-token\n' > axqc-token
+"""
+    r = run(["bash", "-c", script], cwd=d)
+    if r.returncode != 0:
+        raise RuntimeError("openssl: " + r.stderr)
+
+
+def pure_assignment(text):
+    """(NAME, VALUE) when `text` only sets a variable (`export NAME=word`, `NAME=$(...)`, a trailing
+    comment allowed), else None."""
+    m = re.match(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=", text)
+    if not m:
+        return None
+    rest = text[m.end():]
+    if rest.startswith("$("):
+        depth = 0
+        for i, ch in enumerate(rest):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0 and ch == ")":
+                value, tail = rest[: i + 1], rest[i + 1:]
+                break
+        else:
+            return None
+    else:
+        value, _, tail = rest.partition(" ")
+        tail = " " + tail
+    tail = tail.strip()
+    if tail and not tail.startswith("#"):
+        return None
+    return m.group(1), value
+
+
+class Session:
+    """A fresh directory with the fixtures, its servers and its variables."""
+
+    def __init__(self, name):
+        self.name = name
+        self.dir = tempfile.mkdtemp(prefix="axqc-docs-")
+        self.grpc = free_port()
+        self.metrics = free_port()
+        self.tls = free_port()
+        self.servers = []  # (command, Popen, log path)
+        self.vars = {}
+        d = self.dir
+        os.makedirs(os.path.join(d, "build"))
+        os.symlink(BUILD, os.path.join(d, "build", "release"))
+        os.makedirs(os.path.join(d, "examples"))
+        os.symlink(os.path.join(ROOT, "examples", "ci"), os.path.join(d, "examples", "ci"))
+        os.makedirs(os.path.join(d, "tmp"))
+        ok = os.path.join(EXAMPLES, "conformant_cnn.onnx")
+        bad = os.path.join(EXAMPLES, "broken_weight_per_tensor.onnx")
+        shutil.copy(ok, os.path.join(d, "model.onnx"))
+        shutil.copy(ok, os.path.join(d, "a.onnx"))
+        shutil.copy(bad, os.path.join(d, "b.onnx"))
+        os.makedirs(os.path.join(d, "models"))
+        variant(ok, os.path.join(d, "models", "a.onnx"), name + " models/a")
+        variant(bad, os.path.join(d, "models", "b.onnx"), name + " models/b")
+        root = os.path.join(d, "srvroot")
+        for rel, src in (("conformant_cnn.onnx", ok), ("broken_weight_per_tensor.onnx", bad),
+                         ("detector/yolo-int8.onnx", bad), ("registry/detector/3/model.onnx", bad)):
+            os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+            shutil.copy(src, os.path.join(root, rel))
+        shutil.copy(os.path.join(ROOT, "examples", "ci", "mlflow-payload.json"),
+                    os.path.join(d, "event.json"))
+        make_pki(d)
+        self.env = dict(os.environ)
+        for k in list(self.env):
+            if k.startswith("AXQC_") or k.startswith("GRPC_"):
+                del self.env[k]
+        self.env["PATH"] = os.pathsep.join(
+            [os.path.join(BUILD, "client"), os.path.join(BUILD, "server"), self.env.get("PATH", "")])
+
+    def rewrite(self, text):
+        for old, new in (("127.0.0.1:50051", f"127.0.0.1:{self.grpc}"),
+                         ("axqc.internal:50051", f"127.0.0.1:{self.grpc}"),
+                         ("127.0.0.1:9464", f"127.0.0.1:{self.metrics}"),
+                         ("0.0.0.0:50443", f"127.0.0.1:{self.tls}"),
+                         ("axqc.internal:50443", f"localhost:{self.tls}"),
+                         ("/tmp/", self.dir + "/tmp/")):
+            text = text.replace(old, new)
+        return text
+
+    def command_env(self):
+        env = dict(self.env)
+        env.update(self.vars)
+        return env
+
+    def start_server(self, command, own=False):
+        """Starts `command` (a documented axqc-server line, or the session's own server) in the
+        background and waits until it is ready."""
+        n = len(self.servers)
+        ready = os.path.join(self.dir, f"ready-{n}.json")
+        env = self.command_env()
+        env["AXQC_READY_FILE"] = ready
+        env["AXQC_STORE_PATH"] = os.path.join(self.dir, f"store-{n}.sqlite3")
+        if n == 0:  # the session's server: the documented default addresses
+            env["AXQC_LISTEN"] = f"127.0.0.1:{self.grpc}"
+            env["AXQC_METRICS_LISTEN"] = f"127.0.0.1:{self.metrics}"
+        else:
+            env["AXQC_METRICS_LISTEN"] = ""
+        if own:
+            env["AXQC_ALLOWED_ROOT"] = os.path.join(self.dir, "srvroot")
+        text = (command if own else self.rewrite(command)).rstrip()
+        if text.endswith("&"):
+            text = text[:-1]
+        log_path = os.path.join(self.dir, f"server-{n}.log")
+        with open(log_path, "w") as logf:
+            proc = subprocess.Popen(["bash", "-c", "exec " + text], cwd=self.dir, env=env,
+                                    stdout=logf, stderr=subprocess.STDOUT)
+        self.servers.append((command, proc, log_path))
+        for _ in range(300):
+            if os.path.exists(ready) and os.path.getsize(ready) > 0:
+                return True
+            if proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        fail(f"{self.name}: server did not become ready: {command}\n{open(log_path).read()[-2000:]}")
+        return False
+
+    def stop(self):
+        for command, proc, log_path in self.servers:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    rc = proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    rc = "timeout"
+                if rc != 0:
+                    fail(f"{self.name}: '{command}' exited {rc} after SIGTERM\n"
+                         f"{open(log_path).read()[-2000:]}")
+            else:
+                fail(f"{self.name}: '{command}' exited early ({proc.returncode})\n"
+                     f"{open(log_path).read()[-2000:]}")
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def run_command(self, where, command, expected):
+        text = self.rewrite(command)
+        assignment = pure_assignment(text)
+        if assignment:  # a variable for the following commands
+            name, value = assignment
+            r = run(["bash", "-c", f"{name}={value} || exit; printf %s \"${name}\""],
+                    cwd=self.dir, env=self.command_env())
+            got = r.returncode
+            if got == 0:
+                self.vars[name] = r.stdout
+        else:
+            r = run(["bash", "-c", text], cwd=self.dir, env=self.command_env())
+            got = r.returncode
+        one_line = " ".join(command.split())
+        if got != expected:
+            fail(f"{where}: exit {got}, expected {expected}: {one_line}\n"
+                 f"--- stdout\n{r.stdout[-3000:]}\n--- stderr\n{r.stderr[-3000:]}")
+        else:
+            PASSED.append(where)
+            log(f"ok {where}: exit {got}: {one_line[:110]}")
+        return r
+
+
+# ------------------------------------------------------------------------------------------------
+# Documents
+
+
+def check_sync(doc, found):
+    want = [k for k, _ in EXPECTED[doc]]
+    found_keys = [key(c) for c in found]
+    want_keys = [key(c) for c in want]
+    for c in found:
+        if key(c) not in want_keys:
+            fail(f"{doc}: command without an expectation in {os.path.basename(__file__)}: {c!r}")
+    for c in want:
+        if key(c) not in found_keys:
+            fail(f"{doc}: expected command no longer in the document: {c!r}")
+    return found_keys == want_keys
+
+
+def run_markdown(doc):
+    commands = markdown_commands(os.path.join(ROOT, doc))
+    if not check_sync(doc, commands):
+        return
+    session = Session(doc)
+    try:
+        if doc not in DOCS_STARTING_THEIR_SERVER:
+            session.start_server(
+                f"axqc-server --store-path {session.dir}/session.sqlite3", own=True)
+        for i, (command, expected) in enumerate(EXPECTED[doc]):
+            where = f"{doc} #{i + 1}"
+            if isinstance(expected, tuple):
+                SKIPPED.append((where, command, expected[1]))
+                log(f"skip {where}: {' '.join(command.split())[:80]} ({expected[1][:60]})")
+            elif expected == "server":
+                if session.start_server(command):
+                    PASSED.append(where)
+                    log(f"ok {where}: server ready: {' '.join(command.split())[:100]}")
+            else:
+                session.run_command(where, command, expected)
+    finally:
+        session.stop()
+
+
+def run_github(doc):
+    steps = github_steps(os.path.join(ROOT, doc))
+    if not check_sync(doc, [k for k, _ in steps]):
+        return
+    for models, verdict_rc in (("conformant", 0), ("with a non-conformant model", 1)):
+        session = Session(doc)
+        try:
+            session.start_server(
+                f"axqc-server --listen 127.0.0.1:{session.grpc} --tls-cert-file server.pem "
+                "--tls-key-file server.key --auth-token-file axqc-token", own=True)
+            if models == "conformant":
+                os.remove(os.path.join(session.dir, "models", "b.onnx"))
+            runner_temp = os.path.join(session.dir, "runner-temp")
+            os.makedirs(runner_temp)
+            output = os.path.join(session.dir, "github-output")
+            open(output, "w").close()
+            ca = open(os.path.join(session.dir, "ca.pem")).read()
+            outputs = {}
+            for i, ((name, step), (_, expected)) in enumerate(zip(steps, EXPECTED[doc])):
+                where = f"{doc} step {i + 1} ({name}), {models}"
+                if "uses" in step:
+                    SKIPPED.append((where, name, expected[1]))
+                    continue
+                values = {"secrets.AXQC_CA_PEM": ca.strip(), "secrets.AXQC_TOKEN": "docs-test-token",
+                          "vars.AXQC_SERVER": f"localhost:{session.grpc}",
+                          "github.repository": "example/models", "github.ref_name": "main",
+                          "steps.check.outputs.code": outputs.get("code", "")}
+                script = re.sub(r"\$\{\{\s*([^}]+?)\s*\}\}", lambda m: values[m.group(1)], step["run"])
+                env = session.command_env()
+                env.update({"RUNNER_TEMP": runner_temp, "GITHUB_OUTPUT": output,
+                            "AXQC_TOKEN": "docs-test-token"})
+                r = run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+                        cwd=session.dir, env=env)
+                for line in open(output).read().splitlines():
+                    if "=" in line:
+                        k, v = line.split("=", 1)
+                        outputs[k] = v
+                want = verdict_rc if name == "Verdict" else expected
+                if r.returncode != want:
+                    fail(f"{where}: exit {r.returncode}, expected {want}\n--- stdout\n"
+                         f"{r.stdout[-3000:]}\n--- stderr\n{r.stderr[-3000:]}")
+                else:
+                    PASSED.append(where)
+                    log(f"ok {where}: exit {r.returncode}")
+            for report in ("axqc.sarif", "axqc-junit.xml"):
+                if not os.path.getsize(os.path.join(session.dir, report)):
+                    fail(f"{doc}, {models}: {report} was not written")
+            if outputs.get("code") != str(verdict_rc):
+                fail(f"{doc}, {models}: step output code={outputs.get('code')}, expected {verdict_rc}")
+        finally:
+            session.stop()
+
+
+def run_gitlab(doc):
+    path = os.path.join(ROOT, doc)
+    lines = gitlab_lines(path)
+    if not check_sync(doc, lines):
+        return
+    flags = yaml_load(path)["axqc"]["variables"]["AXQC_FLAGS"]
+    for models, job_ok in (("conformant", True), ("with a non-conformant model", False)):
+        session = Session(doc)
+        try:
+            session.start_server(
+                f"axqc-server --listen 127.0.0.1:{session.grpc} --tls-cert-file server.pem "
+                "--tls-key-file server.key --auth-token-file axqc-token", own=True)
+            if models == "conformant":
+                os.remove(os.path.join(session.dir, "models", "b.onnx"))
+            env = session.command_env()
+            env.update({"AXQC_SERVER": f"localhost:{session.grpc}", "AXQC_TOKEN": "docs-test-token",
+                        "AXQC_CA_PEM": os.path.join(session.dir, "ca.pem"),
+                        "CI_PROJECT_PATH": "example/models", "CI_COMMIT_REF_SLUG": "main"})
+            env["AXQC_FLAGS"] = re.sub(r"\$([A-Z_]+)", lambda m: env.get(m.group(1), ""), flags)
+            # GitLab runs the script lines in one shell and stops at the first that fails.
+            failed_at = None
+            for i, line in enumerate(lines):
+                where = f"{doc} script line {i + 1}, {models}"
+                r = run(["bash", "-c", "set -eo pipefail\n" + line], cwd=session.dir, env=env)
+                if r.returncode != 0:
+                    failed_at = (i, r)
+                    break
+                PASSED.append(where)
+                log(f"ok {where}: exit 0")
+            if job_ok and failed_at is not None:
+                i, r = failed_at
+                fail(f"{doc} script line {i + 1}, {models}: exit {r.returncode}\n{r.stderr[-3000:]}")
+            if not job_ok:
+                if failed_at is None or failed_at[0] != len(lines) - 1:
+                    fail(f"{doc}, {models}: the job should fail at its last line, failed at "
+                         f"{None if failed_at is None else failed_at[0] + 1}")
+                else:
+                    PASSED.append(f"{doc} job fails, {models}")
+                    log(f"ok {doc}: the job fails at its last line, {models}")
+            for report in ("axqc-junit.xml", "gl-axqc.sarif"):
+                if not os.path.exists(os.path.join(session.dir, report)):
+                    fail(f"{doc}, {models}: {report} was not written")
+        finally:
+            session.stop()
+
+
+def main():
+    for path in (SERVER_BIN, CLIENT_BIN, os.path.join(EXAMPLES, "conformant_cnn.onnx")):
+        if not os.path.exists(path):
+            print(f"[docs] FAIL: {path} is missing (build first)")
+            return 1
+    try:
+        import yaml  # noqa: F401
+    except ImportError:
+        print("[docs] SKIP: python3-yaml is missing (scripts/setup installs it)")
+        return 77
+    for tool in ("curl", "openssl"):
+        if shutil.which(tool) is None:
+            print(f"[docs] SKIP: {tool} is missing (scripts/setup installs it)")
+            return 77
+    for doc in ("README.md", "docs/ci.md", "docs/api.md", "docs/operations.md"):
+        run_markdown(doc)
+    run_github("examples/ci/github-actions.yml")
+    run_gitlab("examples/ci/gitlab-ci.yml")
+    log("skipped commands (not runnable here):")
+    for where, command, reason in SKIPPED:
+        log(f"  {where}: {' '.join(command.split())[:70]}: {reason}")
+    print(f"{len(PASSED)} passed, {len(FAILURES)} failed, {len(SKIPPED)} skipped")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
