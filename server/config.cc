@@ -13,6 +13,7 @@
 
 #include "axqc/catalog.h"
 #include "axqc/checker.h"
+#include "axqc/version.h"
 #include "pg_store.h"
 
 namespace axqc::server {
@@ -489,7 +490,7 @@ ConfigResult LoadConfig(const std::vector<std::string>& args, const EnvLookup& e
   if (version) {
     result.exit_code = 0;
     result.message = "axqc-server " + std::string(ToolVersion()) + " (rule set " +
-                     std::string(kRuleSetVersion) + ")\n";
+                     std::string(kRuleSetVersion) + "; " + LinkedOnnxDescription() + ")\n";
     return result;
   }
 

@@ -7,6 +7,7 @@
 #include "axqc/checker.h"
 #include "axqc/operators.h"
 #include "axqc/render.h"
+#include "axqc/version.h"
 #include "cli.h"
 
 namespace axqc::cli {
@@ -77,7 +78,8 @@ int Main(int argc, char** argv) {
   CLI::App app{
       "axqc: conformance checker for quantized ONNX (QDQ) models against the ax quant spec"};
   app.set_version_flag("--version", std::string("axqc ") + std::string(axqc::ToolVersion()) +
-                                        " (rule set " + std::string(axqc::kRuleSetVersion) + ")");
+                                        " (rule set " + std::string(axqc::kRuleSetVersion) + "; " +
+                                        axqc::LinkedOnnxDescription() + ")");
   app.require_subcommand(1);
 
   CheckArgs check;

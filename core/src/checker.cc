@@ -12,6 +12,7 @@
 
 #include "context.h"
 #include "loader.h"
+#include "onnx_model_check.h"
 
 namespace onnx::checker {
 // Defined in onnx/checker.cc (not declared in its header): the model check with a caller-built
@@ -232,7 +233,7 @@ void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
     try {
       onnx::checker::CheckerContext ctx;
       ctx.set_model_dir(m.dir);
-      onnx::checker::check_model(model, ctx);
+      CheckModelInContext(model, ctx);
       checked = true;
     } catch (const std::exception& e) {
       invalid(std::string("ONNX checker: ") + e.what(), "fails the ONNX checker");

@@ -32,7 +32,10 @@ esac
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 BUILD="$ROOT/build/fuzz"
 DEPS="${AXQC_DEPS_DIR:-/opt/axqc-deps}"
-ONNX_SRC="${AXQC_ONNX_SRC:-$DEPS/src/onnx-1.17.0}"
+# The ONNX prefix and source tree that scripts/setup provides (1.20.0, or 1.17.0).
+SETUP_OUT="$("$(dirname "$0")/../../scripts/setup")"
+ONNX_PREFIX="$(printf '%s\n' "$SETUP_OUT" | sed -n 's/^AXQC_ONNX_PREFIX=//p')"
+ONNX_SRC="${AXQC_ONNX_SRC:-$(printf '%s\n' "$SETUP_OUT" | sed -n 's/^AXQC_ONNX_SOURCE=//p')}"
 CXX_BIN="${CXX:-clang++-14}"
 EVERY="${AXQC_FUZZ_SAMPLE_EVERY:-4}"
 
@@ -45,7 +48,7 @@ if [ ! -f "$BUILD/CMakeCache.txt" ] || ! grep -q '^AXQC_BUILD_SERVER:BOOL=ON' "$
   cmake -S "$ROOT" -B "$BUILD" -G Ninja \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_COMPILER="$CXX_BIN" \
-    -DCMAKE_PREFIX_PATH="$DEPS/onnx-1.17.0" \
+    -DCMAKE_PREFIX_PATH="$ONNX_PREFIX" \
     -DAXQC_FUZZ=ON -DAXQC_SANITIZE=ON \
     -DAXQC_BUILD_TESTS=OFF -DAXQC_BUILD_SERVER=ON -DAXQC_BUILD_BENCH=OFF
 fi
