@@ -20,6 +20,9 @@ namespace axqc::detail {
 
 // Collects findings; drops [cv] rules when check_value is off; removes exact duplicates
 // (the same rule at the same node and tensor, e.g. one Q/DQ edge seen from both of its units).
+// A rule ID that is not in the catalog is a programming error: Emit and enabled throw
+// std::logic_error instead of dropping the finding (tests/unit/rule_ids_test.cc also checks
+// every ID written in the sources).
 class Emitter {
  public:
   Emitter(const GraphIndex* g, bool check_value) : g_(g), check_value_(check_value) {}
