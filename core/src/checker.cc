@@ -442,6 +442,7 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   Units units(g, q);
   clock.Lap(&StageTimings::units_s);
   Context c(g, q, units, rules, options.check_value);
+  c.model = m.proto;
   CheckOnnxBase(c, declared);
   CheckQdqNodes(c);
   CheckQdqEdges(c);
@@ -466,24 +467,27 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   report.summary.qdq_edges = edges;
   report.summary.owned_qdq_edges = owned;
 
+  // Scope (2.1, reading 11): a quantized model is in scope even when its Q/DQ structure is
+  // broken or it is not valid ONNX; an unquantized one is not_applicable even when invalid.
+  const bool in_scope = InScope(c);
   auto base = out.Take();
   auto found = rules.Take();
-  if (owned == 0) {
-    // Out of scope (2.1): only the ONNX validity result and the scope note are reported.
-    report.findings = std::move(base);
+  report.findings = std::move(base);
+  if (!in_scope) {
+    // Only the ONNX validity result and the scope note are reported.
     Finding f;
     f.rule = "scope/no-quantized-edge";
     f.severity = Severity::kInfo;
     f.section = "2.1";
     f.group_key = std::string(FindRule(f.rule)->summary);
-    f.message = edges == 0 ? "the model has no Q/DQ nodes; it is not a QDQ model"
-                           : "the model has " + std::to_string(edges) +
-                                 " Q/DQ edge(s) but none is owned by an operator or pattern rule "
-                                 "(e.g. Q/DQ only between graph inputs and outputs)";
+    f.message = edges == 0
+                    ? "the model has no Q/DQ nodes; it is not a QDQ model"
+                    : "the model has " + Count(static_cast<std::int64_t>(edges), "Q/DQ edge") +
+                          " but no Q/DQ node on an operator's data path (e.g. Q/DQ only "
+                          "between graph inputs and outputs, or only on parameters)";
     f.values = {{"qdq_edges", std::to_string(edges)}};
     report.findings.push_back(std::move(f));
   } else {
-    report.findings = std::move(base);
     for (auto& f : found) report.findings.push_back(std::move(f));
   }
   // Every string that can come from the model is cleaned once, here (see CleanText).
@@ -507,9 +511,7 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
     report.summary.units_by_op[CleanText(g.node(u.anchor).op_type())]++;
   }
   FinalizeReport(report, options.max_locations);
-  if (owned == 0 && report.verdict != Verdict::kNonConformant) {
-    report.verdict = Verdict::kNotApplicable;
-  }
+  if (!in_scope) report.verdict = Verdict::kNotApplicable;
   clock.Lap(&StageTimings::report_s);
   return report;
 }

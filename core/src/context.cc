@@ -111,6 +111,22 @@ void Context::Touch(int dq) {
   if (q.SourceOf(dq, &qn) == DqSource::kPairedQ && qn >= 0) claimed[static_cast<std::size_t>(qn)] = true;
 }
 
+void Context::Explain(int node) {
+  if (q.IsDQ(node)) {
+    Touch(node);
+  } else if (q.IsQ(node)) {
+    claimed[static_cast<std::size_t>(node)] = true;
+    if (int dq = q.PairedDq(node); dq >= 0) claimed[static_cast<std::size_t>(dq)] = true;
+  }
+}
+
+bool Context::EdgeOwned(int node) const {
+  if (q.IsDQ(node)) return owned_edge[static_cast<std::size_t>(node)];
+  if (!q.IsQ(node)) return false;
+  const int dq = q.PairedDq(node);
+  return owned_edge[static_cast<std::size_t>(dq >= 0 ? dq : node)];
+}
+
 void Context::ClaimQ(int qn, int unit) {
   if (!q.IsQ(qn)) return;
   claimed[static_cast<std::size_t>(qn)] = true;
