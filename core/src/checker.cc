@@ -319,8 +319,10 @@ void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
       checked = true;
     } catch (const std::exception& e) {
       std::string what = e.what();
-      while (!what.empty() && std::isspace(static_cast<unsigned char>(what.back())))
+      while (!what.empty() &&
+             (std::isspace(static_cast<unsigned char>(what.back())) || what.back() == '.')) {
         what.pop_back();
+      }
       const bool order = what.find("must be topologically sorted") != std::string::npos;
       const bool untyped = what.find("is required but missing") != std::string::npos &&
                            (what.find("'value_info'") != std::string::npos ||
@@ -355,8 +357,10 @@ void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
       inferred = true;
     } catch (const std::exception& e) {
       std::string what = e.what();
-      while (!what.empty() && std::isspace(static_cast<unsigned char>(what.back())))
+      while (!what.empty() &&
+             (std::isspace(static_cast<unsigned char>(what.back())) || what.back() == '.')) {
         what.pop_back();
+      }
       invalid("strict shape inference: " + what +
                   "; fix: the types or shapes in the model contradict what the named node computes "
                   "(onnx.shape_inference.infer_shapes(m, strict_mode=True) reports the same)",
