@@ -344,6 +344,40 @@ TEST(Reading11Scope, QdqInsideAModelLocalFunctionIsInScope) {
   EXPECT_FINDING(r, "closure/uncovered-node", "call", "inline_local_functions");
 }
 
+// Q/DQ inside a control-flow body (project reading, docs/readings.md 17): in scope, the
+// control-flow node is named.
+TEST(Reading11Scope, QdqInsideAControlFlowBodyIsInScope) {
+  auto branch = [](const std::string& name, bool quantize) {
+    ModelBuilder body;
+    body.InitF32("bs", {}, {0.02f});
+    body.InitInt("bz", TP::UINT8, {}, {128});
+    if (quantize) {
+      body.Node("QuantizeLinear", {"x", "bs", "bz"}, {"bq"}, {}, name + "_q");
+      body.Node("DequantizeLinear", {"bq", "bs", "bz"}, {name + "_out"}, {}, name + "_dq");
+    } else {
+      body.Node("Identity", {"x"}, {name + "_out"}, {}, name + "_id");
+    }
+    body.Output(name + "_out", TP::FLOAT, {1, 4});
+    auto g = body.AutoValueInfo(false).Build().graph();
+    g.set_name(name);
+    return g;
+  };
+  ModelBuilder b;
+  b.Input("x", TP::FLOAT, {1, 4});
+  b.Input("cond", TP::BOOL, {});
+  b.Node("If", {"cond"}, {"y"},
+         {B::AttrG("then_branch", branch("then", true)),
+          B::AttrG("else_branch", branch("else", false))},
+         "if");
+  b.Output("y", TP::FLOAT, {1, 4});
+  auto r = RunCheck(b.AutoValueInfo(false));
+  EXPECT_VERDICT(r, Verdict::kNonConformant);
+  EXPECT_NO_RULE(r, "onnx/invalid-model");
+  EXPECT_FINDING(r, "closure/uncovered-node", "if",
+                 "control flow whose body contains QuantizeLinear 'then_q'");
+  EXPECT_NO_RULE(r, "scope/no-quantized-edge");
+}
+
 // An unquantized model is not_applicable even when it is not valid ONNX; its validity findings
 // are kept.
 TEST(Reading11Scope, UnquantizedInvalidModelIsNotApplicableWithItsValidityFindings) {
