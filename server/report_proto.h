@@ -39,7 +39,7 @@ CheckOptions CoreOptions(const v1::CheckOptions& options);
 std::string OptionsKey(const v1::CheckOptions& options);
 
 // Cache key of a report: sha256 + options + rule-set version,
-// e.g. "<sha256>|cv=0;ml=5|2026.11.1".
+// e.g. "<sha256>|cv=0;ml=5|2026.12.1".
 std::string CacheKey(const std::string& sha256, const v1::CheckOptions& options);
 
 }  // namespace axqc::service
