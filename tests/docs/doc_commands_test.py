@@ -81,7 +81,7 @@ EXPECTED = {
         ("build/release/client/axqc stats --server 127.0.0.1:50051 --since 7d", 0),
         ("build/release/client/axqc health --server 127.0.0.1:50051", 0),
         ("curl -s http://127.0.0.1:9464/metrics | grep '^axqc_checks_total'", 0),
-        ("python3 -m venv --system-site-packages .venv && .venv/bin/pip install --no-index ./python",
+        ("/usr/bin/python3 -m venv --system-site-packages .venv && .venv/bin/pip install --no-index ./python",
          skip(SKIP_PIP)),
     ],
     "docs/ci.md": [
