@@ -80,9 +80,12 @@ def _build(build_dir: Path) -> Path:
                  f"-DCMAKE_PREFIX_PATH={env['AXQC_ONNX_PREFIX']}",
                  f"-DPython_EXECUTABLE={sys.executable}", "-DAXQC_BUILD_PYTHON=ON"]
     if not (build_dir / "CMakeCache.txt").exists():
-        # A tree of its own: only what the package needs.
-        configure += ["-DCMAKE_BUILD_TYPE=Release", "-DAXQC_BUILD_TESTS=OFF",
-                      "-DAXQC_BUILD_SERVER=OFF", "-DAXQC_BUILD_BENCH=OFF"]
+        # A tree of its own: only what the package needs, with the release preset's build type
+        # (the debug information is stripped from the wheel). A compiler warning must not fail
+        # an installation: no -Werror here (the project's own builds keep it).
+        configure += ["-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DAXQC_WERROR=OFF",
+                      "-DAXQC_BUILD_TESTS=OFF", "-DAXQC_BUILD_SERVER=OFF",
+                      "-DAXQC_BUILD_BENCH=OFF"]
         if shutil.which("ninja"):
             configure += ["-G", "Ninja"]
     _log(" ".join(configure))
