@@ -1,7 +1,8 @@
 """Every ```python block of docs/python.md (and of README.md) runs, in order, in one namespace
-per document, in a directory with the files the examples name (model.onnx: the conformant example, broken.onnx: a non-conformant
-one, models/*.onnx), against a real axqc-server: the documented address 127.0.0.1:50051 is
-rewritten to the test server's. Blocks defining test_* functions have them called."""
+per document, in a directory with the files the examples name (model.onnx: the conformant
+example, broken.onnx: a non-conformant one, models/*.onnx), against a real axqc-server: the
+documented address 127.0.0.1:50051 is rewritten to the test server's. Blocks defining test_*
+functions have them called."""
 
 from __future__ import annotations
 

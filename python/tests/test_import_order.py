@@ -28,7 +28,8 @@ g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g"
 small = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 small.ir_version = 8
 onnx.checker.check_model(small, full_check=True)
-assert onnx.shape_inference.infer_shapes(small).graph.output[0].type.tensor_type.shape.dim[1].dim_value == 4
+out = onnx.shape_inference.infer_shapes(small).graph.output[0]
+assert out.type.tensor_type.shape.dim[1].dim_value == 4
 assert axqc.check(small).verdict == "not_applicable"
 # axqc's checker, from a path, from bytes and from the ModelProto
 m = onnx.load(broken)
