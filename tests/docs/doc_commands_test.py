@@ -52,6 +52,9 @@ SKIP_GRPCURL = ("grpcurl is not packaged for Debian 12 and nothing may be downlo
 SKIP_EXTERNAL = "fetches from an external host (models.example.com)"
 SKIP_BENCH = "the benchmark: minutes of CPU time and timings, not a functional check"
 SKIP_ACTION = "a GitHub action (uses:), run by GitHub only"
+SKIP_PIP = ("installs the Python package from the source tree; ctest python_pip_install runs "
+            "`pip install ./python` offline in fresh venvs and a prefix, and ctest python runs the "
+            "README's Python example (python/tests/test_docs.py)")
 
 
 def skip(reason):
@@ -78,6 +81,8 @@ EXPECTED = {
         ("build/release/client/axqc stats --server 127.0.0.1:50051 --since 7d", 0),
         ("build/release/client/axqc health --server 127.0.0.1:50051", 0),
         ("curl -s http://127.0.0.1:9464/metrics | grep '^axqc_checks_total'", 0),
+        ("/usr/bin/python3 -m venv --system-site-packages .venv && .venv/bin/pip install --no-index ./python",
+         skip(SKIP_PIP)),
     ],
     "docs/ci.md": [
         ("export AXQC_SERVER=axqc.internal:50051", 0),
