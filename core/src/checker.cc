@@ -12,6 +12,7 @@
 
 #include "context.h"
 #include "loader.h"
+#include "pipeline.h"
 
 namespace onnx::checker {
 // Defined in onnx/checker.cc (not declared in its header): the model check with a caller-built
@@ -425,3 +426,13 @@ Report CheckBytes(std::string_view bytes, const std::string& name, const CheckOp
 }
 
 }  // namespace axqc
+
+namespace axqc::detail {
+
+Report CheckLoaded(LoadedModel& m, const CheckOptions& options) { return Run(m, options); }
+
+const onnx::ISchemaRegistry* GuardedSchemaRegistry() { return &GuardedSchemas::Instance(); }
+
+int MaxKnownOnnxOpset() { return MaxKnownOpset(); }
+
+}  // namespace axqc::detail
