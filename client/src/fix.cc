@@ -23,8 +23,8 @@ std::string PadLeft(const std::string& s, std::size_t width) {
   return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
 }
 
-nlohmann::json Summary(const Report& r) {
-  nlohmann::json by_rule = nlohmann::json::object();
+nlohmann::ordered_json Summary(const Report& r) {
+  nlohmann::ordered_json by_rule = nlohmann::ordered_json::object();
   for (const auto& [rule, n] : r.summary.by_rule) by_rule[rule] = n;
   return {{"verdict", VerdictName(r.verdict)},
           {"errors", r.summary.errors},
@@ -39,10 +39,10 @@ std::string Counts(const Report& r) {
          std::to_string(r.summary.infos) + " info";
 }
 
-nlohmann::json FixJson(const FixResult& r) {
-  nlohmann::json rewrites = nlohmann::json::array();
+nlohmann::ordered_json FixJson(const FixResult& r) {
+  nlohmann::ordered_json rewrites = nlohmann::ordered_json::array();
   for (const auto& o : r.rewrites) {
-    nlohmann::json skips = nlohmann::json::array();
+    nlohmann::ordered_json skips = nlohmann::ordered_json::array();
     for (const auto& [at, why] : o.first_skips) skips.push_back({{"at", at}, {"reason", why}});
     const auto* info = FindRewrite(o.id);
     rewrites.push_back({{"id", o.id},
@@ -56,17 +56,18 @@ nlohmann::json FixJson(const FixResult& r) {
   return {
       {"schema", "axqc.fix/v1"},
       {"input", r.input},
-      {"output", r.dry_run ? nlohmann::json(nullptr) : nlohmann::json(r.output)},
+      {"output", r.dry_run ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.output)},
       {"dry_run", r.dry_run},
       {"written", r.written},
-      {"data_file", r.data_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.data_file)},
+      {"data_file",
+       r.data_file.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.data_file)},
       {"applied", r.applied()},
       {"rewrites", rewrites},
       {"before", Summary(r.before)},
       {"after", Summary(r.after)}};
 }
 
-std::string FixText(const FixResult& r, std::size_t max_locations) {
+std::string FixText(const FixResult& r) {
   std::ostringstream s;
   if (r.dry_run) {
     s << "axqc fix (dry run, nothing written): " << r.input << "\n";
@@ -87,7 +88,6 @@ std::string FixText(const FixResult& r, std::size_t max_locations) {
       s << "      ... and " << (o.skipped - o.first_skips.size()) << " more skipped\n";
     }
   }
-  (void)max_locations;
   s << "before: " << Counts(r.before) << "\n";
   s << (r.dry_run ? "after (not written): " : "after:  ") << Counts(r.after) << "\n";
   std::set<std::string> rules;
@@ -144,13 +144,14 @@ int RunFix(const FixArgs& args) {
     if (json) {
       std::cout << FixJson(r).dump(2) << "\n";
     } else {
-      std::cout << FixText(r, args.max_locations);
+      std::cout << FixText(r);
     }
     std::cout.flush();
     return ExitCodeFor(r.after.verdict);
   } catch (const FixRefused& e) {
     if (json) {
-      nlohmann::json j = {{"schema", "axqc.fix/v1"}, {"input", args.model}, {"refused", e.what()}};
+      nlohmann::ordered_json j = {
+          {"schema", "axqc.fix/v1"}, {"input", args.model}, {"refused", e.what()}};
       if (e.before()) j["before"] = Summary(*e.before());
       std::cout << j.dump(2) << "\n";
     } else if (e.before()) {

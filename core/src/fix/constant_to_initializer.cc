@@ -4,8 +4,9 @@
 //   value_float(s)    FLOAT scalar / 1-D
 //   value_int(s)      INT64 scalar / 1-D
 //   value_string(s)   STRING scalar / 1-D
-//   sparse_value      the dense tensor (unspecified elements are zero); kept as a sparse
-//                     initializer when the dense tensor would exceed 64 MiB
+//   sparse_value      the dense tensor (unspecified elements are zero); left alone when the
+//                     dense tensor would exceed 64 MiB (a sparse initializer is not the same
+//                     value: its type is sparse_tensor, the Constant's output is a tensor)
 // Skipped: a Constant whose output is a graph output, an attribute reference (function bodies),
 // a name that already is an initializer, and below IR 4 inside a subgraph (where initializers
 // must also be inputs and a body's inputs are positional).
@@ -105,7 +106,7 @@ std::optional<TP> Densify(const onnx::SparseTensorProto& sp, const std::string& 
   }
   const std::size_t esize = strings ? sizeof(std::string) : static_cast<std::size_t>(bits / 8);
   if (static_cast<std::uint64_t>(total) * esize > kMaxDenseBytes) {
-    *why = "dense form larger than 64 MiB";
+    *why = "its dense form would be larger than 64 MiB";
     return std::nullopt;
   }
   auto idx = ReadInts(indices, nullptr, nnz * static_cast<std::size_t>(sp.dims_size()) + 1);
@@ -195,7 +196,6 @@ void ConstantToInitializer(Session& s) {
     for (const auto& t : g.initializer()) inits.insert(t.name());
     std::vector<bool> drop(static_cast<std::size_t>(g.node_size()), false);
     std::vector<TP> made;
-    std::vector<onnx::SparseTensorProto> made_sparse;
     for (int i = 0; i < g.node_size(); ++i) {
       const auto& n = g.node(i);
       if (n.op_type() != "Constant" || !IsOnnxDomain(n)) continue;
@@ -224,8 +224,6 @@ void ConstantToInitializer(Session& s) {
         continue;
       }
       TP t;
-      bool sparse = false;
-      onnx::SparseTensorProto sp;
       const auto& name = a.name();
       if (name == "value" && a.has_t()) {
         t = a.t();
@@ -253,31 +251,22 @@ void ConstantToInitializer(Session& s) {
       } else if (name == "sparse_value" && a.has_sparse_tensor()) {
         std::string why;
         auto dense = Densify(a.sparse_tensor(), out, &why);
-        if (dense) {
-          t = std::move(*dense);
-        } else if (ir >= 6 && why == "dense form larger than 64 MiB") {
-          sparse = true;
-          sp = a.sparse_tensor();
-          sp.mutable_values()->set_name(out);
-        } else {
+        if (!dense) {
           s.Skipped(place, why);
           continue;
         }
+        t = std::move(*dense);
       } else {
         s.Skipped(place, "attribute '" + name + "' is not a Constant value form");
         continue;
       }
-      if (sparse) {
-        made_sparse.push_back(std::move(sp));
-      } else {
-        t.set_name(out);
-        made.push_back(std::move(t));
-      }
+      t.set_name(out);
+      made.push_back(std::move(t));
       inits.insert(out);
       drop[static_cast<std::size_t>(i)] = true;
       s.Applied(place);
     }
-    if (made.empty() && made_sparse.empty()) return;
+    if (made.empty()) return;
     changed = true;
     // value_info of a name that is now an initializer is redundant (the tensor describes itself).
     auto* vis = g.mutable_value_info();
@@ -285,7 +274,6 @@ void ConstantToInitializer(Session& s) {
       if (inits.contains(vis->Get(k).name())) {
         bool ours = false;
         for (const auto& t : made) ours = ours || t.name() == vis->Get(k).name();
-        for (const auto& t : made_sparse) ours = ours || t.values().name() == vis->Get(k).name();
         if (ours) vis->DeleteSubrange(k, 1);
       }
     }
@@ -293,7 +281,6 @@ void ConstantToInitializer(Session& s) {
       if (ir < 4) *g.add_input() = InputFor(t);
       *g.add_initializer() = std::move(t);
     }
-    for (auto& t : made_sparse) *g.add_sparse_initializer() = std::move(t);
     RemoveNodes(g, drop);
   });
   if (changed) s.Changed();

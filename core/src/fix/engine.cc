@@ -142,7 +142,12 @@ void RunRewrites(LoadedModel& m, FixResult& r, const FixOptions& o) {
     r.rewrites.emplace_back();
     r.rewrites.back().id = std::string(e->info.id);
     s.Begin(&r.rewrites.back());
-    e->run(s);
+    try {
+      e->run(s);
+    } catch (const FixRefused& refused) {
+      if (refused.before()) throw;
+      throw FixRefused(refused.what(), r.before);
+    }
     if (e->info.id == "ir-version" && FirstInvalid(r.before) != nullptr) {
       const Report lowered = CheckCopy(m, o, m.name);
       if (const Finding* bad = FirstInvalid(lowered)) {
