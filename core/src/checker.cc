@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "context.h"
+#include "function_calls.h"
 #include "loader.h"
 #include "pipeline.h"
 
@@ -238,6 +239,12 @@ void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
     } catch (const std::exception& e) {
       invalid(std::string("ONNX checker: ") + e.what(), "fails the ONNX checker");
     }
+  }
+  // ONNX's shape inference follows calls of model-local functions recursively: a recursive call
+  // chain would never end (stack overflow), so such a model gets no inference.
+  if (std::string why = FunctionCallProblem(model); checked && !why.empty()) {
+    checked = false;
+    invalid(why + "; shape inference cannot follow it", "recursive or too deep function calls");
   }
   clock.Lap(&StageTimings::onnx_check_s);
   // Storage of every tensor (subgraphs, Constant values and functions included): ONNX's shape

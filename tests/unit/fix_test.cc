@@ -325,8 +325,7 @@ TEST(ConstantToInitializer, HugeSparseValueIsLeftAlone) {
   // The Constant's output is a dense tensor; a sparse initializer would have another type.
   ModelBuilder b;
   b.Input("x", TP::FLOAT, {20000000});
-  b.Node("Constant", {}, {"k"}, {fm::AttrSparse("sparse_value", {20000000}, {1.0f}, {5})},
-         "const");
+  b.Node("Constant", {}, {"k"}, {fm::AttrSparse("sparse_value", {20000000}, {1.0f}, {5})}, "const");
   b.Node("Add", {"x", "k"}, {"y"}, {}, "add");
   b.Output("y", TP::FLOAT, {20000000});
   const auto f = Fix(b.AutoValueInfo(false).Build(), Only({"constant-to-initializer"}));
@@ -556,6 +555,67 @@ TEST(InlineFunctions, OtherOpsetVersionIsNotInlined) {
   EXPECT_EQ(SkipReason(o, "function local.fn.Old"),
             "not inlined: its opset imports differ from the model's (ai.onnx 17 vs 21)");
   EXPECT_NE(NodeNamed(f.m.graph(), "call_old"), nullptr);
+}
+
+// ONNX's shape inference and its inliner follow function calls recursively: a recursive call
+// chain would never end and calls of calls multiply. The check reports such a model as invalid
+// (no crash, no hang) and fix refuses it.
+std::string InvalidMessage(const onnx::ModelProto& m) {
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  CheckOptions o;
+  return FirstInvalidMessage(CheckBytes(bytes, "hostile.onnx", o));
+}
+
+TEST(HostileFunctions, RecursiveCallChainIsInvalidNotACrash) {
+  auto m = fm::LocalFunctions();
+  auto* relu = m.mutable_functions(0)->mutable_node(2);  // QRelu's Relu calls QRelu instead
+  relu->set_op_type("QRelu");
+  relu->set_domain("local.fn");
+  relu->add_input("S");
+  relu->add_input("Z");
+  auto* imp = m.mutable_functions(0)->add_opset_import();
+  imp->set_domain("local.fn");
+  imp->set_version(1);
+  EXPECT_NE(
+      InvalidMessage(m).find("model-local function 'QRelu' is part of a recursive call chain"),
+      std::string::npos)
+      << InvalidMessage(m);
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  EXPECT_THROW(FixBytes(bytes, "hostile.onnx", {}, nullptr), FixRefused);
+}
+
+TEST(HostileFunctions, CallsThatExpandTooFarAreInvalid) {
+  ModelBuilder b;
+  b.Input("x", TP::FLOAT, {1, 4});
+  b.Node("F0", {"x"}, {"y"}, {}, "call", "local.fn");
+  b.Output("y", TP::FLOAT, {1, 4});
+  auto m = b.Build();
+  for (int k = 0; k < 24; ++k) {  // F_k calls F_k+1 twice: 2^24 nodes once expanded
+    auto* f = m.add_functions();
+    f->set_name("F" + std::to_string(k));
+    f->set_domain("local.fn");
+    f->add_input("X");
+    f->add_output("Y");
+    auto* imp = f->add_opset_import();
+    imp->set_domain("");
+    imp->set_version(21);
+    auto* l = f->add_opset_import();
+    l->set_domain("local.fn");
+    l->set_version(1);
+    auto call = [&](const char* in, const char* out) {
+      auto* n = f->add_node();
+      n->set_op_type(k == 23 ? "Relu" : "F" + std::to_string(k + 1));
+      if (k != 23) n->set_domain("local.fn");
+      n->add_input(in);
+      n->add_output(out);
+    };
+    call("X", "t");
+    call("t", "Y");
+  }
+  EXPECT_NE(InvalidMessage(m).find("expand to more than 5000000 nodes"), std::string::npos)
+      << InvalidMessage(m);
 }
 
 // ------------------------------------------------------------------- ir-version

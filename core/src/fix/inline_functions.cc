@@ -8,6 +8,7 @@
 #include <map>
 
 #include "fix/session.h"
+#include "function_calls.h"
 
 namespace axqc::detail::fix {
 
@@ -38,6 +39,11 @@ void InlineFunctions(Session& s) {
   std::map<FnKey, std::size_t> fns;
   for (int k = 0; k < m.functions_size(); ++k) {
     fns.emplace(FnKey{m.functions(k).domain(), m.functions(k).name()}, static_cast<std::size_t>(k));
+  }
+  // Recursive, too deep or too large call chains would never finish or exhaust memory.
+  if (const std::string why = FunctionCallProblem(m); !why.empty()) {
+    s.Skipped("model", "not inlined: " + why);
+    return;
   }
   std::vector<std::string> call_sites;
   const std::size_t before = CountCalls(m, fns, &call_sites);
