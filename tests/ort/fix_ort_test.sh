@@ -10,6 +10,7 @@
 #   * the example models of the build.
 #   fix_ort_test.sh AXQC FIXTURES_TOOL EXAMPLES_DIR
 set -euo pipefail
+exec </dev/null  # nothing here reads stdin (a terminal would stop a background run)
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 axqc=$1
 gen=$2

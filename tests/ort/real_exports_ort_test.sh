@@ -6,6 +6,7 @@
 # Needs node and onnxruntime-node: tests/ort/ort_env.sh finds it or installs it into a cache
 # outside the repository; exit 77 (skipped) only when node/npm are missing or npm is unreachable.
 set -euo pipefail
+exec </dev/null  # nothing here reads stdin (a terminal would stop a background run)
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 data=$root/tests/data/real_exports
 # shellcheck source=tests/ort/ort_env.sh

@@ -729,6 +729,17 @@ TEST(FixFile, ExternalDataIsWrittenNextToTheOutput) {
   }
   EXPECT_EQ(files, (std::set<std::string>{"fixed.onnx", "fixed.onnx.data"}));
 
+  // A dry run reads the external data where the input keeps it and writes nothing.
+  const FixResult dry = FixFile((tmp.path / "in" / "m.onnx").string(), "", o);
+  EXPECT_EQ(dry.after.verdict, Verdict::kConformant);
+  EXPECT_FALSE(dry.written);
+  EXPECT_EQ(std::distance(fs::directory_iterator(tmp.path / "in"), fs::directory_iterator()), 2);
+  // An output directory that does not exist is an error, not a partial write.
+  EXPECT_THROW(FixFile((tmp.path / "in" / "m.onnx").string(),
+                       (tmp.path / "nowhere" / "fixed.onnx").string(), o),
+               std::runtime_error);
+  EXPECT_FALSE(fs::exists(tmp.path / "nowhere"));
+
   // In place: the model and its data are replaced only after everything was read.
   const FixResult again = FixFile((tmp.path / "out" / "fixed.onnx").string(),
                                   (tmp.path / "out" / "fixed.onnx").string(), o);
