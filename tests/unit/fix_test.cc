@@ -360,6 +360,42 @@ TEST(IdentityOfInitializer, ConsumersReadTheInitializerAndOutputsStay) {
   EXPECT_EQ(Rule(f.r.after, "qdq/scale-not-initializer"), 0u);
 }
 
+TEST(IdentityOfInitializer, SiblingSubgraphsKeepTheirOwnNames) {
+  // Both branches of an If define a value "t": in one it is Identity(bias), in the other Neg(x).
+  ModelBuilder b;
+  b.Input("x", TP::FLOAT, {2});
+  b.Input("flag", TP::BOOL, {});
+  b.InitF32("bias", {2}, {1.0f, 2.0f});
+  auto branch = [](const char* name, const char* op, const char* in) {
+    onnx::GraphProto g;
+    g.set_name(name);
+    auto* def = g.add_node();
+    def->set_op_type(op);
+    def->set_name(std::string(name) + "_def");
+    def->add_input(in);
+    def->add_output("t");
+    auto* use = g.add_node();
+    use->set_op_type("Relu");
+    use->set_name(std::string(name) + "_use");
+    use->add_input("t");
+    use->add_output(std::string(name) + "_out");
+    *g.add_output() = fm::Vi(std::string(name) + "_out", TP::FLOAT, {2});
+    return g;
+  };
+  b.Node("If", {"flag"}, {"y"},
+         {ModelBuilder::AttrG("then_branch", branch("then", "Identity", "bias")),
+          ModelBuilder::AttrG("else_branch", branch("else", "Neg", "x"))},
+         "if");
+  b.Output("y", TP::FLOAT, {2});
+  const auto f = Fix(b.Build(), Only({"identity-of-initializer"}));
+  EXPECT_EQ(Places(Outcome(f.r, "identity-of-initializer")), std::vector<std::string>{"then_def"});
+  const auto& iff = f.m.graph().node(0);
+  ASSERT_EQ(iff.attribute(0).g().node_size(), 1);
+  EXPECT_EQ(iff.attribute(0).g().node(0).input(0), "bias");
+  ASSERT_EQ(iff.attribute(1).g().node_size(), 2);
+  EXPECT_EQ(iff.attribute(1).g().node(1).input(0), "t");  // the else branch's own t
+}
+
 // ------------------------------------------------------------------- fold-shape
 
 TEST(FoldShape, StaticShapeArithmeticBecomesInitializers) {

@@ -9,11 +9,10 @@
 namespace axqc::detail::fix {
 
 void IdentityOfInitializer(Session& s) {
-  std::unordered_map<std::string, std::string> alias;  // Identity output -> initializer
   bool changed = false;
-
-  // Outer graphs first (ForEachGraph visits a graph before its subgraphs); each graph sees its
-  // own initializers and those of the main graph.
+  // Each graph sees its own initializers and those of the main graph. Aliases of a graph are
+  // applied to that graph and its subgraphs only (sibling subgraphs may reuse a name), right away,
+  // so that an inner Identity of an outer one already reads the initializer.
   std::unordered_set<std::string> main_inits;
   for (const auto& t : s.graph().initializer()) main_inits.insert(t.name());
   onnx::GraphProto* main = &s.graph();
@@ -24,8 +23,8 @@ void IdentityOfInitializer(Session& s) {
     }
     std::unordered_set<std::string> outputs;
     for (const auto& o : g.output()) outputs.insert(o.name());
+    std::unordered_map<std::string, std::string> alias;  // Identity output -> initializer
     std::vector<bool> drop(static_cast<std::size_t>(g.node_size()), false);
-    bool any = false;
     for (int i = 0; i < g.node_size(); ++i) {
       const auto& n = g.node(i);
       if (n.op_type() != "Identity" || !IsOnnxDomain(n) || n.input_size() != 1 ||
@@ -42,20 +41,18 @@ void IdentityOfInitializer(Session& s) {
       }
       alias[n.output(0)] = src;
       drop[static_cast<std::size_t>(i)] = true;
-      any = true;
       s.Applied(NodeLabel(n, i));
     }
-    if (!any) return;
+    if (alias.empty()) return;
     changed = true;
     auto* vis = g.mutable_value_info();
     for (int k = vis->size() - 1; k >= 0; --k) {
       if (alias.contains(vis->Get(k).name())) vis->DeleteSubrange(k, 1);
     }
     RemoveNodes(g, drop);
+    RenameInputs(g, alias);
   });
-  if (!changed) return;
-  RenameInputs(*main, alias);
-  s.Changed();
+  if (changed) s.Changed();
 }
 
 }  // namespace axqc::detail::fix
