@@ -11,8 +11,10 @@
 #include <unordered_set>
 
 #include "context.h"
+#include "function_calls.h"
 #include "loader.h"
 #include "onnx_model_check.h"
+#include "pipeline.h"
 #include "stdout_capture.h"
 
 namespace axqc {
@@ -329,6 +331,12 @@ void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
     }
     library_messages("checker");
   }
+  // ONNX's shape inference follows calls of model-local functions recursively: a recursive call
+  // chain would never end (stack overflow), so such a model gets no inference.
+  if (std::string why = FunctionCallProblem(model); checked && !why.empty()) {
+    checked = false;
+    invalid(why + "; shape inference cannot follow it", "recursive or too deep function calls");
+  }
   clock.Lap(&StageTimings::onnx_check_s);
   // Storage of every tensor (subgraphs, Constant values and functions included): ONNX's shape
   // inference reads tensor data (ParseData) and overflows its buffer when raw_data is not a
@@ -529,3 +537,13 @@ Report CheckBytes(std::string_view bytes, const std::string& name, const CheckOp
 }
 
 }  // namespace axqc
+
+namespace axqc::detail {
+
+Report CheckLoaded(LoadedModel& m, const CheckOptions& options) { return Run(m, options); }
+
+const onnx::ISchemaRegistry* GuardedSchemaRegistry() { return &GuardedSchemas::Instance(); }
+
+int MaxKnownOnnxOpset() { return MaxKnownOpset(); }
+
+}  // namespace axqc::detail

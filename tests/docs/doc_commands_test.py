@@ -72,6 +72,9 @@ EXPECTED = {
         ("build/release/client/axqc check --format json -o report.json a.onnx b.onnx", 1),
         ("build/release/client/axqc check --explain model.onnx", 0),
         ("build/release/client/axqc rules", 0),
+        ("build/release/client/axqc fix model.onnx -o model.fixed.onnx", 0),
+        ("build/release/client/axqc fix --dry-run -c b.onnx", 1),
+        ("build/release/client/axqc fix --list", 0),
         ("bench/run.sh [WORK_DIR]", skip(SKIP_BENCH)),
         ("build/release/server/axqc-server --allowed-root build/release/examples "
          "--store-path /tmp/axqc.sqlite3 &", "server"),
@@ -100,6 +103,8 @@ EXPECTED = {
          "--cert ci.pem --key ci.key model.onnx", 0),
         ("examples/ci/registry_hook.py --server axqc.internal:50051 --map file:///models/= "
          "< event.json", 1),
+        ("examples/ci/registry_hook.py --server axqc.internal:50051 --map file:///models/= "
+         "--fix-plan --local-root /tmp/models < event.json", 1),
     ],
     "docs/api.md": [
         ("grpcurl -plaintext 127.0.0.1:50051 list", skip(SKIP_GRPCURL)),
@@ -358,6 +363,8 @@ class Session:
             shutil.copy(src, os.path.join(root, rel))
         shutil.copy(os.path.join(ROOT, "examples", "ci", "mlflow-payload.json"),
                     os.path.join(d, "event.json"))
+        # The registry's artifact store as the hook's machine sees it (registry_hook --fix-plan).
+        shutil.copytree(root, os.path.join(d, "tmp", "models"))
         make_pki(d)
         self.env = dict(os.environ)
         for k in list(self.env):
