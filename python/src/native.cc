@@ -14,9 +14,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -283,9 +283,8 @@ PYBIND11_MODULE(_native, m) {
   static py::exception<axqc::FixRefused> fix_refused(m, "FixRefused", PyExc_ValueError);
   m.def(
       "fix_file",
-      [](const std::string& input, const std::string& output,
-         const std::vector<std::string>& only, std::optional<std::int64_t> ir_version,
-         bool check_value, std::size_t max_locations) {
+      [](const std::string& input, const std::string& output, const std::vector<std::string>& only,
+         std::optional<std::int64_t> ir_version, bool check_value, std::size_t max_locations) {
         std::optional<axqc::FixResult> result;
         std::optional<axqc::FixRefused> refused;
         {
