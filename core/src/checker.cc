@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "context.h"
+#include "fingerprint.h"
 #include "loader.h"
 #include "onnx_model_check.h"
 
@@ -364,10 +365,12 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   report.summary.qdq_edges = edges;
   report.summary.owned_qdq_edges = owned;
 
-  auto base = out.Take();
-  auto found = rules.Take();
+  std::vector<int> primary;  // primary node of each finding, for the fingerprints
+  auto base = out.Take(&primary);
+  auto found = rules.Take(&primary);
   if (owned == 0) {
     // Out of scope (2.1): only the ONNX validity result and the scope note are reported.
+    primary.resize(base.size());
     report.findings = std::move(base);
     Finding f;
     f.rule = "scope/no-quantized-edge";
@@ -380,10 +383,12 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
                                  "(e.g. Q/DQ only between graph inputs and outputs)";
     f.values = {{"qdq_edges", std::to_string(edges)}};
     report.findings.push_back(std::move(f));
+    primary.push_back(-1);
   } else {
     report.findings = std::move(base);
     for (auto& f : found) report.findings.push_back(std::move(f));
   }
+  AssignFingerprints(&g, report.findings, primary);
   // Every string that can come from the model is cleaned once, here (see CleanText).
   for (auto* s : {&facts.file, &facts.producer_name, &facts.producer_version}) CleanTextInPlace(*s);
   for (auto& op : facts.opsets) CleanTextInPlace(op.first);

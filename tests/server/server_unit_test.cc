@@ -134,7 +134,8 @@ TEST(ReportProto, CacheKeyHasShaOptionsAndRuleSet) {
   o.set_max_locations(7);
   o.set_format(v1::REPORT_FORMAT_JSON);  // not part of the key
   EXPECT_EQ(service::OptionsKey(o), "cv=1;ml=7");
-  EXPECT_EQ(service::CacheKey("abc", o), "abc|cv=1;ml=7|" + std::string(kRuleSetVersion));
+  EXPECT_EQ(service::CacheKey("abc", o),
+            "abc|cv=1;ml=7|" + std::string(kRuleSetVersion) + "|" + service::kReportRevision);
 }
 
 // ------------------------------------------------------------------------------------------------

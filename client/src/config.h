@@ -1,0 +1,53 @@
+// The project configuration of `axqc check`: axqc.toml (or .axqc.toml), found from the working
+// directory upwards or given with --config. Holds defaults of the check options and the waivers
+// of the CI gate (docs/ci.md, "Waivers and baselines").
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "axqc/catalog.h"
+#include "axqc/gate.h"
+
+namespace axqc::cli {
+
+// A configuration that cannot be used; what() names the file, the line and the problem.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Config {
+  std::string path;  // as found or given
+  std::string dir;   // its directory: relative paths in the file are relative to it
+  // [check]
+  std::optional<bool> check_value;
+  std::optional<std::size_t> max_locations;
+  std::optional<Severity> fail_on;  // kError or kWarn
+  std::string baseline;             // resolved against `dir`; "" = none
+  // [[waiver]]
+  std::vector<Waiver> waivers;
+};
+
+// File names looked for, in this order, in each directory.
+inline constexpr const char* kConfigNames[] = {"axqc.toml", ".axqc.toml"};
+
+// The first configuration file in `start` or one of its parents; nullopt when there is none.
+std::optional<std::filesystem::path> FindConfig(const std::filesystem::path& start);
+
+// `path` relative to the working directory when that is shorter to read ("axqc.toml",
+// "../axqc.toml"), else absolute.
+std::string DisplayPath(const std::string& path);
+
+// Parses the configuration at `path` (shown as DisplayPath(path) in messages and reports). Unknown
+// tables and keys are errors (a typo must not silently disable a waiver). Throws ConfigError.
+Config LoadConfig(const std::string& path);
+
+// Parses configuration text; `path` is used in messages and to resolve relative paths.
+Config ParseConfig(const std::string& text, const std::string& path);
+
+}  // namespace axqc::cli
