@@ -114,8 +114,8 @@ struct StaleWaiver {
   std::string status;  // "expired" or "unused"
   std::string what;    // the waiver's selectors, e.g. "rule=role/* node=/backbone/*"
   std::string reason;
-  std::string expires;  // "YYYY-MM-DD" or ""
-  std::size_t matched = 0;  // findings of this run it matches (expired: they count again)
+  std::string expires;          // "YYYY-MM-DD" or ""
+  std::size_t matched = 0;      // findings of this run it matches (expired: they count again)
   std::string Message() const;  // one sentence for logs and CI annotations
 };
 
@@ -129,7 +129,7 @@ struct GateResult {
   SeverityCounts counted;               // findings that count (new ones, with a baseline)
   SeverityCounts waived;
   SeverityCounts baselined;
-  std::size_t baseline_fixed = 0;  // baseline entries of this model no longer found
+  std::size_t baseline_fixed = 0;          // baseline entries of this model no longer found
   std::vector<StaleWaiver> stale_waivers;  // relevant to this model
 };
 
