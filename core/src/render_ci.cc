@@ -538,9 +538,9 @@ std::string RenderGithub(std::span<const Report> reports, std::span<const ModelE
   std::ostringstream out;
   for (const Report& r : reports) {
     // Only the findings that count are annotated: waived and baselined ones are known.
-    std::map<std::pair<std::string, std::string>, std::size_t> counted;
+    std::map<std::pair<std::string, std::string>, std::size_t> accepted;
     for (const Finding& f : r.findings) {
-      if (f.state == FindingState::kCounted) ++counted[{f.rule, f.group_key}];
+      if (f.state != FindingState::kCounted) ++accepted[{f.rule, f.group_key}];
     }
     for (const FindingGroup& g : r.groups) {
       std::size_t shown = 0;
@@ -551,7 +551,8 @@ std::string RenderGithub(std::span<const Report> reports, std::span<const ModelE
             << ",title=" << GhProperty(f.rule + " (spec " + f.section + ")")
             << "::" << GhData(f.message) << "\n";
       }
-      const std::size_t total = counted[{g.rule, g.summary}];
+      const std::size_t known = accepted[{g.rule, g.summary}];
+      const std::size_t total = g.count > known ? g.count - known : 0;
       if (total > shown) {
         out << "::" << GhCommand(g.severity) << " file=" << GhProperty(r.model.file)
             << ",title=" << GhProperty(g.rule + " (spec " + g.section + ")")
