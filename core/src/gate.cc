@@ -253,9 +253,9 @@ void ValidateWaiver(const Waiver& w) {
 std::string StaleWaiver::Message() const {
   std::string s = "waiver (" + what + ") ";
   if (status == "expired" && matched > 0) {
-    s += "expired on " + expires + ": the " + std::to_string(matched) + " finding" +
-         (matched == 1 ? " it waived counts" : "s it waived count") +
-         " again; fix them, or renew the waiver with a later date";
+    s += "expired on " + expires + ": it no longer waives the " + std::to_string(matched) +
+         " finding" + (matched == 1 ? "" : "s") +
+         " it matches; fix them, or renew the waiver with a later date";
   } else if (status == "expired") {
     s += "expired on " + expires + " and matches no finding; remove it";
   } else {

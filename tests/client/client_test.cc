@@ -670,7 +670,7 @@ reason = "nothing matches this one"
               std::string::npos)
         << r.out;
     EXPECT_NE(r.out.find("stale waivers:\n  ../axqc.toml:10: waiver (rule=role/* node=conv1*) "
-                         "expired on 2025-01-31: the 1 finding it waived counts again"),
+                         "expired on 2025-01-31: it no longer waives the 1 finding it matches"),
               std::string::npos)
         << r.out;
     EXPECT_NE(r.out.find("../axqc.toml:16: waiver (rule=op/*) matched no finding"),

@@ -198,7 +198,8 @@ TEST(Gate, ExpiredWaiversStopWaivingAndAreReported) {
   ASSERT_EQ(stale.size(), 1u);
   EXPECT_EQ(stale[0].status, "expired");
   EXPECT_EQ(stale[0].matched, 1u);
-  EXPECT_NE(stale[0].Message().find("expired on 2026-06-01: the 1 finding it waived counts again"),
+  EXPECT_NE(stale[0].Message().find(
+                "expired on 2026-06-01: it no longer waives the 1 finding it matches"),
             std::string::npos)
       << stale[0].Message();
 }
