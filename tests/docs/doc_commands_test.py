@@ -641,6 +641,28 @@ def run_gitlab(doc):
             session.stop()
 
 
+def check_yaml_excerpts(doc, examples):
+    """Every line of a ```yaml block of `doc` is a line of one of the `examples` files (the
+    documents quote the CI jobs; the jobs themselves are what runs)."""
+    lines = set()
+    for ex in examples:
+        lines.update(l.rstrip() for l in open(os.path.join(ROOT, ex), encoding="utf-8"))
+    in_block = False
+    blocks = 0
+    for line in open(os.path.join(ROOT, doc), encoding="utf-8").read().split("\n"):
+        if line.strip().startswith("```"):
+            in_block = line.strip() == "```yaml"
+            blocks += in_block
+            continue
+        if in_block and line.strip() and line.rstrip() not in lines:
+            fail(f"{doc}: yaml excerpt line not in {', '.join(examples)}: {line!r}")
+    if blocks == 0:
+        fail(f"{doc}: no yaml excerpt of the CI jobs")
+    else:
+        PASSED.append(f"{doc} yaml excerpts")
+        log(f"ok {doc}: {blocks} yaml excerpts match the CI examples")
+
+
 def main():
     for path in (SERVER_BIN, CLIENT_BIN, os.path.join(EXAMPLES, "conformant_cnn.onnx")):
         if not os.path.exists(path):
@@ -657,6 +679,7 @@ def main():
             return 77
     for doc in ("README.md", "docs/ci.md", "docs/api.md", "docs/operations.md"):
         run_markdown(doc)
+    check_yaml_excerpts("docs/ci.md", ["examples/ci/github-actions.yml", "examples/ci/gitlab-ci.yml"])
     run_github("examples/ci/github-actions.yml")
     run_gitlab("examples/ci/gitlab-ci.yml")
     log("skipped commands (not runnable here):")
