@@ -6,7 +6,8 @@ setup_out=$("$AXQC_ROOT/scripts/setup")
 AXQC_ONNX_PREFIX=$(printf '%s\n' "$setup_out" | sed -n 's/^AXQC_ONNX_PREFIX=//p')
 AXQC_ONNX_SOURCE=$(printf '%s\n' "$setup_out" | sed -n 's/^AXQC_ONNX_SOURCE=//p')
 AXQC_ONNX_VERSION=$(printf '%s\n' "$setup_out" | sed -n 's/^AXQC_ONNX_VERSION=//p')
-export AXQC_ONNX_PREFIX AXQC_ONNX_SOURCE AXQC_ONNX_VERSION
+AXQC_PROTOBUF_PIC=$(printf '%s\n' "$setup_out" | sed -n 's/^AXQC_PROTOBUF_PIC=//p')
+export AXQC_ONNX_PREFIX AXQC_ONNX_SOURCE AXQC_ONNX_VERSION AXQC_PROTOBUF_PIC
 export AXQC_ONNX_TEST_DATA=${AXQC_ONNX_TEST_DATA:-$AXQC_ONNX_SOURCE/onnx/backend/test/data}
 export CCACHE_DIR=${CCACHE_DIR:-${AXQC_DEPS_DIR:-/opt/axqc-deps}/ccache}
 # Clones in other folders (CI) share the cache: paths are hashed relative to the repository.

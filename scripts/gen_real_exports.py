@@ -16,7 +16,8 @@ Regenerate (Debian's interpreter, /usr/bin/python3, not a pyenv or venv one):
     /usr/bin/python3 scripts/gen_real_exports.py --list     # names and descriptions only
 Deterministic: fixed seeds, random weights, nothing downloaded; the same torch build writes the same
 bytes (checked by running it twice). After regenerating, re-run axqc on each model and update the
-README and the expectation table of tests/unit/real_exports_test.cc.
+README and the expectation tables of tests/unit/real_exports_test.cc and (after `axqc fix`)
+tests/unit/fix_real_exports_test.cc.
 
 Kinds of model (see README.md for each one):
   spec_*    written to follow the ax quant spec as closely as torch's exporter allows: activations

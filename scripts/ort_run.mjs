@@ -4,7 +4,8 @@
 // of it (same --seed gives the same inputs; floats are printed exactly, as the shortest decimal
 // that reads back to the same float64 value of the float32 output; NaN/Infinity as strings).
 //
-// onnxruntime-node is not a dependency of the project; install it once outside the repository:
+// onnxruntime-node is not a dependency of the project. The tests (tests/ort/ort_env.sh) install it
+// themselves into a cache outside the repository; by hand, install it once outside the repository:
 //   mkdir -p ~/ortnode && cd ~/ortnode && npm init -y && npm install onnxruntime-node --ignore-scripts
 // (--ignore-scripts skips the optional CUDA download; the package ships the CPU binding and
 // libonnxruntime.so for linux-x64.) Then point this script at it:

@@ -43,7 +43,7 @@ std::string OptionsKey(const v1::CheckOptions& options);
 inline constexpr const char* kReportRevision = "r2";
 
 // Cache key of a report: sha256 + options + rule-set version + report revision,
-// e.g. "<sha256>|cv=0;ml=5|2026.11.1|r2".
+// e.g. "<sha256>|cv=0;ml=5|2026.12.1|r2".
 std::string CacheKey(const std::string& sha256, const v1::CheckOptions& options);
 
 }  // namespace axqc::service

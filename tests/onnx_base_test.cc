@@ -48,7 +48,8 @@ TEST(OnnxBase, InvalidModelFromCheckerAndShapeInference) {
   auto r2 = RunCheck(c.AutoValueInfo(false));
   auto f = Find(r2, "onnx/invalid-model");
   ASSERT_EQ(f.size(), 1u) << Dump(r2);
-  EXPECT_EQ(r2.verdict, Verdict::kNonConformant);  // invalid ONNX is never not_applicable
+  // Unquantized: not_applicable even when invalid, with the validity finding kept (reading 11).
+  EXPECT_EQ(r2.verdict, Verdict::kNotApplicable);
   EXPECT_NE(f[0]->message.find("shape inference"), std::string::npos) << f[0]->message;
 }
 
@@ -63,7 +64,15 @@ TEST(OnnxBase, OpsetNewerThanLibraryIsReportedNotCrashed) {
   EXPECT_NE(f[0]->message.find("opset 99"), std::string::npos) << f[0]->message;
   EXPECT_NE(f[0]->message.find("newer than ONNX " + LinkedOnnx().version), std::string::npos)
       << f[0]->message;
-  EXPECT_EQ(r.verdict, Verdict::kNonConformant);
+  EXPECT_EQ(r.verdict, Verdict::kNotApplicable);  // an unquantized model (reading 11)
+  // The same opset on a quantized model: in scope, non_conformant.
+  ModelBuilder q(99);
+  q.Input("x", TP::FLOAT, {1});
+  q.Node("Relu", {q.QDQ("x", "x", QParams::U8())}, {"y"}, {}, "relu");
+  q.Output(q.QDQ("y", "y", QParams::U8(0.02f, 0)));
+  auto rq = RunCheck(q.AutoValueInfo(false));
+  ASSERT_FALSE(Find(rq, "onnx/invalid-model").empty()) << Dump(rq);
+  EXPECT_EQ(rq.verdict, Verdict::kNonConformant);
 }
 
 TEST(OnnxBase, Int4RawDataSizeIsValidated) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -70,6 +71,17 @@ struct StatsArgs {
   std::string format = "text";  // text | json
 };
 
+struct FixArgs {
+  std::string model;
+  std::string output;             // -o OUT
+  std::vector<std::string> only;  // --only ID,... (repeatable)
+  bool dry_run = false;
+  bool check_value = false;
+  std::string format = "text";   // text | json
+  std::int64_t ir_version = -1;  // --ir-version N; -1 = not given
+  std::size_t max_locations = 5;
+};
+
 // Outcome of checking one model: a report, or an error message.
 struct ModelResult {
   std::string file;
@@ -106,6 +118,9 @@ bool ApplyGateToResults(const CheckArgs& args, GateSetup& gate, std::vector<Mode
 int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results);
 
 int RunLocalCheck(const CheckArgs& args, GateSetup& gate);
+// `axqc fix` (client/src/fix.cc).
+int RunFix(const FixArgs& args);
+int RunFixList();
 int RunRules(const std::string& format, bool operators);
 
 // Remote mode (client/src/remote.cc; without AXQC_REMOTE they print "built without remote

@@ -145,6 +145,35 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
 
+  FixArgs fix;
+  bool fix_list = false;
+  auto* fix_cmd = app.add_subcommand(
+      "fix",
+      "Rewrite exporter artifacts without changing what the model computes (Constant nodes, "
+      "de-duplication Identity nodes, static shape subgraphs, value_info, ...), write the result "
+      "and check it; exit code = the fixed model's verdict");
+  fix_cmd->add_option("model", fix.model, "ONNX model file to fix")->check(CLI::ExistingFile);
+  fix_cmd->add_option("-o,--output", fix.output,
+                      "Write the fixed model to FILE (external data goes to FILE.data beside it)");
+  fix_cmd
+      ->add_option("--only", fix.only,
+                   "Run only these rewrites (comma-separated IDs, see --list; repeatable)")
+      ->allow_extra_args(false)
+      ->type_name("ID,...");
+  fix_cmd->add_flag("--dry-run", fix.dry_run, "Print what would change; write nothing");
+  fix_cmd->add_flag("-c,--check-value", fix.check_value,
+                    "Check before and after with the numeric value checks (spec 2.5)");
+  fix_cmd->add_option("--format", fix.format, "Output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  fix_cmd
+      ->add_option("--ir-version", fix.ir_version,
+                   "Lower the model's ir_version to N (refused when the model uses anything newer)")
+      ->check(CLI::Range(3, 99));
+  fix_cmd->add_option("--max-locations", fix.max_locations, "Places listed per rewrite")
+      ->capture_default_str();
+  fix_cmd->add_flag("--list", fix_list, "List the rewrites and exit");
+
   std::string rules_format = "text";
   bool operators = false;
   RemoteArgs rules_remote;
@@ -213,6 +242,18 @@ int Main(int argc, char** argv) {
     auto gate = PrepareGate(check);
     if (!gate) return kExitError;
     return check.remote.server.empty() ? RunLocalCheck(check, *gate) : RunRemoteCheck(check, *gate);
+  }
+  if (fix_cmd->parsed()) {
+    if (fix_list) return RunFixList();
+    if (fix.model.empty()) {
+      std::cerr << "axqc: fix needs a model\n";
+      return kExitError;
+    }
+    if (fix.output.empty() && !fix.dry_run) {
+      std::cerr << "axqc: fix needs -o OUT (or --dry-run)\n";
+      return kExitError;
+    }
+    return RunFix(fix);
   }
   if (rules->parsed()) {
     if (!rules_remote.server.empty() && !operators)

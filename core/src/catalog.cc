@@ -26,12 +26,13 @@ constexpr bool kAlways = false;
 constexpr std::array kRules{
     // Scope and ONNX base (2.1, 2.2)
     RuleInfo{"scope/no-quantized-edge", S::kInfo, kAlways, "2.1",
-             "The model has no Q/DQ edge owned by an operator or pattern rule: not in scope.",
+             "No ai.onnx Q/DQ node lies on an operator or pattern data path and nothing else "
+             "quantizes the model: not in scope.",
              "Nothing to fix if the model is meant to be float; otherwise export it in QDQ form."},
     RuleInfo{"onnx/invalid-model", S::kError, kAlways, "2.2",
              "The model is not valid ONNX for its declared IR version and opsets (full check, "
              "strict shape inference).",
-             "Fix the reported ONNX error; re-export with an exporter that targets a supported opset."},
+             "Fix the cause named in the message (each message ends with how to fix that cause)."},
     RuleInfo{"onnx/constant-node", S::kError, kAlways, "2.2",
              "A Constant node; static constants must be initializers.",
              "Fold Constant nodes into graph initializers (e.g. onnx-simplifier or the exporter's "
@@ -39,6 +40,10 @@ constexpr std::array kRules{
     RuleInfo{"onnx/value-info-missing", S::kError, kCv, "2.2",
              "An intermediate tensor lacks value_info with an element type and a complete shape.",
              "Run ONNX shape inference and keep its value_info, or declare the tensor's type and shape."},
+    RuleInfo{"onnx/library-message", S::kInfo, kAlways, "2.2",
+             "The ONNX library printed a message while validating the model (e.g. experimental "
+             "ops); it is kept in the report instead of on stdout.",
+             "Read the message; it does not change the verdict."},
     // Closure and ownership (2.3, 2.4, 6.1)
     RuleInfo{"closure/uncovered-node", S::kError, kAlways, "2.3",
              "A non-Q/DQ node is covered by no operator rule or pattern.",

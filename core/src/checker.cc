@@ -12,14 +12,11 @@
 
 #include "context.h"
 #include "fingerprint.h"
+#include "function_calls.h"
 #include "loader.h"
 #include "onnx_model_check.h"
-
-namespace onnx::checker {
-// Defined in onnx/checker.cc (not declared in its header): the model check with a caller-built
-// context, which lets us pass the model directory for external data.
-void check_model(const ModelProto& model, CheckerContext& ctx);
-}  // namespace onnx::checker
+#include "pipeline.h"
+#include "stdout_capture.h"
 
 namespace axqc {
 
@@ -199,10 +196,65 @@ class StageClock {
   double t0_;
 };
 
+// How to fix what the ONNX checker reported, by cause (onnx/invalid-model).
+std::string CheckerHint(const onnx::ModelProto& model, const std::string& what) {
+  const auto& g = model.graph();
+  // "Nodes in a graph must be topologically sorted, however input 'X' of node ... is not output
+  // of any previous nodes": X is either produced later (order) or by nothing (dangling).
+  if (what.find("must be topologically sorted") != std::string::npos) {
+    std::string name;
+    if (auto a = what.find("input '"); a != std::string::npos) {
+      a += 7;
+      if (auto b = what.find("' of node", a); b != std::string::npos) name = what.substr(a, b - a);
+    }
+    bool produced = false;
+    for (const auto& n : g.node()) {
+      for (const auto& o : n.output()) produced |= !name.empty() && o == name;
+    }
+    if (!name.empty() && !produced) {
+      return "'" + name +
+             "' is produced by no node, graph input or initializer: a dangling reference (the "
+             "exporter or a graph edit dropped its producer); restore the producer or remove the "
+             "reference";
+    }
+    return "the graph is not topologically sorted: write graph.node so that every node comes "
+           "after the nodes producing its inputs (exporters and onnx-simplifier do; in Python "
+           "e.g. onnxruntime.transformers.onnx_model.OnnxModel(m).topological_sort())";
+  }
+  // enforce_has_field on graph inputs and outputs: "Field 'type' of 'value_info' is required but
+  // missing." names neither the value nor what is missing.
+  if (what.find("is required but missing") != std::string::npos &&
+      (what.find("'value_info'") != std::string::npos ||
+       what.find("of 'type'") != std::string::npos)) {
+    auto describe = [](const onnx::ValueInfoProto& v, const char* kind) -> std::string {
+      const std::string who = std::string(kind) + " '" + v.name() + "'";
+      if (!v.has_type()) return who + " has no type";
+      if (v.type().has_tensor_type()) {
+        if (!v.type().tensor_type().has_elem_type()) return who + " has no element type";
+        if (!v.type().tensor_type().has_shape()) return who + " has no shape";
+      }
+      return {};
+    };
+    std::string found;
+    for (const auto& v : g.input()) {
+      if (found.empty()) found = describe(v, "graph input");
+    }
+    for (const auto& v : g.output()) {
+      if (found.empty()) found = describe(v, "graph output");
+    }
+    return (found.empty() ? std::string("a graph input or output lacks its type") : found) +
+           ": declare the element type and shape of every graph input and output (e.g. "
+           "onnx.helper.make_tensor_value_info(name, elem_type, shape))";
+  }
+  return "fix what the ONNX checker names (onnx.checker.check_model(m, full_check=True) reports "
+         "the same)";
+}
+
 void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
   auto& model = *m.proto;
   // `tensor` keeps findings about different tensors apart (the emitter drops repeats of one key).
-  auto invalid = [&](std::string msg, const std::string& key, const std::string& tensor = {}) {
+  auto invalid = [&](std::string msg, const std::string& key, const std::string& tensor = {},
+                     std::vector<std::pair<std::string, std::string>> values = {}) {
     while (!msg.empty() && std::isspace(static_cast<unsigned char>(msg.back()))) msg.pop_back();
     std::vector<std::string> tensors;
     if (!tensor.empty()) tensors.push_back(tensor);
@@ -210,23 +262,50 @@ void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
               .node = -1,
               .message = std::move(msg),
               .group_key = key,
-              .tensors = std::move(tensors)});
+              .tensors = std::move(tensors),
+              .values = std::move(values)});
+  };
+  // What ONNX prints on std::cout (e.g. "Warning: Model contains experimental ops: ...") stays
+  // off stdout; each line becomes an onnx/library-message finding.
+  StdoutCapture printed;
+  auto library_messages = [&](const char* stage) {
+    for (auto& line : printed.TakeLines()) {
+      out.Emit({.rule = "onnx/library-message",
+                .node = -1,
+                .message = "ONNX " + LibraryVersion() + " " + stage + " printed: " + line,
+                .group_key = "message printed by the ONNX " + std::string(stage),
+                .tensors = {},
+                .values = {{"text", line}}});
+    }
   };
   bool too_new = false;
-  if (model.ir_version() > onnx::IR_VERSION) {
+  const std::int64_t max_ir = onnx::IR_VERSION;
+  if (model.ir_version() > max_ir) {
     too_new = true;
-    invalid("IR version " + std::to_string(model.ir_version()) + " is newer than ONNX " +
-                LibraryVersion() + " supports (IR " + std::to_string(onnx::IR_VERSION) +
-                "); the model cannot be validated, so it is not accepted",
-            "IR version newer than supported");
+    const std::string ir = std::to_string(model.ir_version());
+    const std::string lib_ir = std::to_string(max_ir);
+    invalid("IR version " + ir + " is newer than ONNX " + LibraryVersion() + " supports (IR " +
+                lib_ir +
+                "); the model cannot be validated, so it is not accepted. If the model uses "
+                "nothing that IR versions after " +
+                lib_ir + " added, writing ir_version " + lib_ir +
+                " back is safe (Python: m = onnx.load(path); m.ir_version = " + lib_ir +
+                "; onnx.save(m, path)); otherwise check it with an axqc linked against a newer "
+                "ONNX",
+            "IR version newer than supported", {},
+            {{"ir_version", ir}, {"supported_ir_version", lib_ir}, {"onnx", LibraryVersion()}});
   }
   for (const auto& op : model.opset_import()) {
     if ((op.domain().empty() || op.domain() == "ai.onnx") && op.version() > MaxKnownOpset()) {
       too_new = true;
-      invalid("opset " + std::to_string(op.version()) + " is newer than ONNX " + LibraryVersion() +
-                  " supports (opset " + std::to_string(MaxKnownOpset()) +
-                  "); the model cannot be validated, so it is not accepted",
-              "opset newer than supported");
+      const std::string v = std::to_string(op.version());
+      const std::string lib = std::to_string(MaxKnownOpset());
+      invalid("opset " + v + " is newer than ONNX " + LibraryVersion() + " supports (opset " + lib +
+                  "); the model cannot be validated, so it is not accepted. Convert it to opset " +
+                  lib + " or lower (onnx.version_converter.convert_version(m, " + lib +
+                  ")) or re-export it with that opset",
+              "opset newer than supported", {},
+              {{"opset", v}, {"supported_opset", lib}, {"onnx", LibraryVersion()}});
     }
   }
   bool checked = false;  // the ONNX checker accepted the model
@@ -237,8 +316,27 @@ void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
       CheckModelInContext(model, ctx);
       checked = true;
     } catch (const std::exception& e) {
-      invalid(std::string("ONNX checker: ") + e.what(), "fails the ONNX checker");
+      std::string what = e.what();
+      while (!what.empty() &&
+             (std::isspace(static_cast<unsigned char>(what.back())) || what.back() == '.')) {
+        what.pop_back();
+      }
+      const bool order = what.find("must be topologically sorted") != std::string::npos;
+      const bool untyped = what.find("is required but missing") != std::string::npos &&
+                           (what.find("'value_info'") != std::string::npos ||
+                            what.find("of 'type'") != std::string::npos);
+      invalid("ONNX checker: " + what + "; fix: " + CheckerHint(model, what),
+              order     ? "graph not topologically sorted (or a dangling input)"
+              : untyped ? "graph input or output without a type"
+                        : "fails the ONNX checker");
     }
+    library_messages("checker");
+  }
+  // ONNX's shape inference follows calls of model-local functions recursively: a recursive call
+  // chain would never end (stack overflow), so such a model gets no inference.
+  if (std::string why = FunctionCallProblem(model); checked && !why.empty()) {
+    checked = false;
+    invalid(why + "; shape inference cannot follow it", "recursive or too deep function calls");
   }
   clock.Lap(&StageTimings::onnx_check_s);
   // Storage of every tensor (subgraphs, Constant values and functions included): ONNX's shape
@@ -249,7 +347,9 @@ void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
     auto why = CheckTensorStorage(t);
     if (why.empty()) return;
     storage_ok = false;
-    invalid(site.Describe(t) + ": " + why, "initializer storage does not match dims", t.name());
+    invalid(site.Describe(t) + ": " + why +
+                "; fix: write the tensor again so that its data matches its dims and type",
+            "initializer storage does not match dims", t.name());
   });
   const bool valid = checked && storage_ok;
   clock.Lap(&StageTimings::guards_s);
@@ -260,7 +360,15 @@ void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
       onnx::shape_inference::InferShapes(model, &GuardedSchemas::Instance(), strict);
       inferred = true;
     } catch (const std::exception& e) {
-      invalid(std::string("strict shape inference: ") + e.what(), "fails strict shape inference");
+      std::string what = e.what();
+      while (!what.empty() &&
+             (std::isspace(static_cast<unsigned char>(what.back())) || what.back() == '.')) {
+        what.pop_back();
+      }
+      invalid("strict shape inference: " + what +
+                  "; fix: the types or shapes in the model contradict what the named node computes "
+                  "(onnx.shape_inference.infer_shapes(m, strict_mode=True) reports the same)",
+              "fails strict shape inference");
     }
   }
   // Best effort, for types in the rule stage. Only on models the ONNX checker accepted and whose
@@ -273,6 +381,7 @@ void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
     } catch (const std::exception&) {
     }
   }
+  library_messages("shape inference");
 }
 
 UnitInfo ToInfo(const Unit& u, const GraphIndex& g) {
@@ -341,6 +450,7 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   Units units(g, q);
   clock.Lap(&StageTimings::units_s);
   Context c(g, q, units, rules, options.check_value);
+  c.model = m.proto;
   CheckOnnxBase(c, declared);
   CheckQdqNodes(c);
   CheckQdqEdges(c);
@@ -365,27 +475,31 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   report.summary.qdq_edges = edges;
   report.summary.owned_qdq_edges = owned;
 
+  // Scope (2.1, reading 11): a quantized model is in scope even when its Q/DQ structure is
+  // broken or it is not valid ONNX; an unquantized one is not_applicable even when invalid.
+  const bool in_scope = InScope(c);
   std::vector<int> primary;  // primary node of each finding, for the fingerprints
   auto base = out.Take(&primary);
+  const std::size_t base_count = base.size();
   auto found = rules.Take(&primary);
-  if (owned == 0) {
-    // Out of scope (2.1): only the ONNX validity result and the scope note are reported.
-    primary.resize(base.size());
-    report.findings = std::move(base);
+  report.findings = std::move(base);
+  if (!in_scope) {
+    // Only the ONNX validity result and the scope note are reported.
+    primary.resize(base_count);
     Finding f;
     f.rule = "scope/no-quantized-edge";
     f.severity = Severity::kInfo;
     f.section = "2.1";
     f.group_key = std::string(FindRule(f.rule)->summary);
-    f.message = edges == 0 ? "the model has no Q/DQ nodes; it is not a QDQ model"
-                           : "the model has " + std::to_string(edges) +
-                                 " Q/DQ edge(s) but none is owned by an operator or pattern rule "
-                                 "(e.g. Q/DQ only between graph inputs and outputs)";
+    f.message = edges == 0
+                    ? "the model has no Q/DQ nodes; it is not a QDQ model"
+                    : "the model has " + Count(static_cast<std::int64_t>(edges), "Q/DQ edge") +
+                          " but no Q/DQ node on an operator's data path (e.g. Q/DQ only "
+                          "between graph inputs and outputs, or only on parameters)";
     f.values = {{"qdq_edges", std::to_string(edges)}};
     report.findings.push_back(std::move(f));
     primary.push_back(-1);
   } else {
-    report.findings = std::move(base);
     for (auto& f : found) report.findings.push_back(std::move(f));
   }
   AssignFingerprints(&g, report.findings, primary);
@@ -410,9 +524,7 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
     report.summary.units_by_op[CleanText(g.node(u.anchor).op_type())]++;
   }
   FinalizeReport(report, options.max_locations);
-  if (owned == 0 && report.verdict != Verdict::kNonConformant) {
-    report.verdict = Verdict::kNotApplicable;
-  }
+  if (!in_scope) report.verdict = Verdict::kNotApplicable;
   clock.Lap(&StageTimings::report_s);
   return report;
 }
@@ -431,3 +543,13 @@ Report CheckBytes(std::string_view bytes, const std::string& name, const CheckOp
 }
 
 }  // namespace axqc
+
+namespace axqc::detail {
+
+Report CheckLoaded(LoadedModel& m, const CheckOptions& options) { return Run(m, options); }
+
+const onnx::ISchemaRegistry* GuardedSchemaRegistry() { return &GuardedSchemas::Instance(); }
+
+int MaxKnownOnnxOpset() { return MaxKnownOpset(); }
+
+}  // namespace axqc::detail

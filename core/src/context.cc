@@ -1,17 +1,29 @@
 #include "context.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace axqc::detail {
 
-bool Emitter::enabled(std::string_view rule) const {
+namespace {
+const RuleInfo& KnownRule(std::string_view rule) {
   const auto* info = FindRule(rule);
-  return info != nullptr && (!info->check_value || check_value_);
+  if (info == nullptr) {
+    throw std::logic_error("axqc internal error: rule ID '" + std::string(rule) +
+                           "' is not in the rule catalog");
+  }
+  return *info;
+}
+}  // namespace
+
+bool Emitter::enabled(std::string_view rule) const {
+  const auto& info = KnownRule(rule);
+  return !info.check_value || check_value_;
 }
 
 void Emitter::Emit(Args a) {
-  const auto* info = FindRule(a.rule);
-  if (info == nullptr || (info->check_value && !check_value_)) return;
+  const auto* info = &KnownRule(a.rule);
+  if (info->check_value && !check_value_) return;
   std::string first_tensor = a.tensors.empty() ? std::string() : a.tensors.front();
   if (!seen_.emplace(std::string(a.rule), a.node, first_tensor, a.group_key).second) return;
   Finding f;
@@ -100,6 +112,22 @@ void Context::Touch(int dq) {
   claimed[static_cast<std::size_t>(dq)] = true;
   int qn = -1;
   if (q.SourceOf(dq, &qn) == DqSource::kPairedQ && qn >= 0) claimed[static_cast<std::size_t>(qn)] = true;
+}
+
+void Context::Explain(int node) {
+  if (q.IsDQ(node)) {
+    Touch(node);
+  } else if (q.IsQ(node)) {
+    claimed[static_cast<std::size_t>(node)] = true;
+    if (int dq = q.PairedDq(node); dq >= 0) claimed[static_cast<std::size_t>(dq)] = true;
+  }
+}
+
+bool Context::EdgeOwned(int node) const {
+  if (q.IsDQ(node)) return owned_edge[static_cast<std::size_t>(node)];
+  if (!q.IsQ(node)) return false;
+  const int dq = q.PairedDq(node);
+  return owned_edge[static_cast<std::size_t>(dq >= 0 ? dq : node)];
 }
 
 void Context::ClaimQ(int qn, int unit) {

@@ -20,6 +20,9 @@ namespace axqc::detail {
 
 // Collects findings; drops [cv] rules when check_value is off; removes exact duplicates
 // (the same rule at the same node and tensor, e.g. one Q/DQ edge seen from both of its units).
+// A rule ID that is not in the catalog is a programming error: Emit and enabled throw
+// std::logic_error instead of dropping the finding (tests/unit/rule_ids_test.cc also checks
+// every ID written in the sources).
 class Emitter {
  public:
   Emitter(const GraphIndex* g, bool check_value) : g_(g), check_value_(check_value) {}
@@ -49,6 +52,7 @@ class Emitter {
 };
 
 struct Context {
+  const onnx::ModelProto* model = nullptr;  // for model-local functions (reading 11)
   const GraphIndex& g;
   const QuantTable& q;
   Units& units;
@@ -69,6 +73,12 @@ struct Context {
   void Touch(int dq);
   // Marks a Q (and its paired DQ) as an output boundary of a unit.
   void ClaimQ(int q, int unit);
+  // Marks a Q or DQ node and the other end of its edge as explained by a finding that names it
+  // (no orphan report), without making the edge owned.
+  void Explain(int node);
+  // Whether the Q/DQ edge that `node` (a Q or a DQ) belongs to is owned by an operator or
+  // pattern rule: a DQ's own edge, a Q's paired DQ edge (or the Q itself when it has no pair).
+  bool EdgeOwned(int node) const;
   std::string Name(int node) const { return std::string(g.NodeName(node)); }
   const std::string& Op(int node) const { return g.node(node).op_type(); }
 };
@@ -84,5 +94,19 @@ void CheckPassiveUnits(Context& c);     // 5.10, 5.11, 5.13, 5.14, 6.6
 void CheckRequantizeUnits(Context& c);  // 6.7
 void CheckPatterns(Context& c);         // 6.1: internal Q/DQ and escapes; ambiguity
 void CheckClosure(Context& c);          // 2.3: uncovered/unsupported nodes, orphan Q/DQ
+
+// Scope (2.1, RULES.md reading 11), checks/scope.cc.
+// What quantizes `node` other than ai.onnx Q/DQ in the main graph, as a phrase for messages, and
+// how to fix it; empty when nothing does: Q/DQ of another domain, DynamicQuantizeLinear,
+// QOperator-format operators, a call of a model-local function or a control-flow node whose
+// body contains any of these or Q/DQ.
+struct OtherQuantization {
+  std::string what;  // e.g. "a QuantizeLinear of domain 'com.microsoft' ..."
+  std::string fix;
+};
+OtherQuantization QuantizedOtherwise(const Context& c, int node);
+// In scope: an ai.onnx Q or DQ node lies on an operator's data path (consumes an operator's data
+// output or feeds an operator's data input), or some node is quantized otherwise.
+bool InScope(const Context& c);
 
 }  // namespace axqc::detail

@@ -184,8 +184,8 @@ std::string CheckTensorStorage(const TP& t) {
   if (t.has_raw_data()) {
     auto want = ExpectedRawBytes(t);
     if (want && t.raw_data().size() != *want) {
-      return "raw_data holds " + std::to_string(t.raw_data().size()) + " bytes but " +
-             ElemTypeName(t.data_type()) + " dims " +
+      return "raw_data holds " + Count(static_cast<std::int64_t>(t.raw_data().size()), "byte") +
+             " but " + ElemTypeName(t.data_type()) + " dims " +
              FormatDims({t.dims().begin(), t.dims().end()}) + " need " + std::to_string(*want);
     }
     return {};
@@ -194,8 +194,8 @@ std::string CheckTensorStorage(const TP& t) {
     auto have = static_cast<std::int64_t>(t.int32_data_size());
     const std::int64_t packed = *n / 2 + *n % 2;  // (n + 1) / 2 without overflow
     if (have != packed && have != *n) {
-      return "int32_data holds " + std::to_string(have) + " entries but " +
-             ElemTypeName(t.data_type()) + " with " + std::to_string(*n) + " elements needs " +
+      return "int32_data holds " + std::to_string(have) + (have == 1 ? " entry" : " entries") +
+             " but " + ElemTypeName(t.data_type()) + " with " + Count(*n, "element") + " needs " +
              std::to_string(packed) + " packed bytes";
     }
   }
@@ -374,6 +374,10 @@ void CleanTextInPlace(std::string& s) {
       return;
     }
   }
+}
+
+std::string Count(std::int64_t n, std::string_view noun) {
+  return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
 }
 
 std::string FormatNumber(double v) {

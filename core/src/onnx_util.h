@@ -114,6 +114,9 @@ void ForEachTensor(const onnx::ModelProto& m, F&& f) {
 std::string CleanText(std::string_view s);
 void CleanTextInPlace(std::string& s);
 
+// "1 consumer", "3 consumers": a count with its noun in the right number (regular plurals).
+std::string Count(std::int64_t n, std::string_view noun);
+
 // Formats a float compactly ("0.0123", "1.2e-05").
 std::string FormatNumber(double v);
 // "[a, b, c, ...]" with at most `max` elements.

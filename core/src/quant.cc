@@ -98,6 +98,17 @@ std::optional<std::vector<double>> ReadFloatDirect(const GraphIndex& g, std::str
   return std::nullopt;
 }
 
+// A [1] scale with an explicit axis is per-channel when that axis has one channel (reading 10),
+// or an unknown count. Over a known count above one it broadcasts like a per-tensor scale (as
+// ONNX runtimes treat it), and the axis attribute changes nothing.
+bool OneChannelAxis(const QuantParams& p, const std::optional<std::vector<std::int64_t>>& xdims) {
+  if (!p.axis_attr) return false;
+  if (!xdims || !p.axis_norm || *p.axis_norm >= static_cast<std::int64_t>(xdims->size())) {
+    return true;
+  }
+  return (*xdims)[static_cast<std::size_t>(*p.axis_norm)] <= 1;
+}
+
 QuantParams Read(const GraphIndex& g, int idx, bool is_q) {
   const auto& n = g.node(idx);
   QuantParams p;
@@ -152,7 +163,9 @@ QuantParams Read(const GraphIndex& g, int idx, bool is_q) {
     if (sd.size() > 1) {
       p.granularity = Granularity::kInvalid;
       p.granularity_problem = "scale has rank " + std::to_string(sd.size()) + " " + FormatDims(sd);
-    } else if (sd.empty() || (sd.size() == 1 && sd[0] == 1)) {
+    } else if (sd.empty() || (sd.size() == 1 && sd[0] == 1 && !OneChannelAxis(p, xdims))) {
+      // Reading 10: rank-0, or [1] without an axis attribute, is per-tensor whatever the
+      // channel count; [1] with an explicit axis is per-channel over one channel.
       p.granularity = Granularity::kPerTensor;
       if (zp_known && !p.zp.empty() && *p.zp_dims != sd) {
         p.granularity = Granularity::kInvalid;
@@ -306,6 +319,17 @@ ParamDiff CompareFull(const QuantParams& a, const QuantParams& b) {
   auto d = CompareStructure(a, b);
   if (!d.what.empty()) return d;
   return CompareValues(a, b);
+}
+
+ParamDiff CompareRequantize(const QuantParams& a, const QuantParams& b) {
+  if (a.granularity != Granularity::kPerTensor || b.granularity != Granularity::kPerTensor) {
+    return CompareFull(a, b);
+  }
+  // Both per-tensor: how the scale and zero_point are written (rank-0 or [1]) does not matter.
+  QuantParams same_form = b;
+  same_form.scale_dims = a.scale_dims;
+  same_form.zp_dims = a.zp_dims;
+  return CompareFull(a, same_form);
 }
 
 std::string Describe(const QuantParams& p) {

@@ -105,6 +105,9 @@ struct ParamDiff {
 ParamDiff CompareStructure(const QuantParams& a, const QuantParams& b);
 ParamDiff CompareValues(const QuantParams& a, const QuantParams& b);
 ParamDiff CompareFull(const QuantParams& a, const QuantParams& b);
+// Requantize (3.5, RULES.md reading 12): by value and granularity; per-tensor parameters written
+// rank-0 and [1] with equal values are the same.
+ParamDiff CompareRequantize(const QuantParams& a, const QuantParams& b);
 std::string Describe(const QuantParams& p);  // "U8 per-tensor scale=0.02 zp=128"
 
 }  // namespace axqc::detail

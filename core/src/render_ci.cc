@@ -323,8 +323,8 @@ std::string RenderJunit(std::span<const Report> reports, std::span<const ModelEr
         ++skipped;
         cases << "      <skipped"
               << Attr("message", r.verdict == Verdict::kNotApplicable
-                                     ? "not_applicable: no Q/DQ edge owned by an operator or "
-                                       "pattern rule"
+                                     ? "not_applicable: no Q/DQ on an operator or pattern "
+                                       "data path"
                                      : "value check not run (run with -c / --check-value)")
               << "/>\n";
       }

@@ -14,6 +14,7 @@ std::string_view UnitKindName(UnitKind k) {
     case UnitKind::kNonQuant: return "non-quant";
     case UnitKind::kUncovered: return "uncovered";
     case UnitKind::kUnsupported: return "unsupported";
+    case UnitKind::kConstant: return "constant";
   }
   return "?";
 }
@@ -22,6 +23,24 @@ std::string Unit::Kind() const {
   std::string k(UnitKindName(kind));
   if (!pattern.empty()) k += ":" + pattern;
   return k;
+}
+
+bool HasNativeIntegerMode(std::string_view op_type) {
+  return op_type == "Add" || op_type == "Sub" || op_type == "Mul" || op_type == "Concat";
+}
+
+bool ComputesOnIntegers(const GraphIndex& g, int node, const OpSpec& spec) {
+  if (spec.cls != OpClass::kQuantOnly && spec.cls != OpClass::kReluLike) return false;
+  auto integer = [&](int id) {
+    const int et = g.ElemTypeOf(id);
+    return et != 0 && !IsFloatType(et);
+  };
+  if (integer(g.OutputId(node, 0))) return true;
+  const auto ins = g.InputIds(node);
+  for (std::size_t s = 0; s < ins.size(); ++s) {
+    if (spec.InputRole(static_cast<int>(s)) == InRole::kData && integer(ins[s])) return true;
+  }
+  return false;
 }
 
 int Units::NewUnit(UnitKind kind, int anchor) {
@@ -120,11 +139,19 @@ Units::Units(const GraphIndex& g, const QuantTable& q) {
         case OpClass::kUnsupported: kind = UnitKind::kUnsupported; break;
         default: kind = UnitKind::kOp;
       }
+      // Integer data where the spec grants no native-integer mode is covered by no rule.
+      if (kind == UnitKind::kOp && !HasNativeIntegerMode(node.op_type()) &&
+          ComputesOnIntegers(g, i, *spec)) {
+        kind = UnitKind::kUncovered;
+      }
+    } else if (node.op_type() == "Constant" &&
+               (node.domain().empty() || node.domain() == "ai.onnx")) {
+      kind = UnitKind::kConstant;
     }
     int id = NewUnit(kind, i);
     auto& u = units_[static_cast<std::size_t>(id)];
     u.nodes = {i};
-    if (spec) {
+    if (spec && kind == UnitKind::kOp) {
       for (int s = 0; s < node.output_size(); ++s) {
         if (!node.output(s).empty() && spec->OutputRole(s) == OutRole::kData) {
           u.outputs.push_back(node.output(s));

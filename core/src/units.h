@@ -19,8 +19,9 @@ enum class UnitKind : std::uint8_t {
   kPassive,      // passive pass-through subgraph (5.10, 6.6), incl. the Split pattern (5.11)
   kRequantize,   // DQ -> Identity -> Q (3.5, 6.7)
   kNonQuant,     // non-quant-only operator (5.9)
-  kUncovered,    // in no operator list
+  kUncovered,    // in no operator list, or integer data where no native-integer mode exists
   kUnsupported,  // AffineGrid, GRU, LSTM
+  kConstant,     // ai.onnx Constant: onnx/constant-node only (RULES.md reading 13)
 };
 std::string_view UnitKindName(UnitKind k);
 
@@ -79,6 +80,13 @@ bool IsRequantizeIdentity(const GraphIndex& g, const QuantTable& q, int node);
 std::vector<std::vector<int>> GroupPassive(const GraphIndex& g, const std::vector<bool>& free);
 // Fusion tails (5.15, 5.16, 6.5): can `relu` become a tail of the unit owning `producer`?
 bool TailCandidate(const GraphIndex& g, const QuantTable& q, int relu, std::string* why);
+
+// Native-integer mode exists only for Add, Sub, Mul (5.5) and Concat (5.12) (RULES.md reading
+// 8). True for those operators.
+bool HasNativeIntegerMode(std::string_view op_type);
+// True when a quant-only or Relu/Clip operator computes on integer data: a data input or its
+// first output has a known element type that is not floating point.
+bool ComputesOnIntegers(const GraphIndex& g, int node, const OpSpec& spec);
 
 // First data output of a node whose consumers include `consumer`.
 bool IsSignedOutputQ(const GraphIndex& g, const QuantTable& q, std::string_view tensor);

@@ -10,6 +10,12 @@ so the server reads the model itself (a path under its --allowed-root, or an all
 URL). Prints the verdict and exits with the verdict's code, like axqc:
 0 conformant, 1 non_conformant, 3 not_applicable, 2 error (bad payload, server or input error).
 
+With --fix-plan, a non-conformant model is also given to `axqc fix --dry-run --format json`
+(locally: the model must be readable here, a relative location under --local-root), and the hook
+prints which semantics-preserving rewrites would apply and the verdict the fixed model would get,
+so the user sees which findings are exporter artifacts and which are the model's own. The exit
+code stays the verdict of the check.
+
 Payload shapes understood (the first artifact location found wins):
   {"entity": "model_version", "action": "created",
    "data": {"name": "detector", "version": "3", "source": "file:///models/detector/3/model.onnx"}}
@@ -76,6 +82,12 @@ def main(argv=None):
     ap.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
                     help="extra labels for the request history")
     ap.add_argument("-c", "--check-value", action="store_true", help="also run the value checks")
+    ap.add_argument("--fix-plan", action="store_true",
+                    help="for a non-conformant model, also print what `axqc fix --dry-run` would "
+                         "change (runs locally)")
+    ap.add_argument("--local-root", default=".",
+                    help="directory in which relative model locations are found locally, for "
+                         "--fix-plan (default: the current directory)")
     ap.add_argument("--tls", action="store_true")
     ap.add_argument("--ca")
     ap.add_argument("--cert")
@@ -142,7 +154,41 @@ def main(argv=None):
           f"{summary.get('warnings', 0)} warnings; sha256 {report.get('model', {}).get('sha256', '?')})")
     if verdict == "non_conformant" and failing:
         print("registry_hook: rules with findings: " + ", ".join(failing))
+    if verdict == "non_conformant" and args.fix_plan:
+        fix_plan(args, ref)
     return proc.returncode
+
+
+def fix_plan(args, ref):
+    """Prints what `axqc fix --dry-run` would change on the model and the verdict after it."""
+    if ref.startswith(("http://", "https://")):
+        print("registry_hook: no fix plan: the model is not a local file")
+        return
+    path = ref[len("file://"):] if ref.startswith("file://") else ref
+    if not os.path.isabs(path):
+        path = os.path.join(args.local_root, path)
+    cmd = [args.axqc, "fix", "--dry-run", "--format", "json", path]
+    if args.check_value:
+        cmd.append("-c")
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        plan = json.loads(proc.stdout)
+    except (OSError, ValueError):
+        print(f"registry_hook: no fix plan (axqc fix could not read {path})")
+        return
+    if "refused" in plan:
+        print(f"registry_hook: no fix plan: {plan['refused']}")
+        return
+    applied = [f"{r['id']} {r['applied']}" for r in plan["rewrites"] if r["applied"]]
+    after = plan["after"]
+    if not applied:
+        print("registry_hook: axqc fix would change nothing: the findings are the model's own")
+        return
+    print("registry_hook: axqc fix would apply: " + ", ".join(applied))
+    left = sorted(after.get("by_rule", {}))
+    print(f"registry_hook: after axqc fix: {after['verdict']} ({after['errors']} errors"
+          + (": " + ", ".join(left) if left else "") + "); run `axqc fix MODEL -o FIXED` "
+          "or fix the export")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -794,6 +795,40 @@ TEST(ClientHook, RegistryHookChecksTheNewVersionByReference) {
   ASSERT_EQ(s["groups"].size(), 2u) << stats.out;
   EXPECT_EQ(s["groups"][0]["label_value"], "3");
   EXPECT_EQ(s["groups"][1]["label_value"], "4");
+  // --fix-plan: a raw PyTorch export (Constant nodes for every qparam) also gets the plan of
+  // `axqc fix --dry-run`, run locally on the same file.
+  {
+    std::ifstream in(
+        std::string(AXQC_SOURCE_DIR) + "/tests/data/real_exports/manual_cnn_numbers_op13.onnx",
+        std::ios::binary);
+    std::stringstream raw;
+    raw << in.rdbuf();
+    WriteFile(dir / "root/registry/detector/5/model.onnx", raw.str());
+  }
+  WriteFile(dir / "v5.json", nlohmann::json{{"event", "MODEL_VERSION_CREATED"},
+                                            {"model_name", "detector"},
+                                            {"version", 5},
+                                            {"storage_location", "s3://models/detector/5/"}}
+                                 .dump());
+  Proc v5 =
+      Exec(dir, hook + " --map s3://models/=registry/ --fix-plan --local-root " +
+                    Quote((dir / "root").string()) + " < " + Quote((dir / "v5.json").string()));
+  EXPECT_EQ(v5.rc, 1) << v5.out << v5.err;
+  EXPECT_NE(v5.out.find(": non_conformant (87 errors"), std::string::npos) << v5.out;
+  EXPECT_NE(v5.out.find("registry_hook: axqc fix would apply: constant-to-initializer 28, "
+                        "value-info 38\n"),
+            std::string::npos)
+      << v5.out;
+  EXPECT_NE(v5.out.find("registry_hook: after axqc fix: non_conformant (3 errors: "
+                        "op/output-not-quantized, op/relu-form)"),
+            std::string::npos)
+      << v5.out;
+  // A model with nothing to rewrite says so.
+  Proc v3plan = Exec(dir, hook + " --fix-plan " + Quote((dir / "v3.json").string()));
+  EXPECT_EQ(v3plan.rc, 1) << v3plan.out << v3plan.err;
+  EXPECT_NE(v3plan.out.find("axqc fix would change nothing: the findings are the model's own"),
+            std::string::npos)
+      << v3plan.out;
   // No location in the payload: exit 2.
   WriteFile(dir / "bad.json", "{\"event\": \"MODEL_VERSION_CREATED\"}");
   Proc bad = Exec(dir, hook + " " + Quote((dir / "bad.json").string()));

@@ -55,6 +55,9 @@ SKIP_GRPCURL = ("grpcurl is not packaged for Debian 12 and nothing may be downlo
 SKIP_EXTERNAL = "fetches from an external host (models.example.com)"
 SKIP_BENCH = "the benchmark: minutes of CPU time and timings, not a functional check"
 SKIP_ACTION = "a GitHub action (uses:), run by GitHub only"
+SKIP_PIP = ("installs the Python package from the source tree; ctest python_pip_install runs "
+            "`pip install ./python` offline in fresh venvs and a prefix, and ctest python runs the "
+            "README's Python example (python/tests/test_docs.py)")
 
 
 def skip(reason):
@@ -74,6 +77,9 @@ EXPECTED = {
         ("build/release/client/axqc rules", 0),
         ("build/release/client/axqc check --write-baseline axqc-baseline.json b.onnx", 0),
         ("build/release/client/axqc check --baseline axqc-baseline.json b.onnx", 0),
+        ("build/release/client/axqc fix model.onnx -o model.fixed.onnx", 0),
+        ("build/release/client/axqc fix --dry-run -c b.onnx", 1),
+        ("build/release/client/axqc fix --list", 0),
         ("bench/run.sh [WORK_DIR]", skip(SKIP_BENCH)),
         ("build/release/server/axqc-server --allowed-root build/release/examples "
          "--store-path /tmp/axqc.sqlite3 &", "server"),
@@ -83,6 +89,8 @@ EXPECTED = {
         ("build/release/client/axqc stats --server 127.0.0.1:50051 --since 7d", 0),
         ("build/release/client/axqc health --server 127.0.0.1:50051", 0),
         ("curl -s http://127.0.0.1:9464/metrics | grep '^axqc_checks_total'", 0),
+        ("/usr/bin/python3 -m venv --system-site-packages .venv && .venv/bin/pip install --no-index ./python",
+         skip(SKIP_PIP)),
     ],
     "docs/ci.md": [
         ("export AXQC_SERVER=axqc.internal:50051", 0),
@@ -107,6 +115,8 @@ EXPECTED = {
          "models/*.onnx", 1),
         ("examples/ci/registry_hook.py --server axqc.internal:50051 --map file:///models/= "
          "< event.json", 1),
+        ("examples/ci/registry_hook.py --server axqc.internal:50051 --map file:///models/= "
+         "--fix-plan --local-root /tmp/models < event.json", 1),
     ],
     "docs/api.md": [
         ("grpcurl -plaintext 127.0.0.1:50051 list", skip(SKIP_GRPCURL)),
@@ -368,6 +378,8 @@ class Session:
             shutil.copy(src, os.path.join(root, rel))
         shutil.copy(os.path.join(ROOT, "examples", "ci", "mlflow-payload.json"),
                     os.path.join(d, "event.json"))
+        # The registry's artifact store as the hook's machine sees it (registry_hook --fix-plan).
+        shutil.copytree(root, os.path.join(d, "tmp", "models"))
         make_pki(d)
         self.env = dict(os.environ)
         for k in list(self.env):

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,11 +18,44 @@ using modelgen::QParams;
 using modelgen::QType;
 using TP = onnx::TensorProto;
 
+// RULES.md reading 9, checked on every model a test runs: an in-scope report's owned / total Q/DQ
+// edge counts agree with its findings. Every Q/DQ edge that no operator or pattern rule owns is
+// named by a finding, so there are at least as many distinct Q/DQ nodes named in findings as
+// unowned edges; a conformant report owns every edge.
+inline void ExpectEdgeCountsAgreeWithFindings(const onnx::ModelProto& m, const Report& r) {
+  if (r.verdict == Verdict::kNotApplicable) return;
+  std::set<std::string> qdq;
+  for (int i = 0; i < m.graph().node_size(); ++i) {
+    const auto& n = m.graph().node(i);
+    if ((n.op_type() == "QuantizeLinear" || n.op_type() == "DequantizeLinear") &&
+        (n.domain().empty() || n.domain() == "ai.onnx")) {
+      qdq.insert(n.name().empty() ? n.op_type() + "#" + std::to_string(i) : n.name());
+    }
+  }
+  std::set<std::string> named;
+  for (const auto& f : r.findings) {
+    for (const auto& n : f.nodes) {
+      if (qdq.contains(n)) named.insert(n);
+    }
+  }
+  ASSERT_GE(r.summary.qdq_edges, r.summary.owned_qdq_edges);
+  EXPECT_LE(r.summary.qdq_edges - r.summary.owned_qdq_edges, named.size())
+      << "unowned Q/DQ edges that no finding names (reading 9)";
+  if (r.verdict == Verdict::kConformant) {
+    EXPECT_EQ(r.summary.owned_qdq_edges, r.summary.qdq_edges) << "conformant with unowned edges";
+  }
+}
+
 inline Report RunCheck(const ModelBuilder& b, bool check_value = false) {
   CheckOptions o;
   o.check_value = check_value;
   o.max_locations = 100;
-  return CheckBytes(b.Serialize(), "test.onnx", o);
+  const onnx::ModelProto m = b.Build();
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  Report r = CheckBytes(bytes, "test.onnx", o);
+  ExpectEdgeCountsAgreeWithFindings(m, r);
+  return r;
 }
 
 inline std::vector<const Finding*> Find(const Report& r, const std::string& rule) {

@@ -241,10 +241,24 @@ TEST(BackendModels, FloatModelsAreNotApplicable) {
   }
 }
 
-// The QDQ-ish backend models get a verdict without crashing. Their Q/DQ (if any) sits between
-// graph inputs and outputs (or the model is a QLinear* / DynamicQuantizeLinear op), so no Q/DQ
-// edge is owned by an operator or pattern rule: not_applicable, unless the model is invalid for
-// the spec's Q/DQ rules even before scope is decided.
+// Models quantized by other means than ai.onnx Q/DQ (RULES.md reading 11): QOperator operators
+// (QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger) and DynamicQuantizeLinear. The
+// *_expanded variants of DynamicQuantizeLinear compute the parameters with float operators and
+// quantize a graph input straight into a graph output: their one Q lies on no operator's data
+// path, so they are out of scope.
+bool QuantizedOtherwise(const std::string& rel) {
+  if (rel.ends_with("_expanded")) return false;
+  for (const char* p : {"node/test_qlinear", "node/test_dynamicquantizelinear",
+                        "node/test_convinteger", "node/test_matmulinteger"}) {
+    if (rel.rfind(p, 0) == 0) return true;
+  }
+  return false;
+}
+
+// The QDQ-ish backend models get a verdict without crashing. The plain Q/DQ ones have their Q/DQ
+// between graph inputs and outputs, on no operator's data path: not_applicable. The QLinear* and
+// DynamicQuantizeLinear ones quantize by other means: in scope and non_conformant (reading 11),
+// with the quantizing node named as closure/uncovered-node.
 TEST(BackendModels, QdqStyleModelsGetAVerdict) {
   REQUIRE_CORPUS(c);
   std::size_t seen = 0;
@@ -256,38 +270,50 @@ TEST(BackendModels, QdqStyleModelsGetAVerdict) {
     for (int cv = 0; cv < 2; ++cv) {
       EXPECT_FALSE(m.mode[cv].other_exception) << m.rel << ": " << m.mode[cv].error;
       EXPECT_FALSE(m.mode[cv].input_error) << m.rel << ": " << m.mode[cv].error;
-      EXPECT_EQ(Label(m.mode[cv]), "not_applicable") << m.rel << " check_value=" << cv;
+      if (QuantizedOtherwise(m.rel)) {
+        EXPECT_EQ(Label(m.mode[cv]), "non_conformant") << m.rel << " check_value=" << cv;
+        EXPECT_TRUE(m.mode[cv].by_rule.contains("closure/uncovered-node")) << m.rel;
+      } else {
+        EXPECT_EQ(Label(m.mode[cv]), "not_applicable") << m.rel << " check_value=" << cv;
+      }
     }
   }
   EXPECT_GE(seen, 36u) << "node/test_{quantize,dequantize,dynamicquantize}linear*, test_qlinear*";
 }
 
 // Realism facts of the ONNX 1.17 corpus: every file is an ONNX protobuf (no input errors), and
-// none is an Axera QDQ model, so nothing is conformant. The only models with a verdict other
-// than not_applicable are the ones that fail ONNX validation (onnx/invalid-model is reported
-// regardless of scope); at the time of writing that is node/test_mvn alone, whose
+// none is an Axera QDQ model, so nothing is conformant. The only non_conformant models are the
+// ones quantized by other means (reading 11), each reported through closure/uncovered-node and
+// nothing else. Unquantized models are not_applicable even when they fail ONNX validation, which
+// is still reported; at the time of writing that is node/test_mvn alone, whose
 // MeanVarianceNormalization function body fails the ONNX library's strict shape inference.
 TEST(BackendModels, CorpusFacts) {
   REQUIRE_CORPUS(c);
   const std::set<std::string> known_invalid = {"node/test_mvn"};
-  std::size_t invalid = 0;
+  std::size_t invalid = 0, otherwise = 0;
   for (const auto& m : c.models) {
     for (int cv = 0; cv < 2; ++cv) {
       const auto& o = m.mode[cv];
       EXPECT_FALSE(o.input_error) << m.rel << ": " << o.error;
       EXPECT_NE(o.verdict, Verdict::kConformant) << m.rel;
+      EXPECT_EQ(o.verdict == Verdict::kNonConformant, QuantizedOtherwise(m.rel))
+          << m.rel << ": " << Label(o);
       if (o.verdict == Verdict::kNonConformant) {
-        EXPECT_TRUE(o.by_rule.contains("onnx/invalid-model")) << m.rel;
-        // Out of scope: only the ONNX validity result and the scope note are reported.
         for (const auto& [rule, n] : o.by_rule) {
-          EXPECT_TRUE(rule == "onnx/invalid-model" || rule == "scope/no-quantized-edge") << m.rel << " " << rule;
+          EXPECT_TRUE(rule == "closure/uncovered-node" || rule == "onnx/value-info-missing")
+              << m.rel << " " << rule;
         }
+        if (cv == 0) ++otherwise;
+      }
+      if (o.by_rule.contains("onnx/invalid-model")) {
         EXPECT_TRUE(known_invalid.contains(m.rel)) << m.rel << " newly fails ONNX validation";
+        EXPECT_EQ(o.verdict, Verdict::kNotApplicable) << m.rel;
         if (cv == 0) ++invalid;
       }
     }
   }
-  std::cout << "[backend] models failing ONNX validation: " << invalid << "\n";
+  std::cout << "[backend] models failing ONNX validation: " << invalid
+            << "; quantized by other means than ai.onnx Q/DQ: " << otherwise << "\n";
 }
 
 TEST(BackendModels, DamagedCopiesAreInputErrorsOrVerdicts) {
@@ -308,13 +334,23 @@ TEST(BackendModels, DamagedCopiesAreInputErrorsOrVerdicts) {
 // Specific models.
 TEST(BackendModels, SpecificModels) {
   REQUIRE_CORPUS(c);
-  for (const char* rel : {"node/test_quantizelinear", "node/test_dequantizelinear",
-                          "node/test_quantizelinear_blocked_asymmetric", "node/test_dequantizelinear_e4m3fn",
-                          "node/test_qlinearconv", "node/test_qlinearmatmul_2D_uint8_float32",
-                          "node/test_dynamicquantizelinear", "node/test_mvn_expanded"}) {
+  for (const char* rel :
+       {"node/test_quantizelinear", "node/test_dequantizelinear",
+        "node/test_quantizelinear_blocked_asymmetric", "node/test_dequantizelinear_e4m3fn",
+        "node/test_mvn_expanded", "node/test_mvn"}) {
     const auto* m = c.Get(rel);
     ASSERT_NE(m, nullptr) << rel;
     for (int cv = 0; cv < 2; ++cv) EXPECT_EQ(Label(m->mode[cv]), "not_applicable") << rel << " check_value=" << cv;
+  }
+  for (const char* rel : {"node/test_qlinearconv", "node/test_qlinearmatmul_2D_uint8_float32",
+                          "node/test_dynamicquantizelinear", "node/test_convinteger_with_padding",
+                          "node/test_matmulinteger"}) {
+    const auto* m = c.Get(rel);
+    ASSERT_NE(m, nullptr) << rel;
+    for (int cv = 0; cv < 2; ++cv) {
+      EXPECT_EQ(Label(m->mode[cv]), "non_conformant") << rel << " check_value=" << cv;
+      EXPECT_EQ(m->mode[cv].by_rule.at("closure/uncovered-node"), 1u) << rel;
+    }
   }
 }
 

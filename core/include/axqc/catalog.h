@@ -26,6 +26,6 @@ std::span<const RuleInfo> Rules();
 const RuleInfo* FindRule(std::string_view id);
 
 // Version of the rule set; part of every cache key and report.
-inline constexpr std::string_view kRuleSetVersion = "2026.11.1";
+inline constexpr std::string_view kRuleSetVersion = "2026.12.1";
 
 }  // namespace axqc

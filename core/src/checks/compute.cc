@@ -60,14 +60,15 @@ void CheckGrid(Context& c, int unit, int node) {
     }
     return;
   }
-  int prod = c.g.Producer(t);
-  if (prod >= 0 && c.Op(prod) == "Constant") {
+  if (const int k = ConstantProducer(c, t); k >= 0) {
     c.out.Emit({.rule = "op/gridsample-type",
                 .node = node,
                 .message = "static FP32 grid '" + t + "' of " + who +
-                           " is a Constant node output; a static grid must be an initializer",
+                           " is the output of Constant node '" + c.Name(k) +
+                           "'; a static grid must be an initializer",
                 .group_key = "static GridSample grid not an initializer",
-                .tensors = {t}});
+                .tensors = {t},
+                .more_nodes = {k}});
   } else if (const auto* init = c.g.Initializer(t); init && !IsFloatType(init->data_type())) {
     c.out.Emit({.rule = "qdq/const-form",
                 .node = node,
@@ -83,7 +84,7 @@ void CheckExponent(Context& c, int node) {
   if (n.input_size() < 2 || n.input(1).empty()) return;
   const auto& t = n.input(1);
   int dq = c.q.DqProducing(t);
-  int prod = c.g.Producer(t);
+  const int k = ConstantProducer(c, t);
   if (dq >= 0) {
     c.Touch(dq);
     c.out.Emit({.rule = "op/static-param",
@@ -93,13 +94,15 @@ void CheckExponent(Context& c, int node) {
                 .group_key = "Pow exponent quantized",
                 .tensors = {t},
                 .more_nodes = {dq}});
-  } else if (prod >= 0 && c.Op(prod) == "Constant") {
+  } else if (k >= 0) {
     c.out.Emit({.rule = "op/static-param",
                 .node = node,
                 .message = "static exponent '" + t + "' of Pow '" + c.Name(node) +
-                           "' is a Constant node output; it must be an initializer",
+                           "' is the output of Constant node '" + c.Name(k) +
+                           "'; it must be an initializer",
                 .group_key = "Pow static exponent not an initializer",
-                .tensors = {t}});
+                .tensors = {t},
+                .more_nodes = {k}});
   }
 }
 

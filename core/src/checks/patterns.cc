@@ -2,19 +2,9 @@
 // fusion tails excepted: they only own their branch), and unique ownership of overlaps.
 #include <unordered_set>
 
-#include "context.h"
+#include "roles.h"
 
 namespace axqc::detail {
-
-namespace {
-
-std::string NodeList(const Context& c, const std::vector<int>& nodes) {
-  std::string s;
-  for (int n : nodes) s += (s.empty() ? "" : ", ") + c.Op(n) + " '" + c.Name(n) + "'";
-  return s;
-}
-
-}  // namespace
 
 void CheckPatterns(Context& c) {
   for (const auto& u : c.units.all()) {
@@ -32,13 +22,11 @@ void CheckPatterns(Context& c) {
                       .group_key = u.pattern + " internal tensor is a graph output",
                       .tensors = {o}});
         }
+        std::vector<int> outside;  // non-Q consumers outside the pattern, each node once
         for (const auto& use : c.g.Consumers(o)) {
-          if (c.units.UnitOf(use.node) == u.id && !c.units.IsTail(use.node)) continue;
-          if (c.units.IsTail(use.node) && c.units.UnitOf(use.node) == u.id) continue;
+          if (c.units.UnitOf(use.node) == u.id) continue;  // a member or one of its tails
           if (c.q.IsQ(use.node)) {
-            c.claimed[static_cast<std::size_t>(use.node)] = true;
-            if (int dq = c.q.PairedDq(use.node); dq >= 0)
-              c.claimed[static_cast<std::size_t>(dq)] = true;
+            c.Explain(use.node);  // named by this finding, not an orphan
             c.out.Emit({.rule = "pattern/internal-qdq",
                         .node = use.node,
                         .message = "Q '" + c.Name(use.node) + "' quantizes internal tensor '" + o +
@@ -46,16 +34,18 @@ void CheckPatterns(Context& c) {
                         .group_key = u.pattern + " with Q/DQ inside",
                         .tensors = {o},
                         .more_nodes = {node}});
-          } else {
-            c.out.Emit({.rule = "pattern/internal-escape",
-                        .node = node,
-                        .message = "internal tensor '" + o + "' " + where + " is consumed by " +
-                                   c.Op(use.node) + " '" + c.Name(use.node) +
-                                   "' outside the pattern",
-                        .group_key = u.pattern + " internal tensor consumed outside",
-                        .tensors = {o},
-                        .more_nodes = {use.node}});
+          } else if (outside.empty() || outside.back() != use.node) {
+            outside.push_back(use.node);
           }
+        }
+        if (!outside.empty()) {
+          c.out.Emit({.rule = "pattern/internal-escape",
+                      .node = node,
+                      .message = "internal tensor '" + o + "' " + where + " is consumed by " +
+                                 NodeList(c, outside) + " outside the pattern",
+                      .group_key = u.pattern + " internal tensor consumed outside",
+                      .tensors = {o},
+                      .more_nodes = outside});
         }
       }
     }

@@ -61,10 +61,13 @@ void CheckQdqEdges(Context& c) {
                   .group_key = "Q output is a graph output",
                   .tensors = {std::string(q->y)}});
     }
-    const auto uses = c.g.ConsumersOf(q->y_id);
+    // Consumers by node: a node that reads the output twice counts (and is listed) once.
+    std::vector<int> consumers;
     int dqs = 0;
     std::string others;
-    for (const auto& u : uses) {
+    for (const auto& u : c.g.ConsumersOf(q->y_id)) {
+      if (!consumers.empty() && consumers.back() == u.node) continue;
+      consumers.push_back(u.node);
       if (c.q.IsDQ(u.node) && u.slot == 0) {
         ++dqs;
         CheckPair(c, qn, u.node);
@@ -72,18 +75,25 @@ void CheckQdqEdges(Context& c) {
         others += (others.empty() ? "" : ", ") + Consumer(c, u);
       }
     }
-    if (!uses.empty() && (dqs != 1 || !others.empty())) {
+    if (!consumers.empty() && (dqs != 1 || !others.empty())) {
       std::string msg = "Q '" + c.Name(qn) + "' output '" + std::string(q->y) + "' has " +
-                        std::to_string(uses.size()) + " consumers";
+                        Count(static_cast<std::int64_t>(consumers.size()), "consumer");
       if (dqs > 1) msg += " including " + std::to_string(dqs) + " DQs";
       if (!others.empty()) msg += " (non-DQ: " + others + ")";
       msg += "; a Q must feed exactly one paired DQ (share the DQ output instead)";
+      // The finding names every consumer; DQs that no rule owns (e.g. one whose output is only a
+      // graph output) are explained by it, not reported again as orphans.
+      c.Explain(qn);
+      for (int n : consumers) {
+        if (c.q.IsDQ(n)) c.Explain(n);
+      }
       c.out.Emit({.rule = "qdq/q-fanout",
                   .node = qn,
                   .message = msg,
                   .group_key = "Q output with other consumers than one DQ",
                   .tensors = {std::string(q->y)},
-                  .values = {{"consumers", std::to_string(uses.size())}}});
+                  .values = {{"consumers", std::to_string(consumers.size())}},
+                  .more_nodes = consumers});
     }
   }
   for (int dq : c.q.dq_nodes()) {
@@ -109,7 +119,7 @@ void CheckQdqEdges(Context& c) {
     for (const auto& u : c.g.ConsumersOf(d->y_id)) {
       if (!c.q.IsQ(u.node) || u.slot != 0) continue;
       const auto* q2 = c.q.Of(u.node);
-      auto diff = CompareFull(*d, *q2);
+      auto diff = CompareRequantize(*d, *q2);
       if (!diff.what.empty()) {
         c.out.Emit({.rule = "qdq/requantize-identity",
                     .node = u.node,

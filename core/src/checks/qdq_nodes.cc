@@ -59,17 +59,24 @@ void CheckScale(Context& c, const QuantParams& p) {
   const std::string n = c.Name(p.node);
   if (p.scale.empty()) return;  // invalid ONNX, reported by the ONNX checker
   if (!p.scale_is_initializer) {
-    int prod = c.g.Producer(p.scale);
-    std::string from = prod >= 0 ? c.Op(prod) + " '" + c.Name(prod) + "'"
-                                 : (c.g.IsGraphInput(p.scale) ? std::string("a graph input")
-                                                              : std::string("an unknown source"));
+    int prod = c.g.ProducerOf(p.scale_id);
+    const bool constant = prod >= 0 && c.Op(prod) == "Constant" &&
+                          (c.g.node(prod).domain().empty() || c.g.node(prod).domain() == "ai.onnx");
+    std::string from = constant ? "Constant node '" + c.Name(prod) + "'"
+                       : prod >= 0
+                           ? c.Op(prod) + " '" + c.Name(prod) + "'"
+                           : (c.g.IsGraphInputId(p.scale_id) ? std::string("a graph input")
+                                                             : std::string("an unknown source"));
+    std::vector<int> cause;
+    if (constant) cause.push_back(prod);  // reading 13: tied to the Constant
     c.out.Emit({.rule = "qdq/scale-not-initializer",
                 .node = p.node,
                 .message = Kind(p) + " '" + n + "' takes scale '" + std::string(p.scale) +
                            "' from " + from +
                            "; the scale must be an initializer referenced directly",
                 .group_key = "scale produced by a node or graph input",
-                .tensors = {std::string(p.scale)}});
+                .tensors = {std::string(p.scale)},
+                .more_nodes = cause});
   }
   if (!p.scale_values || SharedWithPair(c, p, p.scale, true)) return;
   const auto& v = *p.scale_values;
@@ -156,8 +163,7 @@ void CheckGranularity(Context& c, const QuantParams& p) {
     c.out.Emit({.rule = "qdq/axis-missing",
                 .node = p.node,
                 .message = Kind(p) + " '" + n + "' is per-channel (" +
-                           std::to_string(p.channels()) +
-                           " scales) without an explicit axis attribute",
+                           Count(p.channels(), "scale") + ") without an explicit axis attribute",
                 .group_key = "per-channel without explicit axis",
                 .tensors = {std::string(p.scale)}});
   }
@@ -167,9 +173,10 @@ void CheckGranularity(Context& c, const QuantParams& p) {
     if (dim > 0 && dim != p.channels()) {
       c.out.Emit({.rule = "qdq/granularity",
                   .node = p.node,
-                  .message = Kind(p) + " '" + n + "' has " + std::to_string(p.channels()) +
-                             " per-channel scales but dimension " + std::to_string(*p.axis_norm) +
-                             " of '" + std::string(p.x) + "' is " + std::to_string(dim),
+                  .message = Kind(p) + " '" + n + "' has " +
+                             Count(p.channels(), "per-channel scale") + " but dimension " +
+                             std::to_string(*p.axis_norm) + " of '" + std::string(p.x) + "' is " +
+                             std::to_string(dim),
                   .group_key = "per-channel length differs from the axis dimension",
                   .tensors = {std::string(p.scale), std::string(p.x)}});
     }

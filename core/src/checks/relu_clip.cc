@@ -15,14 +15,22 @@ void CheckBounds(Context& c, int node) {
     const auto* init = c.g.Initializer(t);
     if (init && init->data_type() == onnx::TensorProto::FLOAT) continue;
     int dq = c.q.DqProducing(t);
-    if (dq >= 0) c.Touch(dq);
-    c.out.Emit({.rule = "op/clip-dynamic",
-                .node = node,
-                .message = std::string(s == 1 ? "min" : "max") + " '" + t + "' of Clip '" +
-                           c.Name(node) + "' comes from " + SourceText(c, t) +
-                           "; Clip bounds must be omitted or direct FP32 initializers",
-                .group_key = "dynamic Clip bound",
-                .tensors = {t}});
+    if (dq >= 0) c.Touch(dq);  // reported here (and named), not as orphan
+    // Reading 13: a bound from a Constant node is static, not dynamic; say so and name it.
+    const int k = ConstantProducer(c, t);
+    c.out.Emit(
+        {.rule = "op/clip-dynamic",
+         .node = node,
+         .message = std::string(s == 1 ? "min" : "max") + " '" + t + "' of Clip '" + c.Name(node) +
+                    "' comes from " +
+                    (k >= 0 ? "Constant node '" + c.Name(k) +
+                                  "'; Clip bounds must be omitted or direct FP32 "
+                                  "initializers: fold the Constant into an initializer"
+                            : SourceText(c, t) + "; Clip bounds must be omitted or direct FP32 "
+                                                 "initializers"),
+         .group_key = k >= 0 ? "Clip bound from a Constant node" : "dynamic Clip bound",
+         .tensors = {t},
+         .more_nodes = Nodes({dq, k})});
   }
 }
 
@@ -39,19 +47,13 @@ void CheckOutput(Context& c, int unit, int node, bool tail) {
                 .node = node,
                 .message = who + " (" + form + ") output '" + out +
                            "' is a graph output without Q/DQ; its output must be quantized",
-                .group_key = n.op_type() + " output without Q/DQ",
+                .group_key = n.op_type() + " output is a graph output without Q/DQ",
                 .tensors = {out}});
   }
+  std::vector<int> unquantized;  // consumers without Q/DQ, each node once
   for (const auto& use : c.g.Consumers(out)) {
     if (!c.q.IsQ(use.node) || use.slot != 0) {
-      c.out.Emit({.rule = "op/relu-form",
-                  .node = node,
-                  .message = who + " (" + form + ") output '" + out + "' feeds " + c.Op(use.node) +
-                             " '" + c.Name(use.node) +
-                             "' without Q/DQ; its output must be quantized",
-                  .group_key = n.op_type() + " output without Q/DQ",
-                  .tensors = {out},
-                  .more_nodes = {use.node}});
+      if (unquantized.empty() || unquantized.back() != use.node) unquantized.push_back(use.node);
       continue;
     }
     c.ClaimQ(use.node, unit);
@@ -87,6 +89,15 @@ void CheckOutput(Context& c, int unit, int node, bool tail) {
       break;
     }
   }
+  if (!unquantized.empty()) {
+    c.out.Emit({.rule = "op/relu-form",
+                .node = node,
+                .message = who + " (" + form + ") output '" + out + "' feeds " +
+                           NodeList(c, unquantized) + " without Q/DQ; its output must be quantized",
+                .group_key = n.op_type() + " output without Q/DQ",
+                .tensors = {out},
+                .more_nodes = unquantized});
+  }
 }
 
 }  // namespace
@@ -105,11 +116,7 @@ void CheckReluClip(Context& c) {
     CheckBounds(c, node);
     if (n.input_size() == 0 || n.output_size() == 0) continue;
     const auto& in = n.input(0);
-    if (!IsFloatTensor(c, in) ||
-        (c.g.ElemType(n.output(0)) != 0 && !IsFloatType(c.g.ElemType(n.output(0))))) {
-      u.mode = "native_int";
-      continue;
-    }
+    // Integer data made the unit uncovered (no native-integer mode for Relu/Clip, reading 8).
     u.mode = "quantized";
     const std::string who = n.op_type() + " '" + c.Name(node) + "'";
     int dq = c.q.DqProducing(in);

@@ -19,6 +19,27 @@ std::string SourceText(const Context& c, std::string_view t) {
   return "'" + std::string(t) + "' (no producer)";
 }
 
+int ConstantProducer(const Context& c, std::string_view t) {
+  const int p = c.g.Producer(t);
+  if (p < 0) return -1;
+  const auto& n = c.g.node(p);
+  return n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx") ? p : -1;
+}
+
+std::string NodeList(const Context& c, const std::vector<int>& nodes) {
+  std::string s;
+  for (int n : nodes) s += (s.empty() ? "" : ", ") + c.Op(n) + " '" + c.Name(n) + "'";
+  return s;
+}
+
+std::vector<int> Nodes(std::initializer_list<int> nodes) {
+  std::vector<int> v;
+  for (int n : nodes) {
+    if (n >= 0) v.push_back(n);
+  }
+  return v;
+}
+
 bool FromQuantizedPassive(const Context& c, std::string_view t) {
   int p = c.g.Producer(t);
   if (p < 0) return false;
@@ -76,8 +97,7 @@ void ActivationType(Context& c, int node, int dq, const QuantParams& p, const Op
       c.out.Emit({.rule = "role/int4-channels",
                   .node = dq,
                   .message = "4-bit activation '" + std::string(tensor) + "' into " + who +
-                             " has " + std::to_string((*dims)[1]) +
-                             " channels; 4-bit needs an even count",
+                             " has " + Count((*dims)[1], "channel") + "; 4-bit needs an even count",
                   .group_key = "4-bit activation with an odd channel count",
                   .tensors = {std::string(tensor)},
                   .values = {{"channels", std::to_string((*dims)[1])}},
@@ -145,14 +165,16 @@ const QuantParams* CheckDataInput(Context& c, int unit, int node, int slot, cons
                 .values = {{"type", ElemTypeName(init->data_type())}}});
     return nullptr;
   }
-  if (prod >= 0 && c.Op(prod) == "Constant") {
+  if (const int k = ConstantProducer(c, t); k >= 0) {
     c.out.Emit({.rule = "qdq/const-form",
                 .node = node,
                 .message = "data input '" + t + "' of " + who +
-                           " is a Constant node output used directly; constant data must be an "
-                           "initializer -> Q -> DQ (or integer initializer -> DQ)",
+                           " is the output of Constant node '" + c.Name(k) +
+                           "' used directly; constant data must be an initializer -> Q -> DQ (or "
+                           "integer initializer -> DQ)",
                 .group_key = "Constant straight into a quant-only data input",
-                .tensors = {t}});
+                .tensors = {t},
+                .more_nodes = {k}});
     return nullptr;
   }
   if (prod >= 0 && ProducerReportsOutput(c, prod, t)) return nullptr;  // one finding per edge
@@ -208,14 +230,18 @@ const QuantParams* CheckWeight(Context& c, int unit, int node, const OpSpec& spe
   int dq = c.q.DqProducing(t);
   if (dq < 0) {
     const auto* init = c.g.Initializer(t);
-    if (init || (c.g.Producer(t) >= 0 && c.Op(c.g.Producer(t)) == "Constant")) {
-      c.out.Emit({.rule = "qdq/const-form",
-                  .node = node,
-                  .message = "weight '" + t + "' of " + who +
-                             " is used unquantized; weights must be FP32 initializer -> Q -> DQ "
-                             "or integer initializer -> DQ (symmetric S4/S8 per-channel)",
-                  .group_key = "weight without Q/DQ",
-                  .tensors = {t}});
+    const int k = ConstantProducer(c, t);
+    if (init || k >= 0) {
+      c.out.Emit(
+          {.rule = "qdq/const-form",
+           .node = node,
+           .message = "weight '" + t + "' of " + who + " is used unquantized" +
+                      (k >= 0 ? " (output of Constant node '" + c.Name(k) + "')" : std::string()) +
+                      "; weights must be FP32 initializer -> Q -> DQ "
+                      "or integer initializer -> DQ (symmetric S4/S8 per-channel)",
+           .group_key = "weight without Q/DQ",
+           .tensors = {t},
+           .more_nodes = Nodes({k})});
     } else if (!FromQuantizedPassive(c, t)) {
       c.out.Emit({.rule = "op/input-not-quantized",
                   .node = node,
@@ -252,39 +278,46 @@ const QuantParams* CheckWeight(Context& c, int unit, int node, const OpSpec& spe
                 .values = {{"type", tname}},
                 .more_nodes = {node}});
   }
-  // A one-element scale with an explicit axis over a one-channel weight is per-channel too.
-  const bool one_channel =
-      p->granularity == Granularity::kPerTensor && p->axis_attr && axis_dim == 1;
-  if (p->granularity == Granularity::kPerTensor && !one_channel) {
-    c.out.Emit({.rule = "role/weight-type",
+  // Reading 10: per-channel means a 1-D scale with an explicit axis, also with one channel; a
+  // rank-0 scale is per-tensor even when the node carries an axis attribute.
+  if (p->granularity == Granularity::kPerTensor) {
+    const bool one = axis_dim == 1;
+    c.out.Emit(
+        {.rule = "role/weight-type",
+         .node = dq,
+         .message = "weight '" + t + "' of " + who + " is quantized per-tensor" +
+                    (p->axis_attr ? std::string(" (its ") +
+                                        (p->scale_dims && !p->scale_dims->empty() ? "one-element"
+                                                                                  : "rank-0") +
+                                        " scale is per-tensor; the axis attribute does not "
+                                        "make it per-channel)"
+                                  : std::string()) +
+                    "; weights must be per-channel along axis " + std::to_string(spec.weight_axis) +
+                    (one ? " (one output channel: a [1] scale and zero_point with axis=" +
+                               std::to_string(spec.weight_axis) + ")"
+                         : std::string()),
+         .group_key = c.Op(node) + " weight quantized per-tensor",
+         .tensors = {t},
+         .values = {{"granularity", "per-tensor"}},
+         .more_nodes = {node}});
+  } else if (p->granularity == Granularity::kPerChannel && p->axis_attr &&
+             *p->axis_attr != spec.weight_axis) {
+    std::string written = std::to_string(*p->axis_attr);
+    c.out.Emit({.rule = "qdq/weight-axis",
                 .node = dq,
-                .message = "weight '" + t + "' of " + who +
-                           " is quantized per-tensor; weights must be per-channel along axis " +
-                           std::to_string(spec.weight_axis),
-                .group_key = c.Op(node) + " weight quantized per-tensor",
+                .message = "weight '" + t + "' of " + who + " is quantized along axis " + written +
+                           (*p->axis_attr < 0 ? " (negative forms are not accepted)" : "") + "; " +
+                           c.Op(node) + " weights use axis " + std::to_string(spec.weight_axis),
+                .group_key = c.Op(node) + " weight axis " + written,
                 .tensors = {t},
-                .values = {{"granularity", "per-tensor"}},
+                .values = {{"axis", written}},
                 .more_nodes = {node}});
-  } else if ((p->granularity == Granularity::kPerChannel || one_channel) && p->axis_attr) {
-    if (*p->axis_attr != spec.weight_axis) {
-      std::string written = std::to_string(*p->axis_attr);
-      c.out.Emit(
-          {.rule = "qdq/weight-axis",
-           .node = dq,
-           .message = "weight '" + t + "' of " + who + " is quantized along axis " + written +
-                      (*p->axis_attr < 0 ? " (negative forms are not accepted)" : "") + "; " +
-                      c.Op(node) + " weights use axis " + std::to_string(spec.weight_axis),
-           .group_key = c.Op(node) + " weight axis " + written,
-           .tensors = {t},
-           .values = {{"axis", written}},
-           .more_nodes = {node}});
-    }
   }
   if (p->qtype == QType::kS4 && out_ch > 0 && out_ch % 2 == 1) {
     c.out.Emit({.rule = "role/int4-channels",
                 .node = dq,
-                .message = "S4 weight '" + t + "' of " + who + " has " + std::to_string(out_ch) +
-                           " output channels; 4-bit weights need an even count",
+                .message = "S4 weight '" + t + "' of " + who + " has " +
+                           Count(out_ch, "output channel") + "; 4-bit weights need an even count",
                 .group_key = "S4 weight with an odd output-channel count",
                 .tensors = {t},
                 .values = {{"output_channels", std::to_string(out_ch)}},
@@ -310,7 +343,8 @@ void CheckBias(Context& c, int unit, int node, const OpSpec& spec, const QuantPa
                            "; a bias must be a direct FP32 initializer, FP32 initializer -> Q/DQ "
                            "S32, or INT32 initializer -> DQ",
                 .group_key = c.Op(node) + " bias in a form not listed",
-                .tensors = {t}});
+                .tensors = {t},
+                .more_nodes = Nodes({ConstantProducer(c, t)})});
     return;
   }
   c.ClaimDq(dq, unit);
@@ -338,13 +372,17 @@ void CheckBias(Context& c, int unit, int node, const OpSpec& spec, const QuantPa
                 .values = {{"type", tname}},
                 .more_nodes = {node}});
   }
+  // Reading 10: also a one-channel bias must be per-channel (a [1] scale with axis=0).
   auto bdims = c.g.Dims(t);
   const bool one = bdims && bdims->size() == 1 && (*bdims)[0] == 1;
-  if (b->granularity == Granularity::kPerTensor && !one) {
+  if (b->granularity == Granularity::kPerTensor) {
     c.out.Emit({.rule = "role/bias-type",
                 .node = dq,
                 .message = "bias '" + t + "' of " + who +
-                           " is quantized per-tensor; a quantized bias must be per-channel",
+                           " is quantized per-tensor; a quantized bias must be per-channel" +
+                           (one ? std::string(" (one channel: a [1] scale and zero_point with "
+                                              "axis=0)")
+                                : std::string()),
                 .group_key = "quantized bias per-tensor",
                 .tensors = {t},
                 .values = {{"granularity", "per-tensor"}},
@@ -394,15 +432,18 @@ void CheckStaticParam(Context& c, int node, int slot, std::string_view what) {
   const auto* init = c.g.Initializer(t);
   if (init && init->data_type() == onnx::TensorProto::FLOAT) return;
   int dq = c.q.DqProducing(t);
-  if (dq >= 0) c.Touch(dq);  // reported here, not as orphan
-  std::string from =
-      dq >= 0 ? "DQ '" + c.Name(dq) + "' (parameters are not quantized)" : SourceText(c, t);
+  if (dq >= 0) c.Touch(dq);  // reported here (and named), not as orphan
+  const int k = ConstantProducer(c, t);
+  std::string from = dq >= 0  ? "DQ '" + c.Name(dq) + "' (parameters are not quantized)"
+                     : k >= 0 ? "Constant node '" + c.Name(k) + "'"
+                              : SourceText(c, t);
   c.out.Emit({.rule = "op/static-param",
               .node = node,
               .message = std::string(what) + " '" + t + "' of " + c.Op(node) + " '" + c.Name(node) +
                          "' comes from " + from + "; it must be a direct FP32 initializer",
               .group_key = c.Op(node) + " " + std::string(what) + " not a direct FP32 initializer",
-              .tensors = {t}});
+              .tensors = {t},
+              .more_nodes = Nodes({dq, k})});
 }
 
 bool CheckOutputQuantized(Context& c, int unit, int node, std::string_view tensor,
@@ -420,6 +461,7 @@ bool CheckOutputQuantized(Context& c, int unit, int node, std::string_view tenso
                 .group_key = c.Op(node) + " output is a graph output without Q/DQ",
                 .tensors = {std::string(tensor)}});
   }
+  std::vector<int> unquantized;  // each consumer node once
   for (const auto& use : c.g.Consumers(tensor)) {
     if (inside(use.node)) continue;
     if (c.q.IsQ(use.node) && use.slot == 0) {
@@ -427,15 +469,18 @@ bool CheckOutputQuantized(Context& c, int unit, int node, std::string_view tenso
       CheckOutputActivation(c, use.node, node);
       continue;
     }
+    if (unquantized.empty() || unquantized.back() != use.node) unquantized.push_back(use.node);
+  }
+  if (!unquantized.empty()) {
     ok = false;
     c.out.Emit({.rule = rule,
                 .node = node,
                 .message = "output '" + std::string(tensor) + "' of " + who + " feeds " +
-                           c.Op(use.node) + " '" + c.Name(use.node) +
-                           "' without Q/DQ; every used branch needs Q -> DQ",
+                           NodeList(c, unquantized) +
+                           " without Q/DQ; every used branch needs Q -> DQ",
                 .group_key = c.Op(node) + " output branch without Q/DQ",
                 .tensors = {std::string(tensor)},
-                .more_nodes = {use.node}});
+                .more_nodes = unquantized});
   }
   return ok;
 }

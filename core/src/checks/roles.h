@@ -27,5 +27,12 @@ std::string SourceText(const Context& c, std::string_view tensor);
 // True when `tensor` leaves a passive unit that is in quantized pass-through mode.
 bool FromQuantizedPassive(const Context& c, std::string_view tensor);
 bool IsFloatTensor(const Context& c, std::string_view tensor);  // unknown counts as float
+// The ai.onnx Constant node producing `tensor`, or -1. Findings caused by a Constant name it
+// (reading 13: the Constant itself is reported once, as onnx/constant-node).
+int ConstantProducer(const Context& c, std::string_view tensor);
+// "Op 'a', Op 'b'" for messages.
+std::string NodeList(const Context& c, const std::vector<int>& nodes);
+// Node lists for Emitter::Args::more_nodes: the non-negative ones of `nodes`.
+std::vector<int> Nodes(std::initializer_list<int> nodes);
 
 }  // namespace axqc::detail

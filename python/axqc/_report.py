@@ -1,0 +1,518 @@
+"""Local checks and reports: the Python view of the report schema ``axqc.report/v1``
+(docs/report-schema.md). Every rendering (text, JSON, SARIF, JUnit, GitHub) is done by the same
+C++ renderers as the ``axqc`` command line."""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+from dataclasses import dataclass
+from typing import (Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Protocol, Tuple,
+                    Union)
+
+from . import _native
+from ._errors import InputError, NonConformantError
+
+
+class ModelProtoLike(Protocol):
+    """What :func:`check` needs of an ``onnx.ModelProto``: its serialization (the object must also
+    be an ``onnx.ModelProto``, checked at run time by its protobuf descriptor)."""
+
+    def SerializeToString(self, **kwargs: Any) -> bytes: ...
+
+
+#: What :func:`check` and :meth:`Client.check` take: a path, the model's bytes, or an
+#: ``onnx.ModelProto``.
+ModelInput = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, ModelProtoLike]
+
+#: Display name of a model checked from memory when no ``name`` is given (the service's default
+#: for inline content too).
+INLINE_NAME = "inline.onnx"
+
+
+class Verdict(str, enum.Enum):
+    """Verdict of a report. A ``str`` enum: ``report.verdict == "conformant"`` works."""
+
+    CONFORMANT = "conformant"
+    """In scope and no error finding."""
+    NON_CONFORMANT = "non_conformant"
+    """At least one error finding."""
+    NOT_APPLICABLE = "not_applicable"
+    """Valid ONNX without any Q/DQ edge owned by an operator or pattern rule (spec 2.1)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Severity(str, enum.Enum):
+    """Severity of a finding or rule. Only ``error`` findings make a model non-conformant."""
+
+    ERROR = "error"
+    WARN = "warn"
+    INFO = "info"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Value(NamedTuple):
+    """A named value involved in a finding, e.g. ``Value("scale[3]", "0")``."""
+
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One violation (or note) at one place in the graph."""
+
+    rule: str
+    """Rule ID from the catalog, e.g. ``"qdq/scale-value"`` (see :func:`axqc.rules`)."""
+    severity: Severity
+    section: str
+    """Section of the ax quant spec, e.g. ``"3.1"``."""
+    message: str
+    """Specific message naming the node, tensors and values."""
+    nodes: Tuple[str, ...]
+    """Node names involved; the first is the primary one (:attr:`node`)."""
+    tensors: Tuple[str, ...]
+    """Tensor names involved."""
+    values: Tuple[Value, ...]
+    """Values involved, in order (``dict(finding.values)`` gives a mapping)."""
+    op_type: str
+    """Op type of the unit or node involved (``""`` if none)."""
+    group: str
+    """Name-free text; findings with the same rule and group form one :class:`FindingGroup`."""
+
+    @property
+    def node(self) -> Optional[str]:
+        """The primary node, or ``None`` for a finding about the whole model."""
+        return self.nodes[0] if self.nodes else None
+
+    @classmethod
+    def _from(cls, d: Mapping[str, Any], group: str = "") -> "Finding":
+        return cls(rule=d["rule"], severity=Severity(d["severity"]), section=d["section"],
+                   message=d["message"], nodes=tuple(d.get("nodes", ())),
+                   tensors=tuple(d.get("tensors", ())),
+                   values=tuple(Value(v["name"], v["value"]) for v in d.get("values", ())),
+                   op_type=d.get("op_type", ""), group=d.get("group", group))
+
+    def __str__(self) -> str:
+        where = f" (node {self.node})" if self.node else ""
+        return f"{self.severity} {self.rule} [{self.section}]: {self.message}{where}"
+
+
+@dataclass(frozen=True)
+class FindingGroup:
+    """Findings with the same rule and kind: a count and the first locations (at most
+    ``max_locations``), in graph order."""
+
+    rule: str
+    severity: Severity
+    section: str
+    summary: str
+    count: int
+    first: Tuple[Finding, ...]
+
+
+@dataclass(frozen=True)
+class Opset:
+    """One opset import; domain ``""`` is ai.onnx."""
+
+    domain: str
+    version: int
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """Facts about the checked model."""
+
+    file: str
+    sha256: str
+    size_bytes: int
+    ir_version: int
+    opsets: Tuple[Opset, ...]
+    producer_name: str
+    producer_version: str
+    node_count: int
+    q_count: int
+    dq_count: int
+    initializer_count: int
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit of the ownership map: a single-operator unit or a pattern instance."""
+
+    id: int
+    kind: str
+    """``"op"``, ``"pattern:silu"``, ``"passive"``, ``"requantize"``, ..."""
+    op_type: str
+    mode: str
+    """``"quantized"``, ``"non_quant"``, ``"native_int"``, ..."""
+    nodes: Tuple[str, ...]
+    input_qdq: Tuple[str, ...]
+    output_qdq: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Counts:
+    """The report's counts (the ``summary`` object of the JSON report)."""
+
+    errors: int
+    warnings: int
+    infos: int
+    by_rule: Dict[str, int]
+    units_by_kind: Dict[str, int]
+    units_by_op: Dict[str, int]
+    errors_by_op: Dict[str, int]
+    qdq_edges: int
+    owned_qdq_edges: int
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of the catalog. Rule IDs are a public contract: they are never renamed."""
+
+    id: str
+    severity: Severity
+    check_value: bool
+    """True when the rule runs only with ``check_value=True`` (spec 2.5)."""
+    section: str
+    summary: str
+    fix: str
+    """How a fix usually looks."""
+
+    @classmethod
+    def _from(cls, d: Mapping[str, Any]) -> "Rule":
+        return cls(id=d["id"], severity=Severity(d["severity"]), check_value=bool(d["check_value"]),
+                   section=d["section"], summary=d["summary"], fix=d["fix"])
+
+
+@dataclass(frozen=True)
+class RemoteInfo:
+    """Where a report of :class:`axqc.Client` came from."""
+
+    server: str
+    request_id: str
+    cache: str
+    """``"miss"`` (checked for this request), ``"memory_hit"``, ``"store_hit"`` or ``"shared"``."""
+    uploaded: bool
+    """True when the model's bytes were uploaded (the server did not know its hash)."""
+
+
+class Report:
+    """A conformance report.
+
+    ``verdict``, ``conformant``, ``findings`` (every finding), ``errors``/``warnings``/``infos``
+    (findings by severity), ``groups`` (the grouped view), ``model`` (facts), ``counts``, ``units``
+    (the ownership map), ``summary()`` (the text report, for ``assert r.conformant, r.summary()``),
+    and the same renderings as the command line: :meth:`to_json`, :meth:`to_sarif`,
+    :meth:`to_junit`, :meth:`to_github`, :meth:`to_text`. Reports are immutable and picklable.
+    """
+
+    __slots__ = ("_native", "_data", "remote")
+
+    def __init__(self, native: "_native.NativeReport",
+                 remote: Optional[RemoteInfo] = None) -> None:
+        self._native = native
+        self._data: Optional[Dict[str, Any]] = None
+        #: For reports of :class:`axqc.Client`: server, request id, cache result, whether the
+        #: model was uploaded. ``None`` for local checks.
+        self.remote = remote
+
+    @classmethod
+    def from_json(cls, text: Union[str, bytes]) -> "Report":
+        """Reads a report in the JSON schema ``axqc.report/v1`` (``axqc check --format json`` of
+        one model, :meth:`to_json`, or the service's ``report_json``)."""
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("utf-8")
+        return cls(_native.report_from_json(text))
+
+    # ---- the JSON document, parsed once on first use
+    def _doc(self) -> Dict[str, Any]:
+        if self._data is None:
+            self._data = json.loads(self._native.to_json(-1))
+        return self._data
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The report as plain Python objects (the parsed :meth:`to_json`)."""
+        return json.loads(self._native.to_json(-1))
+
+    # ---- verdict and headline numbers (no JSON needed)
+    @property
+    def verdict(self) -> Verdict:
+        """:class:`Verdict` of the report."""
+        return Verdict(self._native.verdict)
+
+    @property
+    def conformant(self) -> bool:
+        """True only for :attr:`Verdict.CONFORMANT` (``not_applicable`` is not conformant)."""
+        return self._native.verdict == Verdict.CONFORMANT.value
+
+    @property
+    def file(self) -> str:
+        """The model's path or display name."""
+        return self._native.file
+
+    @property
+    def error_count(self) -> int:
+        """Number of error findings."""
+        return self._native.errors
+
+    @property
+    def warning_count(self) -> int:
+        """Number of warn findings."""
+        return self._native.warnings
+
+    # ---- contents
+    @property
+    def findings(self) -> List[Finding]:
+        """Every finding, in deterministic (graph) order."""
+        return [Finding._from(f) for f in self._doc()["findings"]]
+
+    @property
+    def errors(self) -> List[Finding]:
+        """The error findings (they make the model non-conformant)."""
+        return [f for f in self.findings if f.severity is Severity.ERROR]
+
+    @property
+    def warnings(self) -> List[Finding]:
+        """The warn findings."""
+        return [f for f in self.findings if f.severity is Severity.WARN]
+
+    @property
+    def infos(self) -> List[Finding]:
+        """The info findings."""
+        return [f for f in self.findings if f.severity is Severity.INFO]
+
+    @property
+    def rules_violated(self) -> List[str]:
+        """Sorted IDs of the rules with at least one error finding."""
+        return sorted({f.rule for f in self.errors})
+
+    @property
+    def groups(self) -> List[FindingGroup]:
+        """Findings grouped by rule and kind (errors, then warnings, then infos)."""
+        return [FindingGroup(rule=g["rule"], severity=Severity(g["severity"]),
+                             section=g["section"], summary=g["summary"], count=g["count"],
+                             first=tuple(Finding._from(f, g["summary"]) for f in g["first"]))
+                for g in self._doc()["groups"]]
+
+    @property
+    def model(self) -> ModelFacts:
+        """Facts about the model (file, sha256, size, IR version, opsets, counts)."""
+        m = self._doc()["model"]
+        return ModelFacts(
+            file=m["file"], sha256=m["sha256"], size_bytes=m["size_bytes"],
+            ir_version=m["ir_version"],
+            opsets=tuple(Opset(o["domain"], o["version"]) for o in m["opsets"]),
+            producer_name=m["producer_name"], producer_version=m["producer_version"],
+            node_count=m["node_count"], q_count=m["q_count"], dq_count=m["dq_count"],
+            initializer_count=m["initializer_count"])
+
+    @property
+    def sha256(self) -> str:
+        """Lowercase hex sha256 of the model bytes."""
+        return self._doc()["model"]["sha256"]
+
+    @property
+    def counts(self) -> Counts:
+        """Counts by severity, rule, unit kind and operator."""
+        s = self._doc()["summary"]
+        return Counts(errors=s["errors"], warnings=s["warnings"], infos=s["infos"],
+                      by_rule=dict(s["by_rule"]), units_by_kind=dict(s["units_by_kind"]),
+                      units_by_op=dict(s["units_by_op"]), errors_by_op=dict(s["errors_by_op"]),
+                      qdq_edges=s["qdq_edges"], owned_qdq_edges=s["owned_qdq_edges"])
+
+    @property
+    def units(self) -> List[Unit]:
+        """The ownership map: which unit (operator or pattern) owns which nodes and Q/DQ."""
+        return [Unit(id=u["id"], kind=u["kind"], op_type=u["op_type"], mode=u["mode"],
+                     nodes=tuple(u["nodes"]), input_qdq=tuple(u["input_qdq"]),
+                     output_qdq=tuple(u["output_qdq"]))
+                for u in self._doc()["units"]]
+
+    @property
+    def check_value(self) -> bool:
+        """Whether the value checks ([cv] rules, spec 2.5) ran."""
+        return bool(self._doc()["check_value"])
+
+    @property
+    def tool_version(self) -> str:
+        """Version of the checker that produced the report."""
+        return self._doc()["tool"]["version"]
+
+    @property
+    def rule_set_version(self) -> str:
+        """Rule-set version the report was produced with."""
+        return self._doc()["rule_set_version"]
+
+    # ---- renderings (core/src/render*.cc)
+    def summary(self, explain: bool = False) -> str:
+        """The text report of ``axqc check``: headline, model facts, every finding group with its
+        first locations and the fix; ``explain`` adds the ownership map."""
+        return self._native.to_text(explain, False)
+
+    def to_text(self, explain: bool = False, color: bool = False) -> str:
+        """The text report of ``axqc check`` (``color``: ANSI colours)."""
+        return self._native.to_text(explain, color)
+
+    def to_json(self, indent: int = 2) -> str:
+        """JSON text (schema ``axqc.report/v1``), byte-for-byte ``axqc check --format json``;
+        ``indent=-1`` gives one line."""
+        return self._native.to_json(indent)
+
+    def to_sarif(self) -> str:
+        """SARIF 2.1.0 (GitHub code scanning) of this report; :func:`axqc.to_sarif` takes
+        several."""
+        return _native.render_sarif([self._native])
+
+    def to_junit(self) -> str:
+        """JUnit XML of this report (one testcase per rule); :func:`axqc.to_junit` takes
+        several."""
+        return _native.render_junit([self._native])
+
+    def to_github(self) -> str:
+        """GitHub Actions workflow commands (annotations) of this report."""
+        return _native.render_github([self._native])
+
+    def raise_for_verdict(self) -> "Report":
+        """Raises :class:`NonConformantError` when the verdict is ``non_conformant``; returns the
+        report otherwise."""
+        if self._native.verdict == Verdict.NON_CONFORMANT.value:
+            raise NonConformantError(self)
+        return self
+
+    def __repr__(self) -> str:
+        return f"<axqc.Report {self._native.headline()}>"
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __reduce__(self):
+        return (_report_from_state, (self._native.to_json(-1), self.remote))
+
+
+def _report_from_state(text: str, remote: Optional[RemoteInfo]) -> Report:
+    return Report(_native.report_from_json(text), remote)
+
+
+# ------------------------------------------------------------------------------------------------
+# Model inputs
+
+
+def _is_model_proto(obj: Any) -> bool:
+    descriptor = getattr(obj, "DESCRIPTOR", None)
+    return (getattr(descriptor, "full_name", None) == "onnx.ModelProto"
+            and callable(getattr(obj, "SerializeToString", None)))
+
+
+def _model_input(model: Any) -> Tuple[Optional[str], Optional[bytes]]:
+    """(path, None) or (None, serialized bytes)."""
+    if isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        return (os.fsdecode(path) if isinstance(path, bytes) else path), None
+    if isinstance(model, bytes):
+        return None, model
+    if isinstance(model, (bytearray, memoryview)):
+        return None, bytes(model)
+    if _is_model_proto(model):
+        try:
+            return None, model.SerializeToString()
+        except ValueError as e:  # over protobuf's 2 GiB limit
+            raise InputError(
+                f"the ModelProto cannot be serialized ({e}): save it with external data "
+                "(onnx.save_model(..., save_as_external_data=True)) and check the path") from None
+    raise TypeError("axqc: expected a model path (str or os.PathLike), its bytes or an "
+                    f"onnx.ModelProto, got {type(model).__module__}.{type(model).__qualname__}")
+
+
+def _check_options(check_value: Any, max_locations: Any) -> Tuple[bool, int]:
+    if not isinstance(max_locations, int) or isinstance(max_locations, bool):
+        raise TypeError(f"max_locations must be an int, got {type(max_locations).__name__}")
+    if max_locations < 0:
+        raise ValueError(f"max_locations must be >= 0, got {max_locations}")
+    return bool(check_value), max_locations
+
+
+def check(model: ModelInput, *, check_value: bool = False, max_locations: int = 5,
+          raise_on_error: bool = False, name: Optional[str] = None) -> Report:
+    """Checks a quantized ONNX QDQ model against the ax quant spec, in this process.
+
+    ``model`` is a path (``str`` or ``os.PathLike``; required for models with external data,
+    which is resolved next to the model file only), the model's bytes (``bytes``, ``bytearray``,
+    ``memoryview``) or an ``onnx.ModelProto`` (serialized for the check; the checker never shares
+    protobuf objects with the ``onnx`` package).
+
+    ``check_value`` also runs the value checks ([cv] rules, spec 2.5; ``axqc check -c``);
+    ``max_locations`` bounds the locations listed per finding group (``findings`` always has
+    every finding). ``raise_on_error`` raises :class:`NonConformantError` (carrying the report)
+    when the verdict is ``non_conformant``, like ``onnx.checker.check_model`` raises. ``name`` is
+    the display name of an in-memory model (default ``"inline.onnx"``) or replaces the path in
+    the report.
+
+    Raises :class:`InputError` when the model cannot be checked (not ONNX, unreadable, unsafe or
+    missing external data). The GIL is released while the check runs: checks from several
+    threads run in parallel.
+    """
+    cv, locations = _check_options(check_value, max_locations)
+    path, data = _model_input(model)
+    try:
+        if path is not None:
+            native = _native.check_file(path, cv, locations, name or "")
+        else:
+            assert data is not None
+            native = _native.check_bytes(data, name if name is not None else INLINE_NAME, cv,
+                                         locations)
+    except _native.InputError as e:
+        raise InputError(str(e)) from None
+    report = Report(native)
+    if raise_on_error:
+        report.raise_for_verdict()
+    return report
+
+
+def rules() -> List[Rule]:
+    """The rule catalog of this checker, in catalog order (``axqc rules``)."""
+    return [Rule._from(r) for r in _native.rules()]
+
+
+def _errors_list(errors: Union[None, Mapping[str, str], Iterable[Tuple[str, str]]]
+                 ) -> List[Tuple[str, str]]:
+    if errors is None:
+        return []
+    if isinstance(errors, Mapping):
+        return [(str(k), str(v)) for k, v in errors.items()]
+    return [(str(k), str(v)) for k, v in errors]
+
+
+def _natives(reports: Iterable[Report]) -> List["_native.NativeReport"]:
+    out = []
+    for r in reports:
+        if not isinstance(r, Report):
+            raise TypeError(f"expected axqc.Report, got {type(r).__name__}")
+        out.append(r._native)
+    return out
+
+
+def to_junit(reports: Iterable[Report],
+             errors: Union[None, Mapping[str, str], Iterable[Tuple[str, str]]] = None) -> str:
+    """JUnit XML of several reports, one ``<testsuite>`` per model (``axqc check --format junit``).
+    ``errors`` maps models that could not be checked to the reason (a testsuite with an
+    ``<error>`` each)."""
+    return _native.render_junit(_natives(reports), _errors_list(errors))
+
+
+def to_sarif(reports: Iterable[Report],
+             errors: Union[None, Mapping[str, str], Iterable[Tuple[str, str]]] = None) -> str:
+    """SARIF 2.1.0 of several reports, one run (``axqc check --format sarif``). ``errors``: as
+    :func:`to_junit` (tool execution notifications)."""
+    return _native.render_sarif(_natives(reports), _errors_list(errors))
+
+
+def to_github(reports: Iterable[Report],
+              errors: Union[None, Mapping[str, str], Iterable[Tuple[str, str]]] = None) -> str:
+    """GitHub Actions workflow commands of several reports (``axqc check --format github``)."""
+    return _native.render_github(_natives(reports), _errors_list(errors))

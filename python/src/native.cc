@@ -1,0 +1,259 @@
+// axqc._native: the checker and the report renderers of core/ for the Python package (python/axqc).
+//
+// Only serialized models cross this boundary (a path or the bytes of a ModelProto), never protobuf
+// objects: the module carries its own ONNX and protobuf, linked statically with every symbol
+// hidden (python/CMakeLists.txt), so it never shares the descriptor pool of another protobuf in
+// the process (Python's onnx package registers onnx/onnx-ml.proto there too).
+//
+// The GIL is released while a model is checked and while a report is rendered.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "axqc/catalog.h"
+#include "axqc/checker.h"
+#include "axqc/render.h"
+#include "axqc/report.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// A finished report; immutable, so several threads may render it at once.
+class NativeReport {
+ public:
+  explicit NativeReport(axqc::Report report) : report_(std::move(report)) {}
+  const axqc::Report& get() const { return report_; }
+
+ private:
+  axqc::Report report_;
+};
+
+using ReportPtr = std::shared_ptr<NativeReport>;
+
+// ---- Test hook: the Python tests prove that checks from several threads run at the same time.
+// With a rendezvous of n set, every check waits (GIL released) until n checks are inside the
+// checker or the timeout passes, and counts whether it saw all n. If the GIL were held during a
+// check, no second check could start and none would ever see n.
+// `arrived` only grows: a check leaves only once all n arrived (or on its timeout, and then it is
+// not counted), so n counted checks were all inside at the moment the last one arrived.
+struct Rendezvous {
+  std::mutex mu;
+  std::condition_variable cv;
+  int target = 0;
+  double timeout_s = 0;
+  int arrived = 0;
+  int met = 0;
+};
+Rendezvous& TheRendezvous() {
+  static Rendezvous r;
+  return r;
+}
+std::atomic<bool> g_rendezvous_on{false};
+
+void MaybeRendezvous() {
+  if (!g_rendezvous_on.load(std::memory_order_acquire)) return;
+  auto& r = TheRendezvous();
+  std::unique_lock lock(r.mu);
+  if (r.target <= 0) return;
+  ++r.arrived;
+  r.cv.notify_all();
+  const int target = r.target;
+  const bool all = r.cv.wait_for(lock, std::chrono::duration<double>(r.timeout_s),
+                                 [&] { return r.arrived >= target; });
+  if (all) ++r.met;
+}
+
+axqc::CheckOptions Options(bool check_value, std::size_t max_locations) {
+  axqc::CheckOptions o;
+  o.check_value = check_value;
+  o.max_locations = max_locations;
+  return o;
+}
+
+ReportPtr CheckFile(const std::string& path, bool check_value, std::size_t max_locations,
+                    const std::string& name) {
+  py::gil_scoped_release release;
+  MaybeRendezvous();
+  axqc::Report report = axqc::CheckFile(path, Options(check_value, max_locations));
+  if (!name.empty()) report.model.file = name;
+  return std::make_shared<NativeReport>(std::move(report));
+}
+
+ReportPtr CheckBytes(const py::bytes& data, const std::string& name, bool check_value,
+                     std::size_t max_locations) {
+  char* buffer = nullptr;
+  Py_ssize_t size = 0;
+  if (PyBytes_AsStringAndSize(data.ptr(), &buffer, &size) != 0) throw py::error_already_set();
+  // `data` is immutable and referenced by the caller for the whole call.
+  const std::string_view view(buffer, static_cast<std::size_t>(size));
+  py::gil_scoped_release release;
+  MaybeRendezvous();
+  return std::make_shared<NativeReport>(
+      axqc::CheckBytes(view, name, Options(check_value, max_locations)));
+}
+
+ReportPtr ReportFromJson(const std::string& text) {
+  py::gil_scoped_release release;
+  try {
+    return std::make_shared<NativeReport>(axqc::ReportFromJson(nlohmann::json::parse(text)));
+  } catch (const nlohmann::json::exception& e) {
+    throw py::value_error(std::string("not an axqc.report/v1 JSON report: ") + e.what());
+  }
+}
+
+std::vector<axqc::Report> Collect(const std::vector<ReportPtr>& reports) {
+  std::vector<axqc::Report> out;
+  out.reserve(reports.size());
+  for (const auto& r : reports) {
+    if (r == nullptr) throw py::type_error("None is not a report");
+    out.push_back(r->get());
+  }
+  return out;
+}
+
+std::vector<axqc::ModelError> Errors(const std::vector<std::pair<std::string, std::string>>& in) {
+  std::vector<axqc::ModelError> out;
+  out.reserve(in.size());
+  for (const auto& [file, message] : in) out.push_back({file, message});
+  return out;
+}
+
+std::string Headline(const axqc::Report& r) {
+  std::string text = axqc::RenderText(r, {});
+  const auto nl = text.find('\n');
+  if (nl != std::string::npos) text.resize(nl);
+  return text;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "Native part of axqc: the checker and the report renderers (private; use axqc).";
+
+  py::register_exception<axqc::InputError>(m, "InputError", PyExc_ValueError);
+
+  py::class_<NativeReport, ReportPtr>(m, "NativeReport",
+                                      "A checker report held by the native module.")
+      .def_property_readonly(
+          "verdict",
+          [](const NativeReport& r) { return std::string(axqc::VerdictName(r.get().verdict)); })
+      .def_property_readonly("errors", [](const NativeReport& r) { return r.get().summary.errors; })
+      .def_property_readonly("warnings",
+                             [](const NativeReport& r) { return r.get().summary.warnings; })
+      .def_property_readonly("infos", [](const NativeReport& r) { return r.get().summary.infos; })
+      .def_property_readonly("file", [](const NativeReport& r) { return r.get().model.file; })
+      .def(
+          "to_json",
+          [](const NativeReport& r, int indent) { return axqc::RenderJson(r.get(), indent); },
+          py::arg("indent") = 2, py::call_guard<py::gil_scoped_release>(),
+          "JSON text of the report (schema axqc.report/v1), as `axqc check --format json`.")
+      .def(
+          "to_text",
+          [](const NativeReport& r, bool explain, bool color) {
+            axqc::TextOptions o;
+            o.explain = explain;
+            o.color = color;
+            return axqc::RenderText(r.get(), o);
+          },
+          py::arg("explain") = false, py::arg("color") = false,
+          py::call_guard<py::gil_scoped_release>(), "The text report of `axqc check`.")
+      .def(
+          "headline", [](const NativeReport& r) { return Headline(r.get()); },
+          "First line of the text report.");
+
+  m.def("check_file", &CheckFile, py::arg("path"), py::arg("check_value"), py::arg("max_locations"),
+        py::arg("name") = std::string(),
+        "Checks the model file at `path` (external data is resolved next to it); `name`, when "
+        "not empty, replaces the path in the report. Raises InputError.");
+  m.def("check_bytes", &CheckBytes, py::arg("data"), py::arg("name"), py::arg("check_value"),
+        py::arg("max_locations"),
+        "Checks a serialized ModelProto held in memory. Raises InputError.");
+  m.def("report_from_json", &ReportFromJson, py::arg("text"),
+        "Reads a report in the axqc.report/v1 JSON schema (e.g. from axqc-server).");
+
+  using Errs = std::vector<std::pair<std::string, std::string>>;
+  m.def(
+      "render_junit",
+      [](const std::vector<ReportPtr>& reports, const Errs& errors) {
+        const auto all = Collect(reports);
+        const auto errs = Errors(errors);
+        py::gil_scoped_release release;
+        return axqc::RenderJunit(all, errs);
+      },
+      py::arg("reports"), py::arg("errors") = Errs{}, "JUnit XML of several reports.");
+  m.def(
+      "render_sarif",
+      [](const std::vector<ReportPtr>& reports, const Errs& errors) {
+        const auto all = Collect(reports);
+        const auto errs = Errors(errors);
+        py::gil_scoped_release release;
+        return axqc::RenderSarif(all, errs);
+      },
+      py::arg("reports"), py::arg("errors") = Errs{}, "SARIF 2.1.0 of several reports.");
+  m.def(
+      "render_github",
+      [](const std::vector<ReportPtr>& reports, const Errs& errors) {
+        const auto all = Collect(reports);
+        const auto errs = Errors(errors);
+        py::gil_scoped_release release;
+        return axqc::RenderGithub(all, errs);
+      },
+      py::arg("reports"), py::arg("errors") = Errs{},
+      "GitHub Actions workflow commands of several reports.");
+
+  m.def(
+      "rules",
+      [] {
+        py::list out;
+        for (const auto& r : axqc::Rules()) {
+          py::dict d;
+          d["id"] = std::string(r.id);
+          d["severity"] = std::string(axqc::SeverityName(r.severity));
+          d["check_value"] = r.check_value;
+          d["section"] = std::string(r.section);
+          d["summary"] = std::string(r.summary);
+          d["fix"] = std::string(r.fix);
+          out.append(d);
+        }
+        return out;
+      },
+      "The rule catalog, in catalog order (dicts).");
+
+  m.attr("TOOL_VERSION") = std::string(axqc::ToolVersion());
+  m.attr("RULE_SET_VERSION") = std::string(axqc::kRuleSetVersion);
+  m.attr("ONNX_VERSION") = AXQC_ONNX_VERSION;
+
+  m.def(
+      "_debug_set_rendezvous",
+      [](int n, double timeout_s) {
+        auto& r = TheRendezvous();
+        std::lock_guard lock(r.mu);
+        r.target = n;
+        r.timeout_s = timeout_s;
+        r.arrived = 0;
+        r.met = 0;
+        g_rendezvous_on.store(n > 0, std::memory_order_release);
+      },
+      py::arg("n"), py::arg("timeout_s"),
+      "Test hook: each check waits until n checks are running (or timeout_s passed); 0 turns it "
+      "off.");
+  m.def(
+      "_debug_rendezvous_met",
+      [] {
+        auto& r = TheRendezvous();
+        std::lock_guard lock(r.mu);
+        return r.met;
+      },
+      "Test hook: how many checks saw all n checks running at once.");
+}

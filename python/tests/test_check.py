@@ -1,0 +1,230 @@
+"""axqc.check and the Report: inputs, verdicts, findings, errors, and the renderings, which must be
+exactly those of the axqc command line of the same build."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import pickle
+
+import pytest
+
+import axqc
+from conftest import run_cli
+
+
+def test_version_and_rule_set_match_the_command_line():
+    out = run_cli("rules", "--format", "json").stdout
+    doc = json.loads(out)
+    assert axqc.RULE_SET_VERSION == doc["rule_set_version"]
+    version = run_cli("--version").stdout
+    assert axqc.__version__ in version
+    assert axqc.ONNX_VERSION.count(".") == 2
+
+
+def test_rules_are_the_catalog():
+    doc = json.loads(run_cli("rules", "--format", "json").stdout)
+    rules = axqc.rules()
+    assert [r.id for r in rules] == [r["id"] for r in doc["rules"]]
+    by_id = {r.id: r for r in rules}
+    weight = by_id["role/weight-type"]
+    cli = next(r for r in doc["rules"] if r["id"] == "role/weight-type")
+    assert weight.severity is axqc.Severity.ERROR
+    assert (weight.section, weight.summary, weight.fix, weight.check_value) == (
+        cli["section"], cli["summary"], cli["fix"], cli["check_value"])
+    assert any(r.check_value for r in rules)  # the [cv] rules are in the catalog too
+
+
+def test_conformant_model(conformant):
+    r = axqc.check(conformant)
+    assert r.verdict is axqc.Verdict.CONFORMANT
+    assert r.verdict == "conformant"
+    assert r.conformant
+    assert r.errors == []
+    assert r.error_count == 0
+    assert r.file == str(conformant)
+    assert r.model.node_count > 0 and r.model.q_count > 0 and r.model.dq_count > 0
+    assert r.model.opsets[0] == axqc.Opset("", 21)
+    assert repr(r) == f"<axqc.Report {conformant}: CONFORMANT  (0 errors, 0 warnings, 0 info)>"
+    assert r.rule_set_version == axqc.RULE_SET_VERSION
+    assert r.tool_version == axqc.__version__
+    assert not r.check_value
+    assert any(u.kind == "op" and u.op_type == "Conv" and "conv1" in u.nodes for u in r.units)
+
+
+def test_non_conformant_finding_fields(broken):
+    r = axqc.check(broken)
+    assert r.verdict is axqc.Verdict.NON_CONFORMANT
+    assert not r.conformant
+    assert r.rules_violated == ["role/weight-type"]
+    [f] = r.errors
+    assert f.rule == "role/weight-type"
+    assert f.severity is axqc.Severity.ERROR
+    assert f.section == "4"
+    assert f.section == next(x.section for x in axqc.rules() if x.id == "role/weight-type")
+    # the weight's DequantizeLinear first, then the Conv it feeds
+    assert f.node == "conv1_w_dq"
+    assert f.nodes == ("conv1_w_dq", "conv1")
+    assert f.op_type == "Conv"
+    assert f.tensors == ("conv1_w_dq_out",)
+    assert f.values == (axqc.Value("granularity", "per-tensor"),)
+    assert dict(f.values) == {"granularity": "per-tensor"}
+    assert f.message == ("weight 'conv1_w_dq_out' of Conv 'conv1' is quantized per-tensor; "
+                         "weights must be per-channel along axis 0")
+    assert f.group == "Conv weight quantized per-tensor"
+    assert r.counts.errors == 1 and r.counts.by_rule["role/weight-type"] == 1
+    assert r.counts.errors_by_op == {"Conv": 1}
+    [g] = [g for g in r.groups if g.severity is axqc.Severity.ERROR]
+    assert (g.rule, g.count, g.first) == ("role/weight-type", 1, (f,))
+    assert repr(r) == f"<axqc.Report {broken}: NON_CONFORMANT  (1 error, 0 warnings, 0 info)>"
+    assert str(f) == f"error role/weight-type [4]: {f.message} (node conv1_w_dq)"
+
+
+def test_not_applicable(float_only):
+    r = axqc.check(float_only)
+    assert r.verdict is axqc.Verdict.NOT_APPLICABLE
+    assert not r.conformant
+    assert [(f.rule, f.severity) for f in r.findings] == [
+        ("scope/no-quantized-edge", axqc.Severity.INFO)]
+    assert r.errors == [] and [f.rule for f in r.infos] == ["scope/no-quantized-edge"]
+    # not_applicable is no error: raise_on_error does not raise
+    assert axqc.check(float_only, raise_on_error=True).verdict is axqc.Verdict.NOT_APPLICABLE
+
+
+def test_path_pathlike_bytes_and_buffers_give_the_same_report(broken):
+    by_path = axqc.check(str(broken))
+    by_pathlike = axqc.check(pathlib.Path(broken))
+    data = broken.read_bytes()
+    by_bytes = axqc.check(data)
+    assert by_bytes.file == "inline.onnx"
+    named = axqc.check(data, name="broken.onnx")
+    assert named.file == "broken.onnx"
+    assert axqc.check(bytearray(data)).to_json() == by_bytes.to_json()
+    assert axqc.check(memoryview(data)).to_json() == by_bytes.to_json()
+    assert by_pathlike.to_json() == by_path.to_json()
+    # Only the display name differs between a path and its bytes.
+    a, b = by_path.to_dict(), by_bytes.to_dict()
+    a["model"].pop("file")
+    b["model"].pop("file")
+    assert a == b
+    assert by_bytes.sha256 == by_path.sha256 == by_path.model.sha256
+    # `name` also renames a path
+    assert axqc.check(broken, name="x/y.onnx").file == "x/y.onnx"
+
+
+def test_model_proto_from_debian_onnx(broken, conformant):
+    import onnx  # python3-onnx (1.12)
+    proto = onnx.load(str(broken))
+    r = axqc.check(proto)
+    assert r.rules_violated == ["role/weight-type"]
+    assert r.errors[0].nodes == ("conv1_w_dq", "conv1")
+    assert r.file == "inline.onnx"
+    assert axqc.check(proto, name="exported.onnx").file == "exported.onnx"
+    assert axqc.check(onnx.load(str(conformant))).conformant
+    # A ModelProto built with onnx.helper: a float model, in scope of nothing.
+    from onnx import TensorProto, helper
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    assert axqc.check(m).verdict is axqc.Verdict.NOT_APPLICABLE
+
+
+def test_other_objects_are_a_type_error():
+    with pytest.raises(TypeError, match="expected a model path"):
+        axqc.check(42)
+    with pytest.raises(TypeError, match="expected a model path"):
+        axqc.check(None)
+
+
+def test_input_errors(tmp_path):
+    with pytest.raises(axqc.InputError) as e:
+        axqc.check(b"this is not an ONNX model")
+    assert isinstance(e.value, ValueError) and isinstance(e.value, axqc.Error)
+    assert "inline.onnx" in str(e.value)
+    assert e.value.code is None
+    with pytest.raises(axqc.InputError, match="nope.onnx"):
+        axqc.check(tmp_path / "nope.onnx")
+    with pytest.raises(ValueError, match="max_locations"):
+        axqc.check(b"", max_locations=-1)
+    with pytest.raises(TypeError, match="max_locations"):
+        axqc.check(b"", max_locations="5")
+
+
+def test_external_data_needs_the_path(tmp_path, conformant):
+    import onnx
+    m = onnx.load(str(conformant))
+    path = tmp_path / "ext.onnx"
+    onnx.save_model(m, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="ext.onnx.data", size_threshold=0)
+    assert (tmp_path / "ext.onnx.data").stat().st_size > 0
+    r = axqc.check(path)
+    assert r.conformant, r.summary()
+    with pytest.raises(axqc.InputError, match="external data"):
+        axqc.check(path.read_bytes())
+    with pytest.raises(axqc.InputError, match="external data"):
+        axqc.check(onnx.load(str(path), load_external_data=False))
+
+
+def test_raise_on_error(broken, conformant):
+    with pytest.raises(axqc.NonConformantError) as e:
+        axqc.check(broken, raise_on_error=True)
+    assert e.value.report.rules_violated == ["role/weight-type"]
+    assert str(e.value) == e.value.report.summary()
+    assert "role/weight-type" in str(e.value) and "(node conv1_w_dq)" in str(e.value)
+    assert axqc.check(conformant, raise_on_error=True).conformant
+    # The error pickles with its report (multiprocessing).
+    again = pickle.loads(pickle.dumps(e.value))
+    assert again.report.to_json() == e.value.report.to_json()
+
+
+def test_check_value_option(conformant):
+    assert axqc.check(conformant, check_value=True).check_value
+    cli = run_cli("check", "-c", "--format", "json", str(conformant)).stdout
+    assert axqc.check(conformant, check_value=True).to_json() == cli
+
+
+def test_renderings_are_the_command_lines(broken, conformant, missing_qdq):
+    for model in (broken, conformant, missing_qdq):
+        r = axqc.check(model)
+        assert r.to_json() == run_cli("check", "--format", "json", str(model)).stdout
+        assert r.summary() == run_cli("check", str(model)).stdout
+        assert r.to_sarif() == run_cli("check", "--format", "sarif", str(model)).stdout
+        assert r.to_junit() == run_cli("check", "--format", "junit", str(model)).stdout
+        assert r.to_github() == run_cli("check", "--format", "github", str(model)).stdout
+        assert r.summary(explain=True) == run_cli("check", "--explain", str(model)).stdout
+    reports = [axqc.check(m) for m in (broken, conformant)]
+    assert axqc.to_junit(reports) == run_cli("check", "--format", "junit", str(broken),
+                                             str(conformant)).stdout
+    assert axqc.to_sarif(reports) == run_cli("check", "--format", "sarif", str(broken),
+                                             str(conformant)).stdout
+    sarif = json.loads(axqc.to_sarif(reports, errors={"gone.onnx": "cannot open the file"}))
+    assert sarif["runs"][0]["invocations"][0]["executionSuccessful"] is False
+    junit = axqc.to_junit(reports, errors=[("gone.onnx", "cannot open the file")])
+    assert 'name="gone.onnx"' in junit and "cannot open the file" in junit
+
+
+def test_json_round_trip_and_pickle(broken):
+    r = axqc.check(broken)
+    again = axqc.Report.from_json(r.to_json())
+    assert again.to_json() == r.to_json()
+    assert axqc.Report.from_json(r.to_json().encode()).to_json() == r.to_json()
+    p = pickle.loads(pickle.dumps(r))
+    assert p.to_json() == r.to_json() and p.errors == r.errors
+    with pytest.raises(ValueError, match="axqc.report/v1"):
+        axqc.Report.from_json("{}")
+
+
+def test_max_locations_bounds_groups_not_findings(tmp_path):
+    import onnx
+    from qdq_models import per_tensor_conv_chain
+
+    model = per_tensor_conv_chain(onnx, 7)
+    r = axqc.check(model, max_locations=2)
+    weight = [f for f in r.errors if f.rule == "role/weight-type"]
+    assert [f.nodes for f in weight] == [(f"w{i}_dq", f"conv{i}") for i in range(7)]
+    [g] = [g for g in r.groups if g.rule == "role/weight-type"]
+    assert g.count == 7 and [f.node for f in g.first] == ["w0_dq", "w1_dq"]
+    assert "... and 5 more" in r.summary()
+    [g0] = [g for g in axqc.check(model, max_locations=0).groups if g.rule == "role/weight-type"]
+    assert g0.count == 7 and g0.first == ()
