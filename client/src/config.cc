@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -164,6 +165,19 @@ class Parser {
   std::string path_;
 };
 
+std::string YamlRefused(const std::string& shown) {
+  return shown +
+         ": axqc reads its configuration from TOML only (axqc.toml or .axqc.toml), not YAML; "
+         "write the same [check] table and [[waiver]] entries as axqc.toml (docs/ci.md), or "
+         "pass --no-config";
+}
+
+bool IsYamlName(const fs::path& p) {
+  std::string ext = p.extension().string();
+  for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return ext == ".yaml" || ext == ".yml";
+}
+
 }  // namespace
 
 std::optional<fs::path> FindConfig(const fs::path& start) {
@@ -174,6 +188,12 @@ std::optional<fs::path> FindConfig(const fs::path& start) {
     for (const char* name : kConfigNames) {
       const fs::path candidate = dir / name;
       if (fs::is_regular_file(candidate, ec)) return candidate;
+    }
+    for (const char* name : kYamlConfigNames) {
+      const fs::path candidate = dir / name;
+      if (fs::is_regular_file(candidate, ec)) {
+        throw ConfigError(YamlRefused(DisplayPath(candidate.string())));
+      }
     }
     if (!dir.has_parent_path() || dir.parent_path() == dir) return std::nullopt;
     dir = dir.parent_path();
@@ -196,6 +216,7 @@ std::string DisplayPath(const std::string& path) {
 
 Config LoadConfig(const std::string& path) {
   const std::string shown = DisplayPath(path);
+  if (IsYamlName(path)) throw ConfigError(YamlRefused(shown));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(shown + ": cannot read the configuration file");
   std::stringstream buf;

@@ -1,6 +1,7 @@
 // The project configuration of `axqc check`: axqc.toml (or .axqc.toml), found from the working
-// directory upwards or given with --config. Holds defaults of the check options and the waivers
-// of the CI gate (docs/ci.md, "Waivers and baselines").
+// directory upwards or given with --config. Only TOML is read: a YAML file of the same name
+// (.axqc.yaml and the like) is refused with a message instead of being ignored. Holds defaults of
+// the check options and the waivers of the CI gate (docs/ci.md, "Waivers and baselines").
 #pragma once
 
 #include <cstddef>
@@ -35,8 +36,13 @@ struct Config {
 
 // File names looked for, in this order, in each directory.
 inline constexpr const char* kConfigNames[] = {"axqc.toml", ".axqc.toml"};
+// YAML names a user might expect to work: a directory with one of these and no TOML file is an
+// error (ConfigError), so waivers written in YAML never silently go unused.
+inline constexpr const char* kYamlConfigNames[] = {"axqc.yaml", ".axqc.yaml", "axqc.yml",
+                                                   ".axqc.yml"};
 
 // The first configuration file in `start` or one of its parents; nullopt when there is none.
+// Throws ConfigError when the nearest directory with a configuration has only a YAML one.
 std::optional<std::filesystem::path> FindConfig(const std::filesystem::path& start);
 
 // `path` relative to the working directory when that is shorter to read ("axqc.toml",
@@ -44,7 +50,8 @@ std::optional<std::filesystem::path> FindConfig(const std::filesystem::path& sta
 std::string DisplayPath(const std::string& path);
 
 // Parses the configuration at `path` (shown as DisplayPath(path) in messages and reports). Unknown
-// tables and keys are errors (a typo must not silently disable a waiver). Throws ConfigError.
+// tables and keys are errors (a typo must not silently disable a waiver); a .yaml/.yml file is
+// refused (TOML only). Throws ConfigError.
 Config LoadConfig(const std::string& path);
 
 // Parses configuration text; `path` is used in messages and to resolve relative paths.

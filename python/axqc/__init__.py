@@ -25,7 +25,7 @@ from . import _native
 from ._errors import Error, InputError, NonConformantError, ServiceError
 from ._report import (Counts, Finding, FindingGroup, ModelFacts, ModelInput, Opset, RemoteInfo,
                       Report, Rule, Severity, Unit, Value, Verdict, check, rules, to_github,
-                      to_junit, to_sarif)
+                      to_gitlab, to_junit, to_sarif)
 from ._version import __version__
 
 #: Version of the rule set (the ax quant spec rule catalog) of this checker; part of every
@@ -56,6 +56,6 @@ __all__ = [
     "Catalog", "Client", "Counts", "Error", "Finding", "FindingGroup", "InputError",
     "ModelFacts", "ModelInput", "NonConformantError", "ONNX_VERSION", "Opset", "RULE_SET_VERSION",
     "RemoteInfo", "Report", "Rule", "RuleCount", "ServiceError", "Severity", "Stats", "Unit",
-    "Value", "Verdict", "VerdictCounts", "__version__", "check", "rules", "to_github", "to_junit",
-    "to_sarif",
+    "Value", "Verdict", "VerdictCounts", "__version__", "check", "rules", "to_github", "to_gitlab",
+    "to_junit", "to_sarif",
 ]

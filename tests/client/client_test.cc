@@ -722,6 +722,14 @@ reason = "nothing matches this one"
             std::string::npos)
       << broken.err;
   EXPECT_EQ(ClientIn(dir, repo, "check --config ci/all.toml --no-config models/det.onnx").rc, 2);
+  // TOML only: a YAML configuration nearer than axqc.toml is refused, not silently skipped.
+  WriteFile(repo / "models/.axqc.yaml", "waivers: []\n");
+  Proc yaml = ClientIn(dir, repo / "models", "check det.onnx");
+  EXPECT_EQ(yaml.rc, 2) << yaml.out;
+  EXPECT_NE(yaml.err.find("configuration .axqc.yaml: axqc reads its configuration from TOML only"),
+            std::string::npos)
+      << yaml.err;
+  EXPECT_EQ(ClientIn(dir, repo / "models", "check --no-config det.onnx").rc, 1);
 }
 
 TEST(ClientGate, TheServerRecordsTheClientsGate) {

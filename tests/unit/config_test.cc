@@ -118,5 +118,33 @@ TEST(Config, FoundFromTheWorkingDirectoryUpwards) {
   fs::remove_all(root);
 }
 
+// Only TOML is read. A YAML configuration where axqc would look for one is an error naming the
+// file, not silently ignored (its waivers would go unused); a TOML file beside it wins.
+TEST(Config, YamlIsRefusedNotIgnored) {
+  const fs::path root = fs::temp_directory_path() / "axqc-config-yaml-test";
+  fs::remove_all(root);
+  fs::create_directories(root / "repo" / "models");
+  std::ofstream(root / "repo" / ".axqc.yaml") << "waivers: []\n";
+  try {
+    cli::FindConfig(root / "repo" / "models");
+    ADD_FAILURE() << "a .axqc.yaml was not refused";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(".axqc.yaml"), std::string::npos) << what;
+    EXPECT_NE(what.find("TOML only"), std::string::npos) << what;
+  }
+  try {
+    cli::LoadConfig((root / "repo" / ".axqc.yaml").string());  // --config .axqc.yaml
+    ADD_FAILURE() << "--config with a YAML file was not refused";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("not YAML"), std::string::npos) << e.what();
+  }
+  std::ofstream(root / "repo" / "axqc.toml") << "[check]\n";
+  EXPECT_EQ(cli::FindConfig(root / "repo" / "models"), root / "repo" / "axqc.toml");
+  std::ofstream(root / "repo" / "models" / "axqc.yml") << "check: {}\n";  // nearer: refused
+  EXPECT_THROW(cli::FindConfig(root / "repo" / "models"), ConfigError);
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace axqc::test
