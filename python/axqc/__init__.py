@@ -14,6 +14,12 @@ or on an axqc-server (hash first, upload only unknown models)::
     with axqc.Client("axqc.internal:50051", token=...) as client:
         report = client.check("model.onnx", labels={"project": "detector"})
 
+Remove exporter artifacts (Constant nodes, de-duplication Identities, shape subgraphs, missing
+value_info, ...) without changing what the model computes, as ``axqc fix`` does::
+
+    result = axqc.fix("raw_export.onnx", "fixed.onnx")
+    print(result.changed, result.before.error_count, "->", result.after.error_count)
+
 In pytest: ``axqc.testing.assert_conformant(model)``. The rule catalog: :func:`rules`. The
 report formats (text, JSON, SARIF, JUnit, GitHub) come from the same renderers as the ``axqc``
 command line. See docs/python.md.
@@ -23,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from . import _native
 from ._errors import Error, InputError, NonConformantError, ServiceError
+from ._fix import FixRefusedError, FixResult, RewriteInfo, RewriteOutcome, fix, rewrites
 from ._report import (Counts, Finding, FindingGroup, ModelFacts, ModelInput, Opset, RemoteInfo,
                       Report, Rule, Severity, Unit, Value, Verdict, check, rules, to_github,
                       to_gitlab, to_junit, to_sarif)
@@ -53,9 +60,10 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "Catalog", "Client", "Counts", "Error", "Finding", "FindingGroup", "InputError",
-    "ModelFacts", "ModelInput", "NonConformantError", "ONNX_VERSION", "Opset", "RULE_SET_VERSION",
-    "RemoteInfo", "Report", "Rule", "RuleCount", "ServiceError", "Severity", "Stats", "Unit",
-    "Value", "Verdict", "VerdictCounts", "__version__", "check", "rules", "to_github", "to_gitlab",
-    "to_junit", "to_sarif",
+    "Catalog", "Client", "Counts", "Error", "Finding", "FindingGroup", "FixRefusedError",
+    "FixResult", "InputError", "ModelFacts", "ModelInput", "NonConformantError", "ONNX_VERSION",
+    "Opset", "RULE_SET_VERSION", "RemoteInfo", "Report", "RewriteInfo", "RewriteOutcome", "Rule",
+    "RuleCount", "ServiceError", "Severity", "Stats", "Unit", "Value", "Verdict", "VerdictCounts",
+    "__version__", "check", "fix", "rewrites", "rules", "to_github", "to_gitlab", "to_junit",
+    "to_sarif",
 ]

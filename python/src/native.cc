@@ -12,9 +12,11 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -22,6 +24,7 @@
 
 #include "axqc/catalog.h"
 #include "axqc/checker.h"
+#include "axqc/fix.h"
 #include "axqc/render.h"
 #include "axqc/report.h"
 
@@ -136,6 +139,53 @@ std::string Headline(const axqc::Report& r) {
   return text;
 }
 
+// ---- axqc fix
+axqc::FixOptions MakeFixOptions(const std::vector<std::string>& only,
+                                std::optional<std::int64_t> ir_version, bool check_value,
+                                std::size_t max_locations) {
+  axqc::FixOptions o;
+  o.only = only;
+  o.ir_version = ir_version;
+  o.check_value = check_value;
+  o.max_locations = max_locations;
+  return o;
+}
+
+// The result as a dict (the Python side builds its dataclasses from it); the reports stay native.
+py::dict FixResultDict(axqc::FixResult r) {
+  py::list rewrites;
+  for (auto& o : r.rewrites) {
+    py::dict d;
+    const auto* info = axqc::FindRewrite(o.id);
+    d["id"] = o.id;
+    d["summary"] = info != nullptr ? std::string(info->summary) : std::string();
+    d["applied"] = o.applied;
+    d["first"] = o.first;
+    d["skipped"] = o.skipped;
+    d["first_skips"] = o.first_skips;
+    d["note"] = o.note;
+    rewrites.append(d);
+  }
+  py::dict out;
+  out["input"] = r.input;
+  out["output"] = r.output;
+  out["dry_run"] = r.dry_run;
+  out["written"] = r.written;
+  out["data_file"] = r.data_file;
+  out["rewrites"] = rewrites;
+  out["before"] = std::make_shared<NativeReport>(std::move(r.before));
+  out["after"] = std::make_shared<NativeReport>(std::move(r.after));
+  return out;
+}
+
+// FixRefused crosses as axqc._native.FixRefused(message, before report or None).
+[[noreturn]] void RaiseRefused(PyObject* type, const axqc::FixRefused& e) {
+  py::object before = py::none();
+  if (e.before()) before = py::cast(std::make_shared<NativeReport>(*e.before()));
+  PyErr_SetObject(type, py::make_tuple(std::string(e.what()), before).ptr());
+  throw py::error_already_set();
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -239,6 +289,74 @@ PYBIND11_MODULE(_native, m) {
         return out;
       },
       "The rule catalog, in catalog order (dicts).");
+
+  static py::exception<axqc::FixRefused> fix_refused(m, "FixRefused", PyExc_ValueError);
+  m.def(
+      "fix_file",
+      [](const std::string& input, const std::string& output, const std::vector<std::string>& only,
+         std::optional<std::int64_t> ir_version, bool check_value, std::size_t max_locations) {
+        std::optional<axqc::FixResult> result;
+        std::optional<axqc::FixRefused> refused;
+        {
+          py::gil_scoped_release release;
+          try {
+            result = axqc::FixFile(input, output,
+                                   MakeFixOptions(only, ir_version, check_value, max_locations));
+          } catch (const axqc::FixRefused& e) {
+            refused.emplace(e);
+          }
+        }
+        if (refused) RaiseRefused(fix_refused.ptr(), *refused);
+        return FixResultDict(std::move(*result));
+      },
+      py::arg("input"), py::arg("output"), py::arg("only"), py::arg("ir_version"),
+      py::arg("check_value"), py::arg("max_locations"),
+      "Fixes the model file `input` into `output` (empty: dry run). Raises InputError, "
+      "FixRefused (args: message, before report or None) or RuntimeError (cannot write).");
+  m.def(
+      "fix_bytes",
+      [](const py::bytes& data, const std::string& name, const std::vector<std::string>& only,
+         std::optional<std::int64_t> ir_version, bool check_value, std::size_t max_locations) {
+        char* buffer = nullptr;
+        Py_ssize_t size = 0;
+        if (PyBytes_AsStringAndSize(data.ptr(), &buffer, &size) != 0) {
+          throw py::error_already_set();
+        }
+        const std::string_view view(buffer, static_cast<std::size_t>(size));
+        std::optional<axqc::FixResult> result;
+        std::optional<axqc::FixRefused> refused;
+        std::string fixed;
+        {
+          py::gil_scoped_release release;
+          try {
+            result = axqc::FixBytes(
+                view, name, MakeFixOptions(only, ir_version, check_value, max_locations), &fixed);
+          } catch (const axqc::FixRefused& e) {
+            refused.emplace(e);
+          }
+        }
+        if (refused) RaiseRefused(fix_refused.ptr(), *refused);
+        py::dict out = FixResultDict(std::move(*result));
+        out["model"] = py::bytes(fixed);
+        return out;
+      },
+      py::arg("data"), py::arg("name"), py::arg("only"), py::arg("ir_version"),
+      py::arg("check_value"), py::arg("max_locations"),
+      "Fixes a serialized ModelProto in memory; the result's 'model' holds the fixed bytes.");
+  m.def(
+      "rewrites",
+      [] {
+        py::list out;
+        for (const auto& r : axqc::Rewrites()) {
+          py::dict d;
+          d["id"] = std::string(r.id);
+          d["summary"] = std::string(r.summary);
+          d["by_default"] = r.by_default;
+          out.append(d);
+        }
+        return out;
+      },
+      "The rewrites of axqc fix, in run order (dicts).");
 
   m.attr("TOOL_VERSION") = std::string(axqc::ToolVersion());
   m.attr("RULE_SET_VERSION") = std::string(axqc::kRuleSetVersion);
