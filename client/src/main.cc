@@ -87,6 +87,16 @@ int Main(int argc, char** argv) {
   auto* cmd = app.add_subcommand(
       "check", "Check one or more ONNX models (locally, or on axqc-server with --server)");
   cmd->add_option("models", check.models, "ONNX model files")->check(CLI::ExistingPath);
+  cmd->footer(
+      "Exit codes (with several models the worst wins: 4 > 2 > 1 > 3 > 0):\n"
+      "  0  conformant; with a gate (axqc.toml, --baseline, --fail-on): passed\n"
+      "  1  non_conformant; with a gate: a finding that is neither waived nor in the baseline\n"
+      "     reaches --fail-on (with --fail-on warn also a stale waiver)\n"
+      "  2  usage or input error: bad option, unreadable or non-ONNX model, a configuration\n"
+      "     or baseline that cannot be read (or, with --write-baseline, written)\n"
+      "  3  not_applicable (no owned Q/DQ edge)\n"
+      "  4  no verdict from the server (remote: unreachable, TLS or token refused, deadline)\n"
+      "See docs/ci.md.");
   auto* check_value = cmd->add_flag(
       "-c,--check-value,!--no-check-value", check.check_value,
       "Run the numeric value checks of spec 2.5 (zero_point ranges, bias scale, pair values, "
