@@ -73,7 +73,25 @@ CREATE TABLE axqc_check_claims (
     R"sql(
 ALTER TABLE axqc_check_claims ADD COLUMN state text NOT NULL DEFAULT 'check';
 )sql",
+    // 3: the outcome of the client's CI gate (RecordGate); NULL gate = none recorded.
+    R"sql(
+ALTER TABLE axqc_history ADD COLUMN gate text;
+ALTER TABLE axqc_history ADD COLUMN counted_errors bigint;
+ALTER TABLE axqc_history ADD COLUMN counted_warnings bigint;
+ALTER TABLE axqc_history ADD COLUMN waived_errors bigint;
+ALTER TABLE axqc_history ADD COLUMN waived_warnings bigint;
+ALTER TABLE axqc_history ADD COLUMN baselined_errors bigint;
+ALTER TABLE axqc_history ADD COLUMN baselined_warnings bigint;
+CREATE INDEX axqc_history_request_id ON axqc_history (request_id);
+)sql",
 };
+
+// The gate columns of the stats queries (after the verdict count): rows with an outcome, passed
+// ones, waived and baselined findings.
+constexpr const char* kGateColumns =
+    "COUNT(h.gate), COALESCE(SUM(CASE WHEN h.gate = 'pass' THEN 1 ELSE 0 END), 0), "
+    "COALESCE(SUM(h.waived_errors + h.waived_warnings), 0), "
+    "COALESCE(SUM(h.baselined_errors + h.baselined_warnings), 0)";
 
 std::string Trimmed(const char* msg) {
   std::string s = msg != nullptr ? msg : "";
@@ -413,6 +431,26 @@ void PgStore::AppendHistory(const HistoryRow& row) {
   });
 }
 
+bool PgStore::RecordGate(const std::string& request_id, const std::string& sha256,
+                         const GateRecord& g) {
+  return With([&](PGconn* c) {
+    const Result r = Run(
+        c,
+        "UPDATE axqc_history SET gate = $3, counted_errors = $4, counted_warnings = $5, "
+        "waived_errors = $6, waived_warnings = $7, baselined_errors = $8, baselined_warnings = $9 "
+        "WHERE id = (SELECT id FROM axqc_history WHERE request_id = $1 AND sha256 = $2 AND gate "
+        "IS NULL ORDER BY id DESC LIMIT 1)",
+        {Text(request_id), Text(sha256), Text(g.passed ? "pass" : "fail"),
+         Int(static_cast<std::int64_t>(g.counted_errors)),
+         Int(static_cast<std::int64_t>(g.counted_warnings)),
+         Int(static_cast<std::int64_t>(g.waived_errors)),
+         Int(static_cast<std::int64_t>(g.waived_warnings)),
+         Int(static_cast<std::int64_t>(g.baselined_errors)),
+         Int(static_cast<std::int64_t>(g.baselined_warnings))});
+    return r.Affected() == "1";
+  });
+}
+
 StatsResult PgStore::QueryStats(const StatsQuery& q) {
   // The same three queries as the SQLite store; text is compared byte-wise (COLLATE "C") so that
   // groups and ties sort as there.
@@ -434,19 +472,23 @@ StatsResult PgStore::QueryStats(const StatsQuery& q) {
     // One snapshot for the three queries.
     Run(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
     {
-      const Result r = Run(
-          c,
-          "SELECT h.verdict, COUNT(*) FROM axqc_history h WHERE " + where + " GROUP BY h.verdict",
-          common);
-      for (int i = 0; i < r.rows(); ++i) out.total.Add(r.Text(i, 0), r.Count(i, 1));
+      const Result r = Run(c,
+                           "SELECT h.verdict, COUNT(*), " + std::string(kGateColumns) +
+                               " FROM axqc_history h WHERE " + where + " GROUP BY h.verdict",
+                           common);
+      for (int i = 0; i < r.rows(); ++i) {
+        out.total.Add(r.Text(i, 0), r.Count(i, 1));
+        out.total.AddGate(r.Count(i, 2), r.Count(i, 3), r.Count(i, 4), r.Count(i, 5));
+      }
     }
     if (!q.group_by.empty()) {
       auto params = common;
       params.push_back(Text(q.group_by));
       const Result r = Run(c,
-                           "SELECT COALESCE(g.value, '') COLLATE \"C\", h.verdict, COUNT(*) FROM "
-                           "axqc_history h LEFT JOIN axqc_history_labels g ON g.history_id = h.id "
-                           "AND g.key = " +
+                           "SELECT COALESCE(g.value, '') COLLATE \"C\", h.verdict, COUNT(*), " +
+                               std::string(kGateColumns) +
+                               " FROM axqc_history h LEFT JOIN axqc_history_labels g ON "
+                               "g.history_id = h.id AND g.key = " +
                                next + " WHERE " + where + " GROUP BY 1, 2 ORDER BY 1",
                            params);
       for (int i = 0; i < r.rows(); ++i) {
@@ -455,6 +497,8 @@ StatsResult PgStore::QueryStats(const StatsQuery& q) {
           out.groups.emplace_back(value, VerdictTally{});
         }
         out.groups.back().second.Add(r.Text(i, 1), r.Count(i, 2));
+        out.groups.back().second.AddGate(r.Count(i, 3), r.Count(i, 4), r.Count(i, 5),
+                                         r.Count(i, 6));
       }
     }
     if (q.top_rules > 0) {

@@ -43,6 +43,8 @@ class PgStore final : public ReportStore {
   std::optional<std::string> GetReport(const std::string& cache_key) override;
   void PutReport(const StoredReport& report) override;
   void AppendHistory(const HistoryRow& row) override;
+  bool RecordGate(const std::string& request_id, const std::string& sha256,
+                  const GateRecord& gate) override;
   StatsResult QueryStats(const StatsQuery& query) override;
   void Flush() override {}  // every write is committed (durable) when the call returns
   std::string Describe() const override { return described_; }

@@ -20,6 +20,7 @@ void FindingToProto(const Finding& f, v1::Finding* out) {
     v->set_name(name);
     v->set_value(value);
   }
+  out->set_fingerprint(f.fingerprint);
 }
 
 Finding FindingFromProto(const v1::Finding& f) {
@@ -33,6 +34,7 @@ Finding FindingFromProto(const v1::Finding& f) {
   out.nodes.assign(f.nodes().begin(), f.nodes().end());
   out.tensors.assign(f.tensors().begin(), f.tensors().end());
   for (const auto& v : f.values()) out.values.emplace_back(v.name(), v.value());
+  out.fingerprint = f.fingerprint();
   return out;
 }
 
@@ -245,7 +247,8 @@ std::string OptionsKey(const v1::CheckOptions& options) {
 }
 
 std::string CacheKey(const std::string& sha256, const v1::CheckOptions& options) {
-  return sha256 + "|" + OptionsKey(options) + "|" + std::string(kRuleSetVersion);
+  return sha256 + "|" + OptionsKey(options) + "|" + std::string(kRuleSetVersion) + "|" +
+         kReportRevision;
 }
 
 }  // namespace axqc::service

@@ -38,8 +38,12 @@ CheckOptions CoreOptions(const v1::CheckOptions& options);
 // Canonical text of the options that change a report, e.g. "cv=1;ml=5". `format` is excluded.
 std::string OptionsKey(const v1::CheckOptions& options);
 
-// Cache key of a report: sha256 + options + rule-set version,
-// e.g. "<sha256>|cv=0;ml=5|2026.12.1".
+// Revision of the stored report's content beyond the rule set: reports of an older revision
+// lack fields (r2: Finding.fingerprint) and are checked again instead of being served.
+inline constexpr const char* kReportRevision = "r2";
+
+// Cache key of a report: sha256 + options + rule-set version + report revision,
+// e.g. "<sha256>|cv=0;ml=5|2026.12.1|r2".
 std::string CacheKey(const std::string& sha256, const v1::CheckOptions& options);
 
 }  // namespace axqc::service

@@ -1216,6 +1216,10 @@ grpc::ServerUnaryReactor* CheckerService::GetStats(grpc::CallbackServerContext* 
       if (decided > 0) {
         out->set_pass_rate(static_cast<double>(t.conformant) / static_cast<double>(decided));
       }
+      out->set_gated(t.gated);
+      out->set_gate_passed(t.gate_passed);
+      out->set_waived_findings(t.waived_findings);
+      out->set_baselined_findings(t.baselined_findings);
     };
     auto& out = call->response;
     if (q.since_ms) *out.mutable_since() = TimeUtil::MillisecondsToTimestamp(*q.since_ms);
@@ -1231,6 +1235,54 @@ grpc::ServerUnaryReactor* CheckerService::GetStats(grpc::CallbackServerContext* 
       rc->set_rule(rs.rule);
       rc->set_requests(rs.requests);
       rc->set_findings(rs.findings);
+    }
+    call->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CheckerService::RecordGate(grpc::CallbackServerContext* ctx,
+                                                     const v1::RecordGateRequest* req,
+                                                     v1::RecordGateResponse* resp) {
+  auto [reactor, call] = StartUnary(d_, &watch_, "RecordGate", ctx, resp);
+  if (auto s = Admit(d_, ctx); !s.ok()) {
+    call->Finish(s);
+    return reactor;
+  }
+  if (!ValidToken(req->request_id(), 64, true)) {
+    call->Finish(Invalid("request_id must be the request id of a check ([A-Za-z0-9_.:-]{1,64})"));
+    return reactor;
+  }
+  if (!service::IsSha256Hex(req->sha256())) {
+    call->Finish(Invalid("sha256 must be 64 lowercase hex characters"));
+    return reactor;
+  }
+  call->Update([&](CallBase::Fields& f) { f.sha256 = req->sha256(); });
+  GateRecord g;
+  const auto& o = req->outcome();
+  g.passed = o.passed();
+  g.counted_errors = o.counted_errors();
+  g.counted_warnings = o.counted_warnings();
+  g.waived_errors = o.waived_errors();
+  g.waived_warnings = o.waived_warnings();
+  g.baselined_errors = o.baselined_errors();
+  g.baselined_warnings = o.baselined_warnings();
+  boost::asio::post(*d_.io, [this, call = call, id = req->request_id(), sha = req->sha256(), g]() {
+    if (call->cancelled.load()) return;
+    bool found = false;
+    try {
+      found = d_.store->RecordGate(id, sha, g);
+    } catch (const StoreError& e) {
+      d_.metrics->CountStoreError();
+      call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                std::string("store unavailable: ") + e.what()));
+      return;
+    }
+    if (!found) {
+      call->Finish(grpc::Status(
+          grpc::StatusCode::NOT_FOUND,
+          "no check request " + id + " of this model without a gate outcome in the history"));
+      return;
     }
     call->Finish(grpc::Status::OK);
   });

@@ -58,6 +58,9 @@ class CheckerService final : public v1::Checker::CallbackService {
   grpc::ServerUnaryReactor* ListRules(grpc::CallbackServerContext* ctx,
                                       const v1::ListRulesRequest* req,
                                       v1::ListRulesResponse* resp) override;
+  grpc::ServerUnaryReactor* RecordGate(grpc::CallbackServerContext* ctx,
+                                       const v1::RecordGateRequest* req,
+                                       v1::RecordGateResponse* resp) override;
 
   // Persists and caches a fresh report (the engine's result sink).
   static void StoreResult(const ServiceDeps& d, const CheckJob& job,

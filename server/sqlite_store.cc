@@ -5,9 +5,11 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -96,7 +98,10 @@ sqlite3* Open(const std::string& path, int flags) {
   return db;
 }
 
-constexpr const char* kSchema = R"sql(
+// Migration N (1-based) brings the schema from version N-1 (PRAGMA user_version) to N. Never edit
+// a released migration: append a new one (and raise SqliteStore::kSchemaVersion).
+constexpr const char* kMigrations[] = {
+    R"sql(
 CREATE TABLE IF NOT EXISTS reports (
   cache_key        TEXT PRIMARY KEY,
   sha256           TEXT NOT NULL,
@@ -136,7 +141,20 @@ CREATE TABLE IF NOT EXISTS history_rules (
   PRIMARY KEY (history_id, rule, severity)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS history_rules_rule ON history_rules(severity, rule);
-)sql";
+)sql",
+    // 2: the outcome of the client's CI gate (RecordGate); NULL gate = none recorded.
+    R"sql(
+ALTER TABLE history ADD COLUMN gate TEXT;
+ALTER TABLE history ADD COLUMN counted_errors INTEGER;
+ALTER TABLE history ADD COLUMN counted_warnings INTEGER;
+ALTER TABLE history ADD COLUMN waived_errors INTEGER;
+ALTER TABLE history ADD COLUMN waived_warnings INTEGER;
+ALTER TABLE history ADD COLUMN baselined_errors INTEGER;
+ALTER TABLE history ADD COLUMN baselined_warnings INTEGER;
+CREATE INDEX IF NOT EXISTS history_request_id ON history(request_id);
+)sql",
+};
+static_assert(std::size(kMigrations) == SqliteStore::kSchemaVersion);
 
 // Takes the exclusive lock of `path` (see sqlite_store.h); returns its descriptor.
 int LockStoreFile(const std::string& path) {
@@ -170,6 +188,18 @@ int LockStoreFile(const std::string& path) {
   return fd;
 }
 
+// The gate columns of the stats queries (after the verdict count): rows with an outcome, passed
+// ones, waived and baselined findings.
+constexpr const char* kGateColumns =
+    "COUNT(h.gate), COALESCE(SUM(h.gate = 'pass'), 0), "
+    "COALESCE(SUM(h.waived_errors + h.waived_warnings), 0), "
+    "COALESCE(SUM(h.baselined_errors + h.baselined_warnings), 0)";
+
+void AddGateColumns(Stmt& s, int first, VerdictTally& t) {
+  auto col = [&](int i) { return static_cast<std::uint64_t>(std::max<std::int64_t>(0, s.Int(i))); };
+  t.AddGate(col(first), col(first + 1), col(first + 2), col(first + 3));
+}
+
 std::int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -177,6 +207,14 @@ std::int64_t NowMs() {
 }
 
 }  // namespace
+
+void VerdictTally::AddGate(std::uint64_t gated_rows, std::uint64_t passed, std::uint64_t waived,
+                           std::uint64_t baselined) {
+  gated += gated_rows;
+  gate_passed += passed;
+  waived_findings += waived;
+  baselined_findings += baselined;
+}
 
 void VerdictTally::Add(const std::string& verdict, std::uint64_t n) {
   if (verdict == "conformant") {
@@ -205,18 +243,25 @@ SqliteStore::SqliteStore(const std::string& path) : path_(path) {
       Exec(writer_, "PRAGMA synchronous=NORMAL");
     }
     Exec(writer_, "PRAGMA foreign_keys=ON");
-    int version = 0;
-    {
-      Stmt s(writer_, "PRAGMA user_version");
-      if (s.Step()) version = static_cast<int>(s.Int(0));
-    }
-    if (version > kSchemaVersion) {
-      throw StoreError("sqlite: " + path + " has schema version " + std::to_string(version) +
-                       ", newer than this server's " + std::to_string(kSchemaVersion));
-    }
     Exec(writer_, "BEGIN IMMEDIATE");
     try {
-      Exec(writer_, kSchema);
+      int version = 0;
+      {
+        Stmt s(writer_, "PRAGMA user_version");
+        if (s.Step()) version = static_cast<int>(s.Int(0));
+      }
+      if (version > kSchemaVersion) {
+        throw StoreError("sqlite: " + path + " has schema version " + std::to_string(version) +
+                         ", newer than this server's " + std::to_string(kSchemaVersion));
+      }
+      for (int next = version + 1; next <= kSchemaVersion; ++next) {
+        try {
+          Exec(writer_, kMigrations[next - 1]);
+        } catch (const StoreError& e) {
+          throw StoreError("sqlite: migration of " + path + " to schema version " +
+                           std::to_string(next) + " failed: " + e.what());
+        }
+      }
       Exec(writer_, ("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str());
       Exec(writer_, "COMMIT");
     } catch (...) {
@@ -314,6 +359,27 @@ void SqliteStore::AppendHistory(const HistoryRow& row) {
   }
 }
 
+bool SqliteStore::RecordGate(const std::string& request_id, const std::string& sha256,
+                             const GateRecord& g) {
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  Stmt s(writer_,
+         "UPDATE history SET gate = ?3, counted_errors = ?4, counted_warnings = ?5, "
+         "waived_errors = ?6, waived_warnings = ?7, baselined_errors = ?8, baselined_warnings = ?9 "
+         "WHERE id = (SELECT id FROM history WHERE request_id = ?1 AND sha256 = ?2 AND gate IS "
+         "NULL ORDER BY id DESC LIMIT 1)");
+  s.Bind(1, request_id)
+      .Bind(2, sha256)
+      .Bind(3, std::string(g.passed ? "pass" : "fail"))
+      .Bind(4, static_cast<std::int64_t>(g.counted_errors))
+      .Bind(5, static_cast<std::int64_t>(g.counted_warnings))
+      .Bind(6, static_cast<std::int64_t>(g.waived_errors))
+      .Bind(7, static_cast<std::int64_t>(g.waived_warnings))
+      .Bind(8, static_cast<std::int64_t>(g.baselined_errors))
+      .Bind(9, static_cast<std::int64_t>(g.baselined_warnings));
+  s.Step();
+  return sqlite3_changes(writer_) > 0;
+}
+
 StatsResult SqliteStore::QueryStats(const StatsQuery& q) {
   // Window and label filters shared by all three queries; ?1 = since, ?2 = until, then filters.
   std::string where = "h.ts_ms >= ?1 AND h.ts_ms < ?2";
@@ -339,17 +405,21 @@ StatsResult SqliteStore::QueryStats(const StatsQuery& q) {
   Exec(reader_, "BEGIN");
   try {
     {
-      Stmt s(reader_,
-             "SELECT h.verdict, COUNT(*) FROM history h WHERE " + where + " GROUP BY h.verdict");
+      Stmt s(reader_, "SELECT h.verdict, COUNT(*), " + std::string(kGateColumns) +
+                          " FROM history h WHERE " + where + " GROUP BY h.verdict");
       bind_common(s);
-      while (s.Step()) out.total.Add(s.Text(0), static_cast<std::uint64_t>(s.Int(1)));
+      while (s.Step()) {
+        out.total.Add(s.Text(0), static_cast<std::uint64_t>(s.Int(1)));
+        AddGateColumns(s, 2, out.total);
+      }
     }
     if (!q.group_by.empty()) {
       const std::string key_param = "?" + std::to_string(next);
-      Stmt s(reader_,
-             "SELECT COALESCE(g.value, ''), h.verdict, COUNT(*) FROM history h "
-             "LEFT JOIN history_labels g ON g.history_id = h.id AND g.key = " +
-                 key_param + " WHERE " + where + " GROUP BY 1, 2 ORDER BY 1");
+      Stmt s(reader_, "SELECT COALESCE(g.value, ''), h.verdict, COUNT(*), " +
+                          std::string(kGateColumns) +
+                          " FROM history h "
+                          "LEFT JOIN history_labels g ON g.history_id = h.id AND g.key = " +
+                          key_param + " WHERE " + where + " GROUP BY 1, 2 ORDER BY 1");
       const int i = bind_common(s);
       s.Bind(i, q.group_by);
       while (s.Step()) {
@@ -358,6 +428,7 @@ StatsResult SqliteStore::QueryStats(const StatsQuery& q) {
           out.groups.emplace_back(value, VerdictTally{});
         }
         out.groups.back().second.Add(s.Text(1), static_cast<std::uint64_t>(s.Int(2)));
+        AddGateColumns(s, 3, out.groups.back().second);
       }
     }
     if (q.top_rules > 0) {

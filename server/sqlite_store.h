@@ -27,12 +27,15 @@ class SqliteStore final : public ReportStore {
   std::optional<std::string> GetReport(const std::string& cache_key) override;
   void PutReport(const StoredReport& report) override;
   void AppendHistory(const HistoryRow& row) override;
+  bool RecordGate(const std::string& request_id, const std::string& sha256,
+                  const GateRecord& gate) override;
   StatsResult QueryStats(const StatsQuery& query) override;
   void Flush() override;
   std::string Describe() const override { return "sqlite:" + path_; }
 
-  // Schema version written to PRAGMA user_version.
-  static constexpr int kSchemaVersion = 1;
+  // Schema version written to PRAGMA user_version: the number of migrations
+  // (sqlite_store.cc, kMigrations).
+  static constexpr int kSchemaVersion = 2;
 
  private:
   std::string path_;

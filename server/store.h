@@ -52,6 +52,18 @@ struct HistoryRow {
   std::vector<RuleTally> rules;
 };
 
+// The outcome of a client's CI gate for one history row (RecordGate): whether it passed and its
+// findings by how they counted (errors and warnings).
+struct GateRecord {
+  bool passed = false;
+  std::uint64_t counted_errors = 0;
+  std::uint64_t counted_warnings = 0;
+  std::uint64_t waived_errors = 0;
+  std::uint64_t waived_warnings = 0;
+  std::uint64_t baselined_errors = 0;
+  std::uint64_t baselined_warnings = 0;
+};
+
 struct StatsQuery {
   std::optional<std::int64_t> since_ms;  // inclusive; unset = from the beginning
   std::int64_t until_ms = 0;             // exclusive
@@ -65,7 +77,15 @@ struct VerdictTally {
   std::uint64_t non_conformant = 0;
   std::uint64_t not_applicable = 0;
   std::uint64_t invalid_input = 0;
+  // Rows with a recorded gate outcome; of those, the passed ones; their waived and baselined
+  // findings (errors + warnings).
+  std::uint64_t gated = 0;
+  std::uint64_t gate_passed = 0;
+  std::uint64_t waived_findings = 0;
+  std::uint64_t baselined_findings = 0;
   void Add(const std::string& verdict, std::uint64_t n);
+  void AddGate(std::uint64_t gated_rows, std::uint64_t passed, std::uint64_t waived,
+               std::uint64_t baselined);
   std::uint64_t requests() const {
     return conformant + non_conformant + not_applicable + invalid_input;
   }
@@ -100,6 +120,10 @@ class ReportStore {
   virtual void PutReport(const StoredReport& report) = 0;
   // Throws StoreError.
   virtual void AppendHistory(const HistoryRow& row) = 0;
+  // Adds a gate outcome to the newest history row of `request_id` and `sha256` that has none
+  // yet. False when there is no such row. Throws StoreError.
+  virtual bool RecordGate(const std::string& request_id, const std::string& sha256,
+                          const GateRecord& gate) = 0;
   // Throws StoreError.
   virtual StatsResult QueryStats(const StatsQuery& query) = 0;
   // Makes everything written so far durable (checkpoint). Throws StoreError.

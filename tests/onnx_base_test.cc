@@ -298,6 +298,13 @@ TEST(Cli, ExitCodesPerVerdict) {
   EXPECT_EQ(Exec(Bin() + " check /nonexistent.onnx"), 2);
   EXPECT_EQ(Exec(Bin() + " check --format yaml " + Example("conformant_cnn.onnx")), 2);
   EXPECT_EQ(Exec(Bin() + " frobnicate"), 2);
+  // `axqc check --help` documents them.
+  std::string help;
+  EXPECT_EQ(Exec(Bin() + " check --help", &help), 0);
+  EXPECT_NE(help.find("Exit codes (with several models the worst wins: 4 > 2 > 1 > 3 > 0):"),
+            std::string::npos)
+      << help;
+  EXPECT_NE(help.find("  4  no verdict from the server"), std::string::npos) << help;
   // Several models: the worst wins (input error > non_conformant > not_applicable > ok).
   EXPECT_EQ(
       Exec(Bin() + " check " + Example("conformant_cnn.onnx") + " " + Example("float_only.onnx")),

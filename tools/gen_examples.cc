@@ -4,6 +4,8 @@
 //   broken_weight_per_tensor.onnx  first Conv weight per-tensor S8 (role/weight-type)
 //   broken_missing_qdq.onnx        Add output feeds GlobalAveragePool without Q/DQ
 //                                  (op/output-not-quantized; op/input-not-quantized)
+//   broken_two_defects.onnx        both of the above: broken_weight_per_tensor's next export with
+//                                  a new defect (the baseline example of docs/ci.md)
 //   float_only.onnx                plain float Conv/Relu, no Q/DQ (verdict not_applicable)
 //
 // All variants of the CNN come from one function with flags. Every model is checked with the ONNX
@@ -156,6 +158,12 @@ std::vector<Example> Examples() {
          return BuildCnn({.missing_add_qdq = true},
                          "Non-conformant: Add output feeds GlobalAveragePool without Q/DQ "
                          "(op/output-not-quantized, op/input-not-quantized).");
+       }},
+      {"broken_two_defects.onnx",
+       [] {
+         return BuildCnn({.per_tensor_first_weight = true, .missing_add_qdq = true},
+                         "Non-conformant: conv1 weight per-tensor S8 and the Add output without "
+                         "Q/DQ (role/weight-type, op/output-not-quantized).");
        }},
       {"float_only.onnx", [] { return BuildFloatOnly(); }},
   };

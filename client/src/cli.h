@@ -4,9 +4,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "axqc/gate.h"
 #include "axqc/render.h"
 #include "axqc/report.h"
 
@@ -14,8 +16,11 @@ namespace axqc::cli {
 
 // Exit codes of every subcommand (local and remote): 0 conformant, 1 non_conformant,
 // 2 usage or input error (the model or the request: unreadable, not ONNX, path outside the
-// server's roots, ...), 3 not_applicable, 4 no verdict from the server (unreachable, TLS or token
-// refused, deadline exceeded, server overloaded or failing: retry later; remote mode only).
+// server's roots, ...; a bad configuration or baseline), 3 not_applicable, 4 no verdict from the
+// server (unreachable, TLS or token refused, deadline exceeded, server overloaded or failing:
+// retry later; remote mode only). With a gate (configuration, baseline, --fail-on), 0 and 1 are
+// the gate's pass and fail: only findings that count (not waived, not in the baseline) at or
+// above the threshold fail.
 inline constexpr int kExitError = 2;
 inline constexpr int kExitNoVerdict = 4;
 
@@ -35,11 +40,20 @@ struct RemoteArgs {
 struct CheckArgs {
   std::vector<std::string> models;
   bool check_value = false;
-  std::string format = "text";  // text | json | junit | sarif | github
-  std::string output;           // -o FILE ("" = stdout)
+  bool check_value_given = false;  // -c or --no-check-value on the command line
+  std::string format = "text";     // text | json | junit | sarif | github | gitlab
+  std::string output;              // -o FILE ("" = stdout)
   bool explain = false;
   std::string color = "auto";  // auto | always | never
   std::size_t max_locations = 5;
+  bool max_locations_given = false;
+  // The gate (docs/ci.md, "Waivers and baselines").
+  std::string config;          // --config FILE; "" = axqc.toml found from the working directory up
+  bool no_config = false;      // --no-config
+  std::string baseline;        // --baseline FILE
+  std::string write_baseline;  // --write-baseline FILE
+  std::string fail_on;         // --fail-on error|warn; "" = the configuration's, else error
+  bool github_annotations = false;  // --github-annotations: workflow commands on stderr too
   // Remote only.
   RemoteArgs remote;
   std::vector<std::string> refs;              // --ref PATH|URL (server-side references)
@@ -73,18 +87,37 @@ struct ModelResult {
   std::string file;
   bool ok = false;
   Report report;
-  std::string error;                       // when !ok
+  std::string request_id;  // remote: the server's id of the check request
+  bool recorded = false;   // remote: the check is a row of the server's history (RecordGate)
+  std::string error;       // when !ok
   std::string error_kind = "input error";  // printed before `error` on stderr
   int exit_code = 0;                       // ExitCodeFor(verdict), kExitError or kExitNoVerdict
   bool stop = false;  // remote: the server cannot be used (unreachable, token refused)
 };
+
+// The gate of one run: the policy from the configuration, the baseline and the flags.
+struct GateSetup {
+  GatePolicy policy;
+  std::string write_baseline;        // --write-baseline FILE ("" = none)
+  std::optional<Baseline> previous;  // its current content, when the file exists
+};
+
+// Finds or loads the configuration (--config, --no-config), applies its [check] defaults to
+// `args` where the command line gave none, and reads the baseline. Prints the problem and returns
+// nullopt when the configuration or baseline cannot be used (exit 2).
+std::optional<GateSetup> PrepareGate(CheckArgs& args);
+
+// Applies the gate to the reports of `results` (ApplyGate) and sets their exit codes; with
+// --write-baseline writes the baseline of this run, which then is the gate's baseline. Prints
+// stale waivers on stderr. False (after printing why) when the baseline cannot be written.
+bool ApplyGateToResults(const CheckArgs& args, GateSetup& gate, std::vector<ModelResult>& results);
 
 // Renders all results in `args.format` to args.output (or stdout) and returns the worst exit code
 // (no verdict > input error > non_conformant > not_applicable > conformant). Shared by local and
 // remote mode.
 int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results);
 
-int RunLocalCheck(const CheckArgs& args);
+int RunLocalCheck(const CheckArgs& args, GateSetup& gate);
 // `axqc fix` (client/src/fix.cc).
 int RunFix(const FixArgs& args);
 int RunFixList();
@@ -92,7 +125,7 @@ int RunRules(const std::string& format, bool operators);
 
 // Remote mode (client/src/remote.cc; without AXQC_REMOTE they print "built without remote
 // support" and return kExitError).
-int RunRemoteCheck(const CheckArgs& args);
+int RunRemoteCheck(const CheckArgs& args, GateSetup& gate);
 int RunRemoteRules(const RemoteArgs& remote, const std::string& format);
 int RunRemoteStats(const StatsArgs& args);
 int RunHealth(const RemoteArgs& remote, const std::string& service);

@@ -2,17 +2,48 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 
 #include "axqc/checker.h"
+#include "axqc/gate.h"
 #include "axqc/render.h"
 #include "cli.h"
+#include "config.h"
 
 namespace axqc::cli {
 
+namespace fs = std::filesystem;
+
 namespace {
+
+std::string DirOf(const std::string& file) {
+  const fs::path parent = fs::path(file).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
+// Reads a baseline file; prints why and returns nullopt when it cannot be used.
+std::optional<Baseline> ReadBaseline(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::cerr << "axqc: baseline " << path << ": cannot read the file\n";
+    return std::nullopt;
+  }
+  std::stringstream buf;
+  buf << in.rdbuf();
+  try {
+    return BaselineFromJson(nlohmann::json::parse(buf.str()));
+  } catch (const nlohmann::json::exception& e) {
+    std::cerr << "axqc: baseline " << path << ": not JSON: " << e.what() << "\n";
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "axqc: baseline " << path << ": " << e.what() << "\n";
+  }
+  return std::nullopt;
+}
 
 // Worst exit code: no verdict (4) > input error (2) > non_conformant (1) > not_applicable (3) >
 // conformant (0).
@@ -33,6 +64,111 @@ int Rank(int code) {
 
 }  // namespace
 
+std::optional<GateSetup> PrepareGate(CheckArgs& args) {
+  GateSetup g;
+  std::optional<Config> cfg;
+  try {
+    if (!args.config.empty()) {
+      cfg = LoadConfig(args.config);
+    } else if (!args.no_config) {
+      std::error_code ec;
+      if (auto found = FindConfig(fs::current_path(ec))) cfg = LoadConfig(found->string());
+    }
+  } catch (const ConfigError& e) {
+    std::cerr << "axqc: configuration " << e.what() << "\n";
+    return std::nullopt;
+  }
+  GatePolicy& p = g.policy;
+  p.today = TodayUtc();
+  if (cfg) {
+    if (!args.check_value_given && cfg->check_value) args.check_value = *cfg->check_value;
+    if (!args.max_locations_given && cfg->max_locations) args.max_locations = *cfg->max_locations;
+    p.config = cfg->path;
+    p.config_dir = cfg->dir;
+    p.waivers = cfg->waivers;
+    if (cfg->fail_on) p.fail_on = *cfg->fail_on;
+  }
+  if (!args.fail_on.empty())
+    p.fail_on = args.fail_on == "warn" ? Severity::kWarn : Severity::kError;
+  // The baseline judged against: --baseline, else the configuration's; with --write-baseline and
+  // no --baseline, the one written (ApplyGateToResults).
+  std::string baseline = args.baseline;
+  if (baseline.empty() && args.write_baseline.empty() && cfg) baseline = cfg->baseline;
+  if (!baseline.empty()) {
+    auto b = ReadBaseline(baseline);
+    if (!b) return std::nullopt;
+    p.baseline = std::move(*b);
+    p.baseline_path = baseline;
+    p.baseline_dir = DirOf(baseline);
+  }
+  g.write_baseline = args.write_baseline;
+  if (!g.write_baseline.empty()) {
+    std::error_code ec;
+    if (fs::exists(g.write_baseline, ec)) {
+      // Its entries of models not checked in this run are kept.
+      g.previous = ReadBaseline(g.write_baseline);
+      if (!g.previous) {
+        std::cerr << "axqc: --write-baseline " << g.write_baseline
+                  << " names a file that is not a baseline; remove it or choose another path\n";
+        return std::nullopt;
+      }
+    }
+  }
+  p.active =
+      cfg.has_value() || !baseline.empty() || !args.fail_on.empty() || !g.write_baseline.empty();
+  return g;
+}
+
+bool ApplyGateToResults(const CheckArgs& args, GateSetup& gate, std::vector<ModelResult>& results) {
+  std::vector<Report> reports;
+  for (auto& r : results) {
+    if (r.ok) reports.push_back(std::move(r.report));
+  }
+  GatePolicy& p = gate.policy;
+  // Stale waivers end up in the reports' gates (rendered once per run by EmitResults).
+  ApplyGate(p, reports, args.max_locations);
+  if (!gate.write_baseline.empty()) {
+    const std::string dir = DirOf(gate.write_baseline);
+    Baseline b = MakeBaseline(reports, dir, gate.previous ? &*gate.previous : nullptr);
+    std::size_t entries = 0;
+    for (const auto& m : b.models) {
+      for (const auto& e : m.findings) entries += e.count;
+    }
+    {
+      std::ofstream out(gate.write_baseline, std::ios::binary | std::ios::trunc);
+      out << BaselineToJson(b).dump(2) << "\n";
+      out.flush();
+      if (!out) {
+        std::cerr << "axqc: cannot write the baseline " << gate.write_baseline << "\n";
+        return false;
+      }
+    }
+    std::cerr << "axqc: wrote the baseline " << gate.write_baseline << ": " << entries << " finding"
+              << (entries == 1 ? "" : "s") << " of " << b.models.size() << " model"
+              << (b.models.size() == 1 ? "" : "s") << "\n";
+    if (args.baseline.empty()) {
+      p.baseline = std::move(b);
+      p.baseline_path = gate.write_baseline;
+      p.baseline_dir = dir;
+      ApplyGate(p, reports, args.max_locations);
+    }
+  }
+  std::size_t next = 0;
+  std::size_t fixed = 0;
+  for (auto& r : results) {
+    if (!r.ok) continue;
+    r.report = std::move(reports[next++]);
+    r.exit_code = GateExitCode(r.report.gate);
+    fixed += r.report.gate.baseline_fixed;
+  }
+  if (fixed > 0 && gate.write_baseline.empty() && args.format != "text") {
+    std::cerr << "axqc: " << fixed << " finding" << (fixed == 1 ? "" : "s") << " of the baseline "
+              << p.baseline_path << (fixed == 1 ? " is" : " are")
+              << " gone; shrink it with --write-baseline " << p.baseline_path << "\n";
+  }
+  return true;
+}
+
 int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results) {
   std::ofstream file;
   std::ostream* out = &std::cout;
@@ -46,13 +182,19 @@ int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results) 
   }
   int worst = 0;
   std::vector<Report> reports;  // copies, for the CI formats only
-  const bool ci_format =
-      args.format == "junit" || args.format == "sarif" || args.format == "github";
+  const bool ci_format = args.format == "junit" || args.format == "sarif" ||
+                         args.format == "github" || args.format == "gitlab" ||
+                         args.github_annotations;
   std::vector<ModelError> errors;
+  std::vector<StaleWaiver> stale;  // of the whole run, once each
+  std::set<std::string> stale_seen;
   for (const auto& r : results) {
     if (Rank(r.exit_code) > Rank(worst)) worst = r.exit_code;
     if (r.ok) {
       if (ci_format) reports.push_back(r.report);
+      for (const auto& w : r.report.gate.stale_waivers) {
+        if (stale_seen.insert(w.source).second) stale.push_back(w);
+      }
     } else {
       std::cerr << "axqc: " << r.error_kind << ": " << r.error << "\n";
       errors.push_back({r.file, r.error});
@@ -79,6 +221,8 @@ int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results) 
     *out << RenderSarif(reports, errors);
   } else if (args.format == "github") {
     *out << RenderGithub(reports, errors);
+  } else if (args.format == "gitlab") {
+    *out << RenderGitlab(reports, errors);
   } else {
     const bool tty = args.output.empty() && ::isatty(STDOUT_FILENO) != 0;
     TextOptions text;
@@ -91,16 +235,29 @@ int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results) 
       first = false;
       *out << RenderText(r.report, text);
     }
+    if (!stale.empty()) {
+      *out << "\nstale waivers:\n";
+      for (const auto& w : stale) *out << "  " << w.source << ": " << w.Message() << "\n";
+    }
+  }
+  // Machine-readable formats carry the stale waivers themselves (text: above); a line each on
+  // stderr for the job log.
+  if (args.format != "text") {
+    for (const auto& w : stale) std::cerr << "axqc: " << w.source << ": " << w.Message() << "\n";
   }
   out->flush();
   if (!*out) {
     std::cerr << "axqc: cannot write the report\n";
     return kExitError;
   }
+  // Annotations for GitHub Actions beside another report: on stderr (the runner reads workflow
+  // commands from both streams), so stdout stays the report.
+  if (args.github_annotations && args.format != "github")
+    std::cerr << RenderGithub(reports, errors);
   return worst;
 }
 
-int RunLocalCheck(const CheckArgs& args) {
+int RunLocalCheck(const CheckArgs& args, GateSetup& gate) {
   CheckOptions opts;
   opts.check_value = args.check_value;
   opts.max_locations = args.max_locations;
@@ -122,6 +279,7 @@ int RunLocalCheck(const CheckArgs& args) {
     }
     results.push_back(std::move(m));
   }
+  if (!ApplyGateToResults(args, gate, results)) return kExitError;
   return EmitResults(args, results);
 }
 

@@ -87,19 +87,49 @@ int Main(int argc, char** argv) {
   auto* cmd = app.add_subcommand(
       "check", "Check one or more ONNX models (locally, or on axqc-server with --server)");
   cmd->add_option("models", check.models, "ONNX model files")->check(CLI::ExistingPath);
-  cmd->add_flag("-c,--check-value", check.check_value,
-                "Run the numeric value checks of spec 2.5 (zero_point ranges, bias scale, "
-                "pair values, Split exits, value_info completeness)");
+  cmd->footer(
+      "Exit codes (with several models the worst wins: 4 > 2 > 1 > 3 > 0):\n"
+      "  0  conformant; with a gate (axqc.toml, --baseline, --fail-on): passed\n"
+      "  1  non_conformant; with a gate: a finding that is neither waived nor in the baseline\n"
+      "     reaches --fail-on (with --fail-on warn also a stale waiver)\n"
+      "  2  usage or input error: bad option, unreadable or non-ONNX model, a configuration\n"
+      "     or baseline that cannot be read (or, with --write-baseline, written)\n"
+      "  3  not_applicable (no owned Q/DQ edge)\n"
+      "  4  no verdict from the server (remote: unreachable, TLS or token refused, deadline)\n"
+      "See docs/ci.md.");
+  auto* check_value = cmd->add_flag(
+      "-c,--check-value,!--no-check-value", check.check_value,
+      "Run the numeric value checks of spec 2.5 (zero_point ranges, bias scale, pair values, "
+      "Split exits, value_info completeness); --no-check-value overrides the configuration");
   cmd->add_option("--format", check.format, "Report format")
-      ->check(CLI::IsMember({"text", "json", "junit", "sarif", "github"}))
+      ->check(CLI::IsMember({"text", "json", "junit", "sarif", "github", "gitlab"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", check.output, "Write the report to FILE instead of stdout");
   cmd->add_flag("--explain", check.explain, "Print the ownership map (units and their Q/DQ)");
   cmd->add_option("--color", check.color, "Colour the text report")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
-  cmd->add_option("--max-locations", check.max_locations, "Locations listed per grouped finding")
-      ->capture_default_str();
+  auto* max_locations = cmd->add_option("--max-locations", check.max_locations,
+                                        "Locations listed per grouped finding")
+                            ->capture_default_str();
+  // The CI gate: waivers (configuration file), a baseline, the failure threshold.
+  cmd->add_option("--config", check.config,
+                  "Configuration file (default: axqc.toml or .axqc.toml in the working directory "
+                  "or the nearest parent that has one)")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--no-config", check.no_config, "Use no configuration file");
+  cmd->add_option("--baseline", check.baseline,
+                  "Fail only on findings that are not in this baseline file (known findings pass)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--write-baseline", check.write_baseline,
+                  "Write the findings of this run (except waived ones) as the baseline FILE; the "
+                  "run is then judged against it");
+  cmd->add_option("--fail-on", check.fail_on,
+                  "Findings of this severity or worse fail: error (default) or warn")
+      ->check(CLI::IsMember({"error", "warn"}));
+  cmd->add_flag("--github-annotations", check.github_annotations,
+                "Also write GitHub Actions annotations (workflow commands) to stderr, beside the "
+                "report in --format");
   AddRemoteOptions(cmd, &check.remote, false);
   // One value per --ref / --label (repeat the option for more): the model files after them stay
   // model files.
@@ -197,6 +227,12 @@ int Main(int argc, char** argv) {
   if (cmd->parsed()) {
     if (!ParseLabels(check_labels, &check.labels)) return kExitError;
     check.record = !no_record;
+    check.check_value_given = check_value->count() > 0;
+    check.max_locations_given = max_locations->count() > 0;
+    if (!check.config.empty() && check.no_config) {
+      std::cerr << "axqc: --config and --no-config exclude each other\n";
+      return kExitError;
+    }
     if (local) {
       if (!check.refs.empty() || !check.labels.empty()) {
         std::cerr << "axqc: --ref and --label need a server (--local was given)\n";
@@ -209,13 +245,13 @@ int Main(int argc, char** argv) {
         std::cerr << "axqc: check needs at least one model\n";
         return kExitError;
       }
-      return RunLocalCheck(check);
-    }
-    if (check.models.empty() && check.refs.empty()) {
+    } else if (check.models.empty() && check.refs.empty()) {
       std::cerr << "axqc: check needs at least one model or --ref\n";
       return kExitError;
     }
-    return RunRemoteCheck(check);
+    auto gate = PrepareGate(check);
+    if (!gate) return kExitError;
+    return check.remote.server.empty() ? RunLocalCheck(check, *gate) : RunRemoteCheck(check, *gate);
   }
   if (fix_cmd->parsed()) {
     if (fix_list) return RunFixList();

@@ -93,7 +93,7 @@ int NoRemote() {
 }
 }  // namespace
 
-int RunRemoteCheck(const CheckArgs& /*args*/) { return NoRemote(); }
+int RunRemoteCheck(const CheckArgs& /*args*/, GateSetup& /*gate*/) { return NoRemote(); }
 int RunRemoteRules(const RemoteArgs& /*remote*/, const std::string& /*format*/) {
   return NoRemote();
 }
@@ -521,11 +521,13 @@ v1::CheckOptions ProtoOptions(const CheckArgs& a) {
   return o;
 }
 
-// Fills `m` from a successful response.
-void TakeReport(const v1::CheckResponse& resp, ModelResult* m) {
+// Fills `m` from a successful response. `recorded`: the request is a row of the server's history.
+void TakeReport(const v1::CheckResponse& resp, ModelResult* m, bool recorded) {
   try {
     m->report = service::FromProto(resp.report());
     m->ok = true;
+    m->request_id = resp.request_id();
+    m->recorded = recorded && !resp.request_id().empty();
     m->exit_code = ExitCodeFor(m->report.verdict);
   } catch (const std::exception& e) {
     m->ok = false;
@@ -625,7 +627,7 @@ ModelResult CheckLocalFile(const Connection& c, v1::Checker::Stub& stub, const C
       },
       &request_id);
   if (s.ok()) {
-    TakeReport(resp, &m);
+    TakeReport(resp, &m, a.record);
     return m;
   }
   if (s.error_code() != grpc::StatusCode::NOT_FOUND) {
@@ -667,7 +669,7 @@ ModelResult CheckLocalFile(const Connection& c, v1::Checker::Stub& stub, const C
       },
       &request_id);
   if (s.ok()) {
-    TakeReport(resp, &m);
+    TakeReport(resp, &m, true);
   } else {
     TakeError(c, s, request_id, &m);
   }
@@ -698,7 +700,7 @@ ModelResult CheckRef(const Connection& c, v1::Checker::Stub& stub, const CheckAr
       },
       &request_id);
   if (s.ok()) {
-    TakeReport(resp, &m);
+    TakeReport(resp, &m, true);
   } else {
     TakeError(c, s, request_id, &m);
   }
@@ -716,6 +718,11 @@ std::string CountsLine(const v1::VerdictCounts& c) {
   o << "requests " << c.requests() << "  conformant " << c.conformant() << "  non_conformant "
     << c.non_conformant() << "  not_applicable " << c.not_applicable() << "  invalid_input "
     << c.invalid_input() << "  pass rate " << (c.has_pass_rate() ? Percent(c.pass_rate()) : "n/a");
+  if (c.gated() > 0) {
+    // Clients that applied waivers or a baseline and reported their gate (RecordGate).
+    o << "  gate passed " << c.gate_passed() << "/" << c.gated() << " (waived "
+      << c.waived_findings() << ", baselined " << c.baselined_findings() << ")";
+  }
   return o.str();
 }
 
@@ -735,9 +742,41 @@ std::string Pad(std::string_view s, std::size_t width) {
   return out;
 }
 
+// Sends the gate outcome of every recorded check to the server (RecordGate), which adds it to
+// the check's history row. Best effort: the run's verdict does not depend on it; a server that
+// predates RecordGate (UNIMPLEMENTED) is left alone.
+void RecordGateOutcomes(const Connection& c, v1::Checker::Stub& stub,
+                        const std::vector<ModelResult>& results) {
+  for (const auto& m : results) {
+    if (!m.ok || !m.recorded) continue;
+    const GateResult& g = m.report.gate;
+    v1::RecordGateRequest req;
+    req.set_request_id(m.request_id);
+    req.set_sha256(m.report.model.sha256);
+    auto* o = req.mutable_outcome();
+    o->set_passed(g.verdict != GateVerdict::kFail);
+    o->set_counted_errors(g.counted.errors);
+    o->set_counted_warnings(g.counted.warnings);
+    o->set_waived_errors(g.waived.errors);
+    o->set_waived_warnings(g.waived.warnings);
+    o->set_baselined_errors(g.baselined.errors);
+    o->set_baselined_warnings(g.baselined.warnings);
+    v1::RecordGateResponse resp;
+    const grpc::Status s = c.Call([&](grpc::ClientContext* ctx) {
+      resp.Clear();
+      return stub.RecordGate(ctx, req, &resp);
+    });
+    if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) return;
+    if (!s.ok()) {
+      std::cerr << "axqc: note: the server did not record the gate outcome of " << m.file << ": "
+                << c.Describe(s) << "\n";
+    }
+  }
+}
+
 }  // namespace
 
-int RunRemoteCheck(const CheckArgs& args) {
+int RunRemoteCheck(const CheckArgs& args, GateSetup& gate) {
   auto c = Connection::Open(args.remote, 4, 600);
   if (c == nullptr) return kExitError;
   std::vector<ModelResult> results;
@@ -760,6 +799,10 @@ int RunRemoteCheck(const CheckArgs& args) {
   };
   for (const auto& path : args.models) run(path, false);
   for (const auto& ref : args.refs) run(ref, true);
+  // Waivers and the baseline apply here, to the server's reports (its cache stays per model);
+  // the outcome goes back to the server's history.
+  if (!ApplyGateToResults(args, gate, results)) return kExitError;
+  if (gate.policy.active && stopped.empty()) RecordGateOutcomes(*c, c->stub(), results);
   return EmitResults(args, results);
 }
 

@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "context.h"
+#include "fingerprint.h"
 #include "function_calls.h"
 #include "loader.h"
 #include "onnx_model_check.h"
@@ -477,11 +478,14 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   // Scope (2.1, reading 11): a quantized model is in scope even when its Q/DQ structure is
   // broken or it is not valid ONNX; an unquantized one is not_applicable even when invalid.
   const bool in_scope = InScope(c);
-  auto base = out.Take();
-  auto found = rules.Take();
+  std::vector<int> primary;  // primary node of each finding, for the fingerprints
+  auto base = out.Take(&primary);
+  const std::size_t base_count = base.size();
+  auto found = rules.Take(&primary);
   report.findings = std::move(base);
   if (!in_scope) {
     // Only the ONNX validity result and the scope note are reported.
+    primary.resize(base_count);
     Finding f;
     f.rule = "scope/no-quantized-edge";
     f.severity = Severity::kInfo;
@@ -494,9 +498,11 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
                           "between graph inputs and outputs, or only on parameters)";
     f.values = {{"qdq_edges", std::to_string(edges)}};
     report.findings.push_back(std::move(f));
+    primary.push_back(-1);
   } else {
     for (auto& f : found) report.findings.push_back(std::move(f));
   }
+  AssignFingerprints(&g, report.findings, primary);
   // Every string that can come from the model is cleaned once, here (see CleanText).
   for (auto* s : {&facts.file, &facts.producer_name, &facts.producer_version}) CleanTextInPlace(*s);
   for (auto& op : facts.opsets) CleanTextInPlace(op.first);

@@ -53,7 +53,7 @@ void Emitter::Emit(Args a) {
   out_.emplace_back(a.node, std::move(f));
 }
 
-std::vector<Finding> Emitter::Take() {
+std::vector<Finding> Emitter::Take(std::vector<int>* primary_nodes) {
   std::vector<int> pos(g_ ? static_cast<std::size_t>(g_->node_count()) : 0, 0);
   if (g_) {
     for (std::size_t i = 0; i < g_->topo_order().size(); ++i) {
@@ -71,7 +71,10 @@ std::vector<Finding> Emitter::Take() {
   });
   std::vector<Finding> v;
   v.reserve(out_.size());
-  for (auto& p : out_) v.push_back(std::move(p.second));
+  for (auto& p : out_) {
+    if (primary_nodes != nullptr) primary_nodes->push_back(p.first);
+    v.push_back(std::move(p.second));
+  }
   out_.clear();
   return v;
 }

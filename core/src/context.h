@@ -41,7 +41,8 @@ class Emitter {
   bool check_value() const { return check_value_; }
 
   // Findings in deterministic order (graph order of the primary node, then rule, then message).
-  std::vector<Finding> Take();
+  // `primary_nodes`, when given, receives the primary node index of each finding (-1: none).
+  std::vector<Finding> Take(std::vector<int>* primary_nodes = nullptr);
 
  private:
   const GraphIndex* g_;

@@ -1,5 +1,6 @@
 #include "axqc/render.h"
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -33,13 +34,100 @@ Verdict VerdictFromName(const std::string& s) {
   return Verdict::kNonConformant;
 }
 
-json FindingToJson(const Finding& f) {
+// `gate`: the report went through a gate; each finding says how it counts.
+json FindingToJson(const Finding& f, bool gate) {
   json values = json::array();
   for (const auto& [k, v] : f.values) values.push_back({{"name", k}, {"value", v}});
-  return {{"rule", f.rule},       {"severity", SeverityName(f.severity)},
-          {"section", f.section}, {"message", f.message},
-          {"op_type", f.op_type}, {"nodes", f.nodes},
-          {"tensors", f.tensors}, {"values", values}};
+  json j = {{"rule", f.rule},
+            {"severity", SeverityName(f.severity)},
+            {"section", f.section},
+            {"message", f.message},
+            {"op_type", f.op_type},
+            {"nodes", f.nodes},
+            {"tensors", f.tensors},
+            {"values", values},
+            {"fingerprint", f.fingerprint}};
+  if (gate) {
+    j["state"] = FindingStateName(f.state);
+    if (f.state == FindingState::kWaived) {
+      j["waiver"] = {{"reason", f.waiver_reason}, {"source", f.waiver_source}};
+    }
+  }
+  return j;
+}
+
+FindingState StateFromName(const std::string& s) {
+  if (s == "waived") return FindingState::kWaived;
+  if (s == "baselined") return FindingState::kBaselined;
+  return FindingState::kCounted;
+}
+
+GateVerdict GateVerdictFromName(const std::string& s) {
+  if (s == "pass") return GateVerdict::kPass;
+  if (s == "not_applicable") return GateVerdict::kNotApplicable;
+  return GateVerdict::kFail;
+}
+
+json CountsToJson(const SeverityCounts& c) {
+  return {{"errors", c.errors}, {"warnings", c.warnings}, {"infos", c.infos}};
+}
+
+SeverityCounts CountsFromJson(const json& j) {
+  SeverityCounts c;
+  c.errors = j.value("errors", std::size_t{0});
+  c.warnings = j.value("warnings", std::size_t{0});
+  c.infos = j.value("infos", std::size_t{0});
+  return c;
+}
+
+json GateToJson(const GateResult& g) {
+  json stale = json::array();
+  for (const auto& w : g.stale_waivers) {
+    stale.push_back({{"source", w.source},
+                     {"file", w.file},
+                     {"line", w.line},
+                     {"status", w.status},
+                     {"waiver", w.what},
+                     {"reason", w.reason},
+                     {"expires", w.expires.empty() ? json(nullptr) : json(w.expires)}});
+  }
+  return {{"verdict", GateVerdictName(g.verdict)},
+          {"fail_on", SeverityName(g.fail_on)},
+          {"config", g.config.empty() ? json(nullptr) : json(g.config)},
+          {"baseline", g.baseline.empty() ? json(nullptr) : json(g.baseline)},
+          {"counted", CountsToJson(g.counted)},
+          {"waived", CountsToJson(g.waived)},
+          {"baselined", CountsToJson(g.baselined)},
+          {"baseline_fixed", g.baseline_fixed},
+          {"stale_waivers", stale}};
+}
+
+GateResult GateFromJson(const json& j) {
+  GateResult g;
+  g.active = true;
+  g.verdict = GateVerdictFromName(j.value("verdict", "fail"));
+  g.fail_on = j.value("fail_on", "error") == "warn" ? Severity::kWarn : Severity::kError;
+  if (j.contains("config") && j["config"].is_string()) g.config = j["config"].get<std::string>();
+  if (j.contains("baseline") && j["baseline"].is_string()) {
+    g.baseline = j["baseline"].get<std::string>();
+  }
+  g.counted = CountsFromJson(j.value("counted", json::object()));
+  g.waived = CountsFromJson(j.value("waived", json::object()));
+  g.baselined = CountsFromJson(j.value("baselined", json::object()));
+  g.baseline_fixed = j.value("baseline_fixed", std::size_t{0});
+  for (const auto& w : j.value("stale_waivers", json::array())) {
+    StaleWaiver s;
+    s.source = w.value("source", "");
+    s.file = w.value("file", "");
+    s.line = w.value("line", 0);
+    s.status = w.value("status", "");
+    s.what = w.value("waiver", "");
+    s.reason = w.value("reason", "");
+    if (w.contains("expires") && w["expires"].is_string())
+      s.expires = w["expires"].get<std::string>();
+    g.stale_waivers.push_back(std::move(s));
+  }
+  return g;
 }
 
 Finding FindingFromJson(const json& j) {
@@ -54,6 +142,12 @@ Finding FindingFromJson(const json& j) {
   for (const auto& v : j.value("values", json::array())) {
     f.values.emplace_back(v.at("name").get<std::string>(), v.at("value").get<std::string>());
   }
+  f.fingerprint = j.value("fingerprint", "");
+  f.state = StateFromName(j.value("state", "counted"));
+  if (j.contains("waiver")) {
+    f.waiver_reason = j["waiver"].value("reason", "");
+    f.waiver_source = j["waiver"].value("source", "");
+  }
   return f;
 }
 
@@ -63,7 +157,7 @@ json ReportToJson(const Report& r) {
   json groups = json::array();
   for (const auto& g : r.groups) {
     json first = json::array();
-    for (const auto& f : g.first) first.push_back(FindingToJson(f));
+    for (const auto& f : g.first) first.push_back(FindingToJson(f, r.gate.active));
     groups.push_back({{"rule", g.rule},
                       {"severity", SeverityName(g.severity)},
                       {"section", g.section},
@@ -73,7 +167,7 @@ json ReportToJson(const Report& r) {
   }
   json findings = json::array();
   for (const auto& f : r.findings) {
-    auto j = FindingToJson(f);
+    auto j = FindingToJson(f, r.gate.active);
     j["group"] = f.group_key;
     findings.push_back(std::move(j));
   }
@@ -90,36 +184,38 @@ json ReportToJson(const Report& r) {
                      {"output_qdq", u.output_qdq}});
   }
   const auto& s = r.summary;
-  return {{"schema", Report::kSchema},
-          {"tool", {{"name", "axqc"}, {"version", r.tool_version}}},
-          {"rule_set_version", r.rule_set_version},
-          {"verdict", VerdictName(r.verdict)},
-          {"check_value", r.check_value},
-          {"model",
-           {{"file", r.model.file},
-            {"sha256", r.model.sha256},
-            {"size_bytes", r.model.size_bytes},
-            {"ir_version", r.model.ir_version},
-            {"opsets", opsets},
-            {"producer_name", r.model.producer_name},
-            {"producer_version", r.model.producer_version},
-            {"node_count", r.model.node_count},
-            {"q_count", r.model.q_count},
-            {"dq_count", r.model.dq_count},
-            {"initializer_count", r.model.initializer_count}}},
-          {"summary",
-           {{"errors", s.errors},
-            {"warnings", s.warnings},
-            {"infos", s.infos},
-            {"by_rule", s.by_rule},
-            {"units_by_kind", s.units_by_kind},
-            {"units_by_op", s.units_by_op},
-            {"errors_by_op", s.errors_by_op},
-            {"qdq_edges", s.qdq_edges},
-            {"owned_qdq_edges", s.owned_qdq_edges}}},
-          {"groups", groups},
-          {"findings", findings},
-          {"units", units}};
+  json doc = {{"schema", Report::kSchema},
+              {"tool", {{"name", "axqc"}, {"version", r.tool_version}}},
+              {"rule_set_version", r.rule_set_version},
+              {"verdict", VerdictName(r.verdict)},
+              {"check_value", r.check_value},
+              {"model",
+               {{"file", r.model.file},
+                {"sha256", r.model.sha256},
+                {"size_bytes", r.model.size_bytes},
+                {"ir_version", r.model.ir_version},
+                {"opsets", opsets},
+                {"producer_name", r.model.producer_name},
+                {"producer_version", r.model.producer_version},
+                {"node_count", r.model.node_count},
+                {"q_count", r.model.q_count},
+                {"dq_count", r.model.dq_count},
+                {"initializer_count", r.model.initializer_count}}},
+              {"summary",
+               {{"errors", s.errors},
+                {"warnings", s.warnings},
+                {"infos", s.infos},
+                {"by_rule", s.by_rule},
+                {"units_by_kind", s.units_by_kind},
+                {"units_by_op", s.units_by_op},
+                {"errors_by_op", s.errors_by_op},
+                {"qdq_edges", s.qdq_edges},
+                {"owned_qdq_edges", s.owned_qdq_edges}}},
+              {"groups", groups},
+              {"findings", findings},
+              {"units", units}};
+  if (r.gate.active) doc["gate"] = GateToJson(r.gate);
+  return doc;
 }
 
 namespace {
@@ -169,29 +265,37 @@ class Writer {
   int indent_;
 };
 
-void WriteFinding(Writer& w, const Finding& f, int d) {
-  w.Open('{');
-  w.Key("group", 0, d);
-  w.Str(f.group_key);
-  w.Key("message", 1, d);
-  w.Str(f.message);
-  w.Key("nodes", 2, d);
-  w.Strings(f.nodes, d + 1);
-  w.Key("op_type", 3, d);
-  w.Str(f.op_type);
-  w.Key("rule", 4, d);
-  w.Str(f.rule);
-  w.Key("section", 5, d);
-  w.Str(f.section);
-  w.Key("severity", 6, d);
-  w.Str(SeverityName(f.severity));
-  w.Key("tensors", 7, d);
-  w.Strings(f.tensors, d + 1);
-  w.Key("values", 8, d);
-  w.Open('[');
+// `gate`: as FindingToJson.
+void WriteFinding(Writer& w, const Finding& f, int d, bool gate) {
   std::size_t k = 0;
+  w.Open('{');
+  w.Key("fingerprint", k++, d);
+  w.Str(f.fingerprint);
+  w.Key("group", k++, d);
+  w.Str(f.group_key);
+  w.Key("message", k++, d);
+  w.Str(f.message);
+  w.Key("nodes", k++, d);
+  w.Strings(f.nodes, d + 1);
+  w.Key("op_type", k++, d);
+  w.Str(f.op_type);
+  w.Key("rule", k++, d);
+  w.Str(f.rule);
+  w.Key("section", k++, d);
+  w.Str(f.section);
+  w.Key("severity", k++, d);
+  w.Str(SeverityName(f.severity));
+  if (gate) {
+    w.Key("state", k++, d);
+    w.Str(FindingStateName(f.state));
+  }
+  w.Key("tensors", k++, d);
+  w.Strings(f.tensors, d + 1);
+  w.Key("values", k++, d);
+  w.Open('[');
+  std::size_t v = 0;
   for (const auto& [name, value] : f.values) {
-    w.Item(k++, d + 1);
+    w.Item(v++, d + 1);
     w.Open('{');
     w.Key("name", 0, d + 2);
     w.Str(name);
@@ -200,6 +304,15 @@ void WriteFinding(Writer& w, const Finding& f, int d) {
     w.Close('}', d + 2, false);
   }
   w.Close(']', d + 1, f.values.empty());
+  if (gate && f.state == FindingState::kWaived) {
+    w.Key("waiver", k++, d);
+    w.Open('{');
+    w.Key("reason", 0, d + 1);
+    w.Str(f.waiver_reason);
+    w.Key("source", 1, d + 1);
+    w.Str(f.waiver_source);
+    w.Close('}', d + 1, false);
+  }
   w.Close('}', d, false);
 }
 
@@ -260,11 +373,15 @@ std::string RenderJson(const Report& r, int indent) {
   shell.model = r.model;
   shell.summary = r.summary;
   shell.groups = r.groups;
+  shell.gate = r.gate;
   json doc = ReportToJson(shell);
   doc["findings"] = "axqc-findings-placeholder";
   doc["units"] = "axqc-units-placeholder";
   std::string out = doc.dump(indent);
-  Splice(out, indent, "findings", WriteArray(r.findings, indent, WriteFinding));
+  const bool gate = r.gate.active;
+  Splice(out, indent, "findings",
+         WriteArray(r.findings, indent,
+                    [gate](Writer& w, const Finding& f, int d) { WriteFinding(w, f, d, gate); }));
   Splice(out, indent, "units", WriteArray(r.units, indent, WriteUnit));
   return out + "\n";
 }
@@ -318,6 +435,7 @@ Report ReportFromJson(const json& j) {
   }
   FinalizeReport(r, max_locations);
   r.verdict = verdict;
+  if (j.contains("gate") && j["gate"].is_object()) r.gate = GateFromJson(j["gate"]);
   return r;
 }
 
@@ -344,16 +462,44 @@ std::string RenderText(const Report& r, const TextOptions& o) {
   os << "\n  nodes " << r.model.node_count << " (Q " << r.model.q_count << ", DQ "
      << r.model.dq_count << "), Q/DQ edges " << s.qdq_edges << " (owned " << s.owned_qdq_edges
      << ")\n";
+  // Gate: waived and baselined findings per group.
+  std::map<std::pair<std::string, std::string>, std::pair<std::size_t, std::size_t>> accepted;
+  if (r.gate.active) {
+    for (const auto& f : r.findings) {
+      auto& a = accepted[{f.rule, f.group_key}];
+      if (f.state == FindingState::kWaived) ++a.first;
+      if (f.state == FindingState::kBaselined) ++a.second;
+    }
+  }
   for (const auto& g : r.groups) {
     const auto* info = FindRule(g.rule);
     os << "\n"
        << c(Color(g.severity)) << SeverityName(g.severity) << reset << " " << bold << g.rule
        << reset << " [" << g.section << "]";
     if (g.count > 1) os << " x" << g.count;
-    os << ": " << g.summary << "\n";
+    os << ": " << g.summary;
+    if (auto it = accepted.find({g.rule, g.summary}); it != accepted.end()) {
+      const auto [waived, baselined] = it->second;
+      if (waived + baselined == g.count) {
+        os << (waived == g.count      ? "  [waived]"
+               : baselined == g.count ? "  [in the baseline]"
+                                      : "  [waived or in the baseline]");
+      } else if (waived + baselined > 0) {
+        os << "  [" << g.count - waived - baselined << " new";
+        if (waived > 0) os << ", " << waived << " waived";
+        if (baselined > 0) os << ", " << baselined << " in the baseline";
+        os << "]";
+      }
+    }
+    os << "\n";
     for (const auto& f : g.first) {
       os << "    - " << f.message;
       if (!f.nodes.empty()) os << "  (node " << f.nodes.front() << ")";
+      if (f.state == FindingState::kWaived) {
+        os << "  [waived: " << f.waiver_reason << " (" << f.waiver_source << ")]";
+      } else if (f.state == FindingState::kBaselined) {
+        os << "  [baseline]";
+      }
       os << "\n";
     }
     if (g.count > g.first.size()) os << "    ... and " << (g.count - g.first.size()) << " more\n";
@@ -368,6 +514,30 @@ std::string RenderText(const Report& r, const TextOptions& o) {
     os << "  errors by op:";
     for (const auto& [k, n] : s.errors_by_op) os << " " << k << "=" << n;
     os << "\n";
+  }
+  if (r.gate.active) {
+    const auto& g = r.gate;
+    const char* gcol = g.verdict == GateVerdict::kPass   ? "\033[32m"
+                       : g.verdict == GateVerdict::kFail ? "\033[31m"
+                                                         : "\033[36m";
+    std::string name(GateVerdictName(g.verdict));
+    for (auto& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    os << "\n  gate: " << c(gcol) << bold << name << reset << "  (fail on "
+       << SeverityName(g.fail_on) << "; " << (g.baseline.empty() ? "counted " : "new ")
+       << g.counted.errors << (g.counted.errors == 1 ? " error, " : " errors, ")
+       << g.counted.warnings << (g.counted.warnings == 1 ? " warning" : " warnings");
+    if (g.waived.total() > 0) os << "; waived " << g.waived.total();
+    if (!g.baseline.empty()) os << "; in the baseline " << g.baselined.total();
+    if (!g.stale_waivers.empty()) {
+      os << "; " << g.stale_waivers.size() << " stale waiver"
+         << (g.stale_waivers.size() == 1 ? "" : "s");
+    }
+    os << ")\n";
+    if (g.baseline_fixed > 0) {
+      os << "  baseline: " << g.baseline_fixed << " known finding"
+         << (g.baseline_fixed == 1 ? " is" : "s are")
+         << " gone; shrink the baseline with --write-baseline " << g.baseline << "\n";
+    }
   }
   if (o.explain) {
     os << "\n  ownership map:\n";

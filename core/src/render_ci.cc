@@ -1,15 +1,18 @@
-// CI report formats over the one report model: JUnit XML, SARIF 2.1.0, GitHub workflow commands.
+// CI report formats over the one report model: JUnit XML, SARIF 2.1.0, GitHub workflow commands,
+// GitLab Code Quality. Each honours the gate (Report::gate, Finding::state) when one was applied.
 #include <openssl/evp.h>
 
 #include <cctype>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "axqc/catalog.h"
 #include "axqc/checker.h"
+#include "axqc/gate.h"
 #include "axqc/render.h"
 
 namespace axqc {
@@ -80,13 +83,55 @@ std::string FindingLine(const Finding& f) {
     for (const auto& [k, v] : f.values) line += " " + k + "=" + v;
     line += "]";
   }
+  if (f.state == FindingState::kWaived) {
+    line += " [waived: " + f.waiver_reason + " (" + f.waiver_source + ")]";
+  } else if (f.state == FindingState::kBaselined) {
+    line += " [baseline]";
+  }
   return line;
 }
 
+// True when the finding fails the gate (counted, at or above its threshold). Without a gate every
+// finding is counted and the threshold is error: error findings fail, as the verdict says.
+bool Fails(const Finding& f, const GateResult& g) {
+  return f.state == FindingState::kCounted &&
+         static_cast<int>(f.severity) <= static_cast<int>(g.fail_on);
+}
+
 struct RuleResult {
-  std::vector<const Finding*> errors;
-  std::vector<const Finding*> others;  // warn and info
+  std::vector<const Finding*> errors;  // failing the gate
+  std::vector<const Finding*> others;  // the rest (warn and info; waived and baselined findings)
 };
+
+// "axqc.toml:12" -> ("axqc.toml", 12); line 0 when there is none.
+std::pair<std::string, int> SplitSource(const std::string& source) {
+  const auto colon = source.rfind(':');
+  if (colon == std::string::npos || colon + 1 == source.size() ||
+      source.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
+    return {source, 0};
+  }
+  return {source.substr(0, colon), std::stoi(source.substr(colon + 1))};
+}
+
+// The stale waivers of all reports, once each, in order of appearance.
+std::vector<StaleWaiver> StaleWaivers(std::span<const Report> reports) {
+  std::vector<StaleWaiver> out;
+  std::set<std::string> seen;
+  for (const Report& r : reports) {
+    for (const auto& w : r.gate.stale_waivers) {
+      if (seen.insert(w.source).second) out.push_back(w);
+    }
+  }
+  return out;
+}
+
+// Whether stale waivers fail the gate of any report (--fail-on warn).
+bool StaleWaiversFail(std::span<const Report> reports) {
+  for (const Report& r : reports) {
+    if (r.gate.fail_on == Severity::kWarn && !r.gate.stale_waivers.empty()) return true;
+  }
+  return false;
+}
 
 // ---- SARIF
 
@@ -226,7 +271,21 @@ std::string SummaryLine(const Report& r) {
     << " error" << (r.summary.errors == 1 ? "" : "s") << ", " << r.summary.warnings << " warning"
     << (r.summary.warnings == 1 ? "" : "s") << ", " << r.summary.infos << " info"
     << (r.summary.infos == 1 ? "" : "s") << "; rule set " << r.rule_set_version << ")";
+  if (r.gate.active) {
+    const auto& g = r.gate;
+    o << "; gate " << GateVerdictName(g.verdict) << " (fail on " << SeverityName(g.fail_on) << ": "
+      << (g.baseline.empty() ? "" : "new ") << g.counted.errors << " error"
+      << (g.counted.errors == 1 ? "" : "s") << ", " << g.counted.warnings << " warning"
+      << (g.counted.warnings == 1 ? "" : "s") << "; " << g.waived.total() << " waived";
+    if (!g.baseline.empty()) o << ", " << g.baselined.total() << " in the baseline";
+    if (!g.stale_waivers.empty()) o << ", " << g.stale_waivers.size() << " stale waiver(s)";
+    o << ")";
+  }
   return o.str();
+}
+
+std::string HexDigest(std::string_view bytes, std::size_t hex_chars) {
+  return Sha256Hex(bytes).substr(0, hex_chars);
 }
 
 }  // namespace
@@ -241,7 +300,7 @@ std::string RenderJunit(std::span<const Report> reports, std::span<const ModelEr
     std::map<std::string, RuleResult, std::less<>> by_rule;
     for (const Finding& f : r.findings) {
       auto& rr = by_rule[f.rule];
-      (f.severity == Severity::kError ? rr.errors : rr.others).push_back(&f);
+      (Fails(f, r.gate) ? rr.errors : rr.others).push_back(&f);
     }
     std::ostringstream cases;
     std::size_t tests = 0;
@@ -290,6 +349,24 @@ std::string RenderJunit(std::span<const Report> reports, std::span<const ModelEr
     }
     // Rules unknown to this catalog (a report from a newer server): still one testcase each.
     for (const auto& [id, rr] : by_rule) emit(id, &rr, false);
+    // Stale waivers of the configuration: a testcase of their own, failing with --fail-on warn.
+    if (!r.gate.stale_waivers.empty()) {
+      ++tests;
+      const bool fail = r.gate.fail_on == Severity::kWarn;
+      cases << "    <testcase" << Attr("classname", "axqc." + r.model.file)
+            << Attr("name", "axqc/stale-waivers") << Attr("time", "0") << ">\n";
+      std::string lines;
+      for (const auto& w : r.gate.stale_waivers) lines += w.source + ": " + w.Message() + "\n";
+      if (fail) {
+        ++failures;
+        cases << "      <failure"
+              << Attr("message", std::to_string(r.gate.stale_waivers.size()) + " stale waiver(s)")
+              << Attr("type", "axqc/stale-waivers") << ">" << XmlEscape(lines) << "</failure>\n";
+      } else {
+        cases << "      <system-out>" << XmlEscape(lines) << "</system-out>\n";
+      }
+      cases << "    </testcase>\n";
+    }
 
     suites << "  <testsuite" << Attr("name", r.model.file) << Attr("tests", tests)
            << Attr("failures", failures) << Attr("errors", std::size_t{0})
@@ -303,9 +380,16 @@ std::string RenderJunit(std::span<const Report> reports, std::span<const ModelEr
            << "      <property" << Attr("name", "tool_version") << Attr("value", r.tool_version)
            << "/>\n"
            << "      <property" << Attr("name", "check_value")
-           << Attr("value", r.check_value ? "true" : "false") << "/>\n"
-           << "    </properties>\n"
-           << cases.str() << "  </testsuite>\n";
+           << Attr("value", r.check_value ? "true" : "false") << "/>\n";
+    if (r.gate.active) {
+      suites << "      <property" << Attr("name", "gate")
+             << Attr("value", GateVerdictName(r.gate.verdict)) << "/>\n"
+             << "      <property" << Attr("name", "waived") << Attr("value", r.gate.waived.total())
+             << "/>\n"
+             << "      <property" << Attr("name", "baselined")
+             << Attr("value", r.gate.baselined.total()) << "/>\n";
+    }
+    suites << "    </properties>\n" << cases.str() << "  </testsuite>\n";
     total_tests += tests;
     total_failures += failures;
     total_skipped += skipped;
@@ -345,8 +429,10 @@ json SarifJson(std::span<const Report> reports, std::span<const ModelError> erro
     artifacts.push_back({{"location", {{"uri", r.model.file}}},
                          {"length", r.model.size_bytes},
                          {"hashes", {{"sha-256", r.model.sha256}}}});
-    std::map<std::string, int> seen;  // fingerprint base -> occurrences so far
-    for (const Finding& f : r.findings) {
+    const auto occurrences = FingerprintOccurrences(r);
+    const bool with_baseline = r.gate.active && !r.gate.baseline.empty();
+    for (std::size_t i = 0; i < r.findings.size(); ++i) {
+      const Finding& f = r.findings[i];
       if (!rule_index.contains(f.rule)) {
         // A rule this client does not know (report from a newer server): describe it minimally.
         rule_index.emplace(f.rule, rules.size());
@@ -357,15 +443,10 @@ json SarifJson(std::span<const Report> reports, std::span<const ModelError> erro
              {"help", {{"text", "See the server's rule catalog (axqc rules --server)."}}},
              {"defaultConfiguration", {{"level", SarifLevel(f.severity)}}}});
       }
-      // Stable across runs and independent of the message wording and values: rule, model file,
-      // name-free group key, node and tensor names; plus an occurrence index for duplicates.
-      std::string base = f.rule + "\n" + r.model.file + "\n" + f.group_key + "\n";
-      for (const auto& n : f.nodes) base += n + ",";
-      base += "\n";
-      for (const auto& t : f.tensors) base += t + ",";
-      const int occurrence = seen[base]++;
-      const std::string fingerprint = Sha256Hex(base) + ":" + std::to_string(occurrence + 1);
-
+      // The structural fingerprint (rule, kind, graph around the node; no names) and its
+      // occurrence number among identical ones: stable across runs, message wording, node and
+      // tensor renames and file renames.
+      const std::string fingerprint = FingerprintOf(f);
       json location = {
           {"physicalLocation",
            {{"artifactLocation", {{"uri", r.model.file}, {"index", artifact_index}}}}}};
@@ -377,21 +458,37 @@ json SarifJson(std::span<const Report> reports, std::span<const ModelError> erro
       }
       json values = json::object();
       for (const auto& [k, v] : f.values) values[k] = v;
-      results.push_back({{"ruleId", f.rule},
-                         {"ruleIndex", rule_index.at(f.rule)},
-                         {"level", SarifLevel(f.severity)},
-                         {"message", {{"text", f.message}}},
-                         {"locations", json::array({location})},
-                         {"partialFingerprints", {{"axqcFinding/v1", fingerprint}}},
-                         {"properties",
-                          {{"severity", SeverityName(f.severity)},
-                           {"section", f.section},
-                           {"op_type", f.op_type},
-                           {"nodes", f.nodes},
-                           {"tensors", f.tensors},
-                           {"values", values},
-                           {"model_sha256", r.model.sha256},
-                           {"verdict", VerdictName(r.verdict)}}}});
+      json result = {{"ruleId", f.rule},
+                     {"ruleIndex", rule_index.at(f.rule)},
+                     {"level", SarifLevel(f.severity)},
+                     {"message", {{"text", f.message}}},
+                     {"locations", json::array({location})},
+                     {"partialFingerprints",
+                      {{"axqcFingerprint/v1", fingerprint + ":" + std::to_string(occurrences[i])}}},
+                     {"properties",
+                      {{"severity", SeverityName(f.severity)},
+                       {"section", f.section},
+                       {"op_type", f.op_type},
+                       {"nodes", f.nodes},
+                       {"tensors", f.tensors},
+                       {"values", values},
+                       {"fingerprint", fingerprint},
+                       {"model_sha256", r.model.sha256},
+                       {"verdict", VerdictName(r.verdict)}}}};
+      if (r.gate.active) result["properties"]["state"] = FindingStateName(f.state);
+      if (f.state == FindingState::kWaived) {
+        // A waiver of the configuration: an external suppression, accepted, with its reason.
+        const auto [file, line] = SplitSource(f.waiver_source);
+        json where = {{"artifactLocation", {{"uri", file}}}};
+        if (line > 0) where["region"] = {{"startLine", line}};
+        result["suppressions"] = json::array({{{"kind", "external"},
+                                               {"status", "accepted"},
+                                               {"justification", f.waiver_reason},
+                                               {"location", {{"physicalLocation", where}}}}});
+      } else if (with_baseline) {
+        result["baselineState"] = f.state == FindingState::kBaselined ? "unchanged" : "new";
+      }
+      results.push_back(std::move(result));
     }
   }
   json notifications = json::array();
@@ -404,6 +501,17 @@ json SarifJson(std::span<const Report> reports, std::span<const ModelError> erro
   }
   json invocation = {{"executionSuccessful", errors.empty()}};
   if (!notifications.empty()) invocation["toolExecutionNotifications"] = notifications;
+  json config_notes = json::array();
+  const bool stale_fails = StaleWaiversFail(reports);
+  for (const auto& w : StaleWaivers(reports)) {
+    json where = {{"artifactLocation", {{"uri", w.file}}}};
+    if (w.line > 0) where["region"] = {{"startLine", w.line}};
+    config_notes.push_back({{"level", stale_fails ? "error" : "warning"},
+                            {"descriptor", {{"id", "axqc/stale-waiver"}}},
+                            {"message", {{"text", w.Message()}}},
+                            {"locations", json::array({{{"physicalLocation", where}}})}});
+  }
+  if (!config_notes.empty()) invocation["toolConfigurationNotifications"] = config_notes;
   json run = {{"tool",
                {{"driver",
                  {{"name", "axqc"},
@@ -429,20 +537,36 @@ std::string RenderSarif(std::span<const Report> reports, std::span<const ModelEr
 std::string RenderGithub(std::span<const Report> reports, std::span<const ModelError> errors) {
   std::ostringstream out;
   for (const Report& r : reports) {
+    // Only the findings that count are annotated: waived and baselined ones are known.
+    std::map<std::pair<std::string, std::string>, std::size_t> accepted;
+    for (const Finding& f : r.findings) {
+      if (f.state != FindingState::kCounted) ++accepted[{f.rule, f.group_key}];
+    }
     for (const FindingGroup& g : r.groups) {
+      std::size_t shown = 0;
       for (const Finding& f : g.first) {
+        if (f.state != FindingState::kCounted) continue;
+        ++shown;
         out << "::" << GhCommand(f.severity) << " file=" << GhProperty(r.model.file)
             << ",title=" << GhProperty(f.rule + " (spec " + f.section + ")")
             << "::" << GhData(f.message) << "\n";
       }
-      if (g.count > g.first.size()) {
+      const std::size_t known = accepted[{g.rule, g.summary}];
+      const std::size_t total = g.count > known ? g.count - known : 0;
+      if (total > shown) {
         out << "::" << GhCommand(g.severity) << " file=" << GhProperty(r.model.file)
-            << ",title=" << GhProperty(g.rule + " (spec " + g.section + ")") << "::"
-            << GhData("... and " + std::to_string(g.count - g.first.size()) + " more: " + g.summary)
+            << ",title=" << GhProperty(g.rule + " (spec " + g.section + ")")
+            << "::" << GhData("... and " + std::to_string(total - shown) + " more: " + g.summary)
             << "\n";
       }
     }
     out << SummaryLine(r) << "\n";
+  }
+  const bool stale_fails = StaleWaiversFail(reports);
+  for (const auto& w : StaleWaivers(reports)) {
+    out << "::" << (stale_fails ? "error" : "warning") << " file=" << GhProperty(w.file);
+    if (w.line > 0) out << ",line=" << w.line;
+    out << ",title=axqc stale waiver::" << GhData(w.Message()) << "\n";
   }
   for (const ModelError& e : errors) {
     out << "::error file=" << GhProperty(e.file) << ",title=axqc input error::" << GhData(e.message)
@@ -450,6 +574,67 @@ std::string RenderGithub(std::span<const Report> reports, std::span<const ModelE
     out << "axqc: " << e.file << ": error (" << e.message << ")\n";
   }
   return out.str();
+}
+
+json GitlabJson(std::span<const Report> reports, std::span<const ModelError> errors) {
+  json issues = json::array();
+  auto issue = [&](const std::string& check, const std::string& description,
+                   const std::string& body, const char* severity, const std::string& path, int line,
+                   const std::string& identity) {
+    issues.push_back({{"type", "issue"},
+                      {"engine_name", "axqc"},
+                      {"check_name", check},
+                      {"description", description},
+                      {"content", {{"body", body}}},
+                      {"categories", json::array({"Bug Risk"})},
+                      {"severity", severity},
+                      {"fingerprint", HexDigest(identity, 32)},
+                      {"location", {{"path", path}, {"lines", {{"begin", std::max(line, 1)}}}}}});
+  };
+  for (const Report& r : reports) {
+    const auto occurrences = FingerprintOccurrences(r);
+    for (std::size_t i = 0; i < r.findings.size(); ++i) {
+      const Finding& f = r.findings[i];
+      if (f.state == FindingState::kWaived) continue;  // accepted in the configuration
+      const char* severity = f.severity == Severity::kError  ? "major"
+                             : f.severity == Severity::kWarn ? "minor"
+                                                             : "info";
+      std::string description = f.rule + ": " + f.message;
+      if (!f.nodes.empty()) description += " (node " + f.nodes.front() + ")";
+      std::string body =
+          "**" + f.rule + "** (ax quant spec section " + f.section + ")\n\n" + f.message + "\n";
+      if (!f.nodes.empty()) {
+        body += "\nNodes:";
+        for (const auto& n : f.nodes) body += " `" + n + "`";
+        body += "\n";
+      }
+      if (!f.values.empty()) {
+        body += "\nValues:";
+        for (const auto& [k, v] : f.values) body += " `" + k + "=" + v + "`";
+        body += "\n";
+      }
+      if (const auto* info = FindRule(f.rule))
+        body += "\n**Fix:** " + std::string(info->fix) + "\n";
+      if (f.state == FindingState::kBaselined) body += "\nKnown finding (in the baseline).\n";
+      body += "\nFingerprint `" + FingerprintOf(f) + "`\n";
+      issue(f.rule, description, body, severity, r.model.file, 1,
+            r.model.file + "\n" + FingerprintOf(f) + ":" + std::to_string(occurrences[i]));
+    }
+  }
+  const bool stale_fails = StaleWaiversFail(reports);
+  for (const auto& w : StaleWaivers(reports)) {
+    issue("axqc/stale-waiver", "axqc: " + w.Message(), w.Message() + "\n",
+          stale_fails ? "major" : "minor", w.file, w.line, "stale-waiver\n" + w.source);
+  }
+  for (const ModelError& e : errors) {
+    issue("axqc/input-error", "axqc could not check the model: " + e.message, e.message + "\n",
+          "blocker", e.file, 1, "input-error\n" + e.file);
+  }
+  return issues;
+}
+
+std::string RenderGitlab(std::span<const Report> reports, std::span<const ModelError> errors) {
+  return GitlabJson(reports, errors).dump(2) + "\n";
 }
 
 }  // namespace axqc

@@ -15,6 +15,32 @@ std::string_view VerdictName(Verdict v) {
   return "non_conformant";
 }
 
+std::string_view FindingStateName(FindingState s) {
+  switch (s) {
+    case FindingState::kCounted: return "counted";
+    case FindingState::kWaived: return "waived";
+    case FindingState::kBaselined: return "baselined";
+  }
+  return "counted";
+}
+
+std::string_view GateVerdictName(GateVerdict v) {
+  switch (v) {
+    case GateVerdict::kPass: return "pass";
+    case GateVerdict::kFail: return "fail";
+    case GateVerdict::kNotApplicable: return "not_applicable";
+  }
+  return "fail";
+}
+
+void SeverityCounts::Add(Severity s) {
+  switch (s) {
+    case Severity::kError: ++errors; break;
+    case Severity::kWarn: ++warnings; break;
+    case Severity::kInfo: ++infos; break;
+  }
+}
+
 void FinalizeReport(Report& report, std::size_t max_locations) {
   Summary& s = report.summary;
   s.errors = s.warnings = s.infos = 0;

@@ -1,5 +1,5 @@
 """Local checks and reports: the Python view of the report schema ``axqc.report/v1``
-(docs/report-schema.md). Every rendering (text, JSON, SARIF, JUnit, GitHub) is done by the same
+(docs/report-schema.md). Every rendering (text, JSON, SARIF, JUnit, GitHub, GitLab) is done by the same
 C++ renderers as the ``axqc`` command line."""
 
 from __future__ import annotations
@@ -84,6 +84,12 @@ class Finding:
     """Op type of the unit or node involved (``""`` if none)."""
     group: str
     """Name-free text; findings with the same rule and group form one :class:`FindingGroup`."""
+    fingerprint: str = ""
+    """16 hex digits identifying the finding across runs, node and tensor renames and file renames
+    (built from the rule, op types and the graph structure around the node, not from names;
+    docs/report-schema.md, "Fingerprints"). Findings at structurally identical places share it.
+    What ``axqc.toml`` waivers (``fingerprint = ...``) and baselines match; ``""`` in reports of
+    servers that predate fingerprints."""
 
     @property
     def node(self) -> Optional[str]:
@@ -96,7 +102,8 @@ class Finding:
                    message=d["message"], nodes=tuple(d.get("nodes", ())),
                    tensors=tuple(d.get("tensors", ())),
                    values=tuple(Value(v["name"], v["value"]) for v in d.get("values", ())),
-                   op_type=d.get("op_type", ""), group=d.get("group", group))
+                   op_type=d.get("op_type", ""), group=d.get("group", group),
+                   fingerprint=d.get("fingerprint", ""))
 
     def __str__(self) -> str:
         where = f" (node {self.node})" if self.node else ""
@@ -209,7 +216,7 @@ class Report:
     (findings by severity), ``groups`` (the grouped view), ``model`` (facts), ``counts``, ``units``
     (the ownership map), ``summary()`` (the text report, for ``assert r.conformant, r.summary()``),
     and the same renderings as the command line: :meth:`to_json`, :meth:`to_sarif`,
-    :meth:`to_junit`, :meth:`to_github`, :meth:`to_text`. Reports are immutable and picklable.
+    :meth:`to_junit`, :meth:`to_github`, :meth:`to_gitlab`, :meth:`to_text`. Reports are immutable and picklable.
     """
 
     __slots__ = ("_native", "_data", "remote")
@@ -378,6 +385,11 @@ class Report:
         """GitHub Actions workflow commands (annotations) of this report."""
         return _native.render_github([self._native])
 
+    def to_gitlab(self) -> str:
+        """GitLab Code Quality JSON of this report (``axqc check --format gitlab``);
+        :func:`axqc.to_gitlab` takes several."""
+        return _native.render_gitlab([self._native])
+
     def raise_for_verdict(self) -> "Report":
         """Raises :class:`NonConformantError` when the verdict is ``non_conformant``; returns the
         report otherwise."""
@@ -516,3 +528,11 @@ def to_github(reports: Iterable[Report],
               errors: Union[None, Mapping[str, str], Iterable[Tuple[str, str]]] = None) -> str:
     """GitHub Actions workflow commands of several reports (``axqc check --format github``)."""
     return _native.render_github(_natives(reports), _errors_list(errors))
+
+
+def to_gitlab(reports: Iterable[Report],
+              errors: Union[None, Mapping[str, str], Iterable[Tuple[str, str]]] = None) -> str:
+    """GitLab Code Quality JSON of several reports (``axqc check --format gitlab``): one issue per
+    finding with a fingerprint unique per finding and stable across runs. ``errors``: as
+    :func:`to_junit` (a ``blocker`` issue each)."""
+    return _native.render_gitlab(_natives(reports), _errors_list(errors))

@@ -261,6 +261,16 @@ PYBIND11_MODULE(_native, m) {
       },
       py::arg("reports"), py::arg("errors") = Errs{},
       "GitHub Actions workflow commands of several reports.");
+  m.def(
+      "render_gitlab",
+      [](const std::vector<ReportPtr>& reports, const Errs& errors) {
+        const auto all = Collect(reports);
+        const auto errs = Errors(errors);
+        py::gil_scoped_release release;
+        return axqc::RenderGitlab(all, errs);
+      },
+      py::arg("reports"), py::arg("errors") = Errs{},
+      "GitLab Code Quality JSON of several reports.");
 
   m.def(
       "rules",

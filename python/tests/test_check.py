@@ -72,6 +72,10 @@ def test_non_conformant_finding_fields(broken):
     assert f.message == ("weight 'conv1_w_dq_out' of Conv 'conv1' is quantized per-tensor; "
                          "weights must be per-channel along axis 0")
     assert f.group == "Conv weight quantized per-tensor"
+    # the name-free fingerprint of the JSON report, which baselines and waivers match
+    [jf] = json.loads(run_cli("check", "--format", "json", str(broken)).stdout)["findings"]
+    assert len(f.fingerprint) == 16 and set(f.fingerprint) <= set("0123456789abcdef")
+    assert f.fingerprint == jf["fingerprint"]
     assert r.counts.errors == 1 and r.counts.by_rule["role/weight-type"] == 1
     assert r.counts.errors_by_op == {"Conv": 1}
     [g] = [g for g in r.groups if g.severity is axqc.Severity.ERROR]
@@ -192,12 +196,19 @@ def test_renderings_are_the_command_lines(broken, conformant, missing_qdq):
         assert r.to_sarif() == run_cli("check", "--format", "sarif", str(model)).stdout
         assert r.to_junit() == run_cli("check", "--format", "junit", str(model)).stdout
         assert r.to_github() == run_cli("check", "--format", "github", str(model)).stdout
+        assert r.to_gitlab() == run_cli("check", "--format", "gitlab", str(model)).stdout
         assert r.summary(explain=True) == run_cli("check", "--explain", str(model)).stdout
     reports = [axqc.check(m) for m in (broken, conformant)]
     assert axqc.to_junit(reports) == run_cli("check", "--format", "junit", str(broken),
                                              str(conformant)).stdout
     assert axqc.to_sarif(reports) == run_cli("check", "--format", "sarif", str(broken),
                                              str(conformant)).stdout
+    assert axqc.to_gitlab(reports) == run_cli("check", "--format", "gitlab", str(broken),
+                                              str(conformant)).stdout
+    [issue] = json.loads(axqc.to_gitlab(reports))  # the conformant model has none
+    assert (issue["check_name"], issue["severity"], issue["location"]) == (
+        "role/weight-type", "major", {"path": str(broken), "lines": {"begin": 1}})
+    assert f"`{reports[0].errors[0].fingerprint}`" in issue["content"]["body"]
     sarif = json.loads(axqc.to_sarif(reports, errors={"gone.onnx": "cannot open the file"}))
     assert sarif["runs"][0]["invocations"][0]["executionSuccessful"] is False
     junit = axqc.to_junit(reports, errors=[("gone.onnx", "cannot open the file")])

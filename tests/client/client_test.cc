@@ -535,6 +535,233 @@ TEST(ClientTls, MutualTlsRequiresAClientCertificate) {
             2);
 }
 
+// ------------------------------------------------------------------------------------------------
+// The CI gate: configuration (axqc.toml), waivers, baselines, --fail-on, the CI formats; locally
+// and against the server (which records the client's gate in its history).
+
+// Two quantized Conv layers; each weight per-tensor (role/weight-type) when broken. Node names
+// carry `prefix` (an exporter that names nodes differently).
+std::string TwoConvModel(bool broken_first, bool broken_second, const std::string& prefix = "") {
+  ModelBuilder b(21, 10, "two_conv");
+  b.Input("x", onnx::TensorProto::FLOAT, {1, 4, 8, 8});
+  std::string x = b.QDQ("x", prefix + "x", QParams::U8(0.02f, 128));
+  int64_t cin = 4;
+  for (int layer = 0; layer < 2; ++layer) {
+    const int64_t cout = layer == 0 ? 8 : 6;
+    const bool broken = layer == 0 ? broken_first : broken_second;
+    const std::vector<float> ws = ChannelScales(cout);
+    const QParams wp = broken ? QParams::S8(0.01f) : QParams::PerChannel(QType::kS8, ws, 0);
+    const std::string name = prefix + "conv" + std::to_string(layer);
+    const std::string w = b.WeightQDQ(name + "_w", {cout, cin, 3, 3}, wp);
+    b.Node("Conv", {x, w}, {name + "_out"}, {ModelBuilder::AttrInts("pads", {1, 1, 1, 1})}, name);
+    x = b.QDQ(name + "_out", name + "_y", QParams::U8(0.05f, 128));
+    cin = cout;
+  }
+  b.Output(x);
+  return b.Serialize();
+}
+
+// `args` run in `cwd` (the configuration is searched from there).
+Proc ClientIn(const TempDir& dir, const fs::path& cwd, const std::string& args) {
+  return Exec(dir, "sh -c " + Quote("cd " + Quote(cwd.string()) + " && " + Axqc() + " " + args));
+}
+
+TEST(ClientGate, BaselinePassesKnownFindingsAndFailsOnANewOne) {
+  TempDir dir;
+  TestServer server(dir);
+  const fs::path repo = dir / "repo";
+  for (const bool remote : {false, true}) {
+    const std::string mode = remote ? "check --server " + Addr(server) + " " : "check --local ";
+    // The model as first exported: one known finding.
+    WriteFile(repo / "models/det.onnx", TwoConvModel(true, false));
+    Proc write = ClientIn(dir, repo, mode + "--write-baseline axqc-baseline.json models/det.onnx");
+    EXPECT_EQ(write.rc, 0) << write.out << write.err;
+    EXPECT_NE(write.err.find("wrote the baseline axqc-baseline.json: 1 finding of 1 model"),
+              std::string::npos)
+        << write.err;
+    const auto base = nlohmann::json::parse(ReadFile(repo / "axqc-baseline.json"));
+    EXPECT_EQ(base["schema"], "axqc.baseline/v1");
+    ASSERT_EQ(base["models"].size(), 1u);
+    EXPECT_EQ(base["models"][0]["file"], "models/det.onnx");
+    ASSERT_EQ(base["models"][0]["findings"].size(), 1u);
+    EXPECT_EQ(base["models"][0]["findings"][0]["rule"], "role/weight-type");
+    EXPECT_EQ(base["models"][0]["findings"][0]["node"], "conv0_w_dq");
+
+    // Without the baseline it fails; with it, it passes.
+    EXPECT_EQ(ClientIn(dir, repo, mode + "--no-config models/det.onnx").rc, 1);
+    Proc known = ClientIn(dir, repo, mode + "--baseline axqc-baseline.json models/det.onnx");
+    EXPECT_EQ(known.rc, 0) << known.out << known.err;
+    EXPECT_NE(known.out.find("gate: PASS  (fail on error; new 0 errors, 0 warnings; in the "
+                             "baseline 1)"),
+              std::string::npos)
+        << known.out;
+
+    // Re-exported with other node names and a second defect: only the new one fails.
+    WriteFile(repo / "models/det.onnx", TwoConvModel(true, true, "export2/"));
+    Proc fresh =
+        ClientIn(dir, repo, mode + "--baseline axqc-baseline.json --format json models/det.onnx");
+    EXPECT_EQ(fresh.rc, 1) << fresh.err;
+    const auto j = nlohmann::json::parse(fresh.out);
+    EXPECT_EQ(j["gate"]["verdict"], "fail");
+    EXPECT_EQ(j["gate"]["counted"]["errors"], 1);
+    EXPECT_EQ(j["gate"]["baselined"]["errors"], 1);
+    EXPECT_EQ(j["gate"]["baseline"], "axqc-baseline.json");
+    std::map<std::string, std::string> state_by_node;
+    for (const auto& f : j["findings"]) state_by_node[f["nodes"][0]] = f["state"];
+    EXPECT_EQ(state_by_node["export2/conv0_w_dq"], "baselined");
+    EXPECT_EQ(state_by_node["export2/conv1_w_dq"], "counted");
+    // The CI formats agree: one GitLab issue per finding, SARIF baseline states.
+    Proc gl =
+        ClientIn(dir, repo, mode + "--baseline axqc-baseline.json --format gitlab models/det.onnx");
+    EXPECT_EQ(gl.rc, 1);
+    EXPECT_EQ(nlohmann::json::parse(gl.out).size(), 2u) << gl.out;
+    Proc sarif =
+        ClientIn(dir, repo, mode + "--baseline axqc-baseline.json --format sarif models/det.onnx");
+    const auto results = nlohmann::json::parse(sarif.out)["runs"][0]["results"];
+    ASSERT_EQ(results.size(), 2u);
+    EXPECT_EQ(results[0]["baselineState"], "unchanged");
+    EXPECT_EQ(results[1]["baselineState"], "new");
+    // Once the known one is fixed too, the baseline reports it gone.
+    WriteFile(repo / "models/det.onnx", TwoConvModel(false, false));
+    Proc fixed = ClientIn(dir, repo, mode + "--baseline axqc-baseline.json models/det.onnx");
+    EXPECT_EQ(fixed.rc, 0);
+    EXPECT_NE(fixed.out.find("baseline: 1 known finding is gone"), std::string::npos) << fixed.out;
+    fs::remove(repo / "axqc-baseline.json");
+  }
+  // A missing or malformed baseline is a usage error.
+  EXPECT_EQ(ClientIn(dir, repo, "check --baseline nothing.json models/det.onnx").rc, 2);
+  WriteFile(repo / "bad-baseline.json", "{\"schema\": \"other\"}");
+  Proc bad = ClientIn(dir, repo, "check --baseline bad-baseline.json models/det.onnx");
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.err.find("not an axqc baseline"), std::string::npos) << bad.err;
+}
+
+TEST(ClientGate, WaiversFromTheConfigurationFoundUpwards) {
+  TempDir dir;
+  TestServer server(dir);
+  const fs::path repo = dir / "repo";
+  WriteFile(repo / "models/det.onnx", TwoConvModel(true, true));
+  WriteFile(repo / "axqc.toml", R"toml([check]
+max_locations = 3
+
+[[waiver]]
+rule = "role/weight-type"
+node = "conv0_w_dq"
+model = "models/*.onnx"
+reason = "first layer stays per-tensor on this NPU (JIRA-4)"
+
+[[waiver]]
+rule = "role/*"
+node = "conv1*"
+reason = "re-export pending"
+expires = 2025-01-31
+
+[[waiver]]
+rule = "op/*"
+reason = "nothing matches this one"
+)toml");
+  for (const bool remote : {false, true}) {
+    const std::string mode = remote ? "check --server " + Addr(server) + " " : "check ";
+    // Run from a subdirectory: axqc.toml is found in the parent; model globs match paths relative
+    // to the configuration's directory.
+    Proc r = ClientIn(dir, repo / "models", mode + "det.onnx");
+    EXPECT_EQ(r.rc, 1) << r.out << r.err;  // the expired waiver no longer waives conv1's finding
+    EXPECT_NE(r.out.find("(node conv0_w_dq)  [waived: first layer stays per-tensor on this NPU "
+                         "(JIRA-4) (../axqc.toml:4)]"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("stale waivers:\n  ../axqc.toml:10: waiver (rule=role/* node=conv1*) "
+                         "expired on 2025-01-31: it no longer waives the 1 finding it matches"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("../axqc.toml:16: waiver (rule=op/*) matched no finding"),
+              std::string::npos);
+    // Machine formats carry them; stderr repeats them for the log.
+    Proc sarif = ClientIn(dir, repo, mode + "--format sarif models/det.onnx");
+    EXPECT_EQ(sarif.rc, 1);
+    const auto run = nlohmann::json::parse(sarif.out)["runs"][0];
+    EXPECT_EQ(run["results"][0]["suppressions"][0]["justification"],
+              "first layer stays per-tensor on this NPU (JIRA-4)");
+    EXPECT_EQ(run["invocations"][0]["toolConfigurationNotifications"].size(), 2u);
+    EXPECT_NE(sarif.err.find("axqc.toml:16: waiver (rule=op/*) matched no finding"),
+              std::string::npos)
+        << sarif.err;
+    // GitHub annotations on stderr beside a JSON report on stdout.
+    Proc annotated =
+        ClientIn(dir, repo, mode + "--format json --github-annotations models/det.onnx");
+    EXPECT_EQ(nlohmann::json::parse(annotated.out)["gate"]["waived"]["errors"], 1);
+    EXPECT_NE(annotated.err.find("::error file=models/det.onnx,title=role/weight-type (spec 4)::"),
+              std::string::npos)
+        << annotated.err;
+    EXPECT_EQ(annotated.err.find("conv0_w_dq"), std::string::npos);  // waived: not annotated
+    EXPECT_NE(annotated.err.find("::warning file=axqc.toml,line=16,title=axqc stale waiver"),
+              std::string::npos)
+        << annotated.err;
+    // --no-config: everything counts again; --config names another file.
+    EXPECT_EQ(ClientIn(dir, repo, mode + "--no-config --format json models/det.onnx").rc, 1);
+    WriteFile(repo / "ci/all.toml",
+              "[[waiver]]\nrule = \"role/weight-type\"\nreason = \"all of them\"\n");
+    Proc all = ClientIn(dir, repo, mode + "--config ci/all.toml models/det.onnx");
+    EXPECT_EQ(all.rc, 0) << all.out << all.err;
+    EXPECT_NE(all.out.find("gate: PASS  (fail on error; counted 0 errors, 0 warnings; waived 2)"),
+              std::string::npos)
+        << all.out;
+    // --fail-on warn: stale waivers (and warnings) fail too.
+    WriteFile(repo / "ci/stale.toml",
+              "[[waiver]]\nrule = \"role/weight-type\"\nreason = \"all\"\n"
+              "[[waiver]]\nrule = \"op/*\"\nreason = \"unused\"\n");
+    EXPECT_EQ(ClientIn(dir, repo, mode + "--config ci/stale.toml models/det.onnx").rc, 0);
+    EXPECT_EQ(
+        ClientIn(dir, repo, mode + "--config ci/stale.toml --fail-on warn models/det.onnx").rc, 1);
+  }
+  // A broken configuration is a usage error naming the line.
+  WriteFile(repo / "ci/broken.toml", "[[waiver]]\nrule = \"x\"\nreson = \"typo\"\n");
+  Proc broken = ClientIn(dir, repo, "check --config ci/broken.toml models/det.onnx");
+  EXPECT_EQ(broken.rc, 2);
+  EXPECT_NE(broken.err.find("ci/broken.toml:3: unknown key `reson` in [[waiver]]"),
+            std::string::npos)
+      << broken.err;
+  EXPECT_EQ(ClientIn(dir, repo, "check --config ci/all.toml --no-config models/det.onnx").rc, 2);
+  // TOML only: a YAML configuration nearer than axqc.toml is refused, not silently skipped.
+  WriteFile(repo / "models/.axqc.yaml", "waivers: []\n");
+  Proc yaml = ClientIn(dir, repo / "models", "check det.onnx");
+  EXPECT_EQ(yaml.rc, 2) << yaml.out;
+  EXPECT_NE(yaml.err.find("configuration .axqc.yaml: axqc reads its configuration from TOML only"),
+            std::string::npos)
+      << yaml.err;
+  EXPECT_EQ(ClientIn(dir, repo / "models", "check --no-config det.onnx").rc, 1);
+}
+
+TEST(ClientGate, TheServerRecordsTheClientsGate) {
+  TempDir dir;
+  TestServer server(dir);
+  const fs::path repo = dir / "repo";
+  WriteFile(repo / "models/a.onnx", TwoConvModel(true, false, "a/"));
+  WriteFile(repo / "models/b.onnx", TwoConvModel(true, true, "b/"));
+  WriteFile(repo / "axqc.toml",
+            "[[waiver]]\nrule = \"role/weight-type\"\nnode = \"*conv0_w_dq\"\n"
+            "reason = \"known\"\n");
+  const std::string remote = "check --server " + Addr(server) + " --label project=gate ";
+  // a: its one finding waived, passes; b: one waived, one counted, fails.
+  EXPECT_EQ(ClientIn(dir, repo, remote + "models/a.onnx models/b.onnx").rc, 1);
+  // A second format without recording adds no history row and no gate outcome.
+  EXPECT_EQ(ClientIn(dir, repo, remote + "--no-record --format sarif models/a.onnx").rc, 0);
+  // Without a configuration nothing is sent: the history row has no gate.
+  EXPECT_EQ(ClientIn(dir, repo, remote + "--no-config models/a.onnx").rc, 1);
+  Proc stats = Client(dir, "stats --server " + Addr(server) + " --by project --format json");
+  ASSERT_EQ(stats.rc, 0) << stats.err;
+  const auto s = nlohmann::json::parse(stats.out);
+  EXPECT_EQ(s["total"]["requests"], "3");
+  EXPECT_EQ(s["total"]["non_conformant"], "3");  // the checker's verdicts are unchanged
+  EXPECT_EQ(s["total"]["gated"], "2");
+  EXPECT_EQ(s["total"]["gate_passed"], "1");
+  EXPECT_EQ(s["total"]["waived_findings"], "2");
+  EXPECT_EQ(s["total"]["baselined_findings"], "0");
+  Proc text = Client(dir, "stats --server " + Addr(server));
+  EXPECT_NE(text.out.find("gate passed 1/2 (waived 2, baselined 0)"), std::string::npos)
+      << text.out;
+}
+
 TEST(ClientHook, RegistryHookChecksTheNewVersionByReference) {
   TempDir dir;
   TestServer server(dir);

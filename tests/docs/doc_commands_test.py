@@ -23,9 +23,12 @@ server themselves get one from the test. Addresses are the only thing rewritten:
 directory; a server started without --listen gets its port through AXQC_LISTEN (flags win over the
 environment, so every documented flag still applies). `export NAME=...` and `NAME=$(...)` lines
 set variables for the following commands of the session. The CI examples run as their CI systems
-would: GitHub's `${{ }}` expressions and GitLab's variables are filled in (server, token, CA),
-each job runs twice, on conformant models (the job passes) and with a non-conformant one (it
-fails, and its reports are still written).
+would: GitHub's `${{ }}` expressions and GitLab's variables are filled in (server, token, CA).
+Both jobs gate on the repository's baseline, which the session writes first as docs/ci.md says
+(`axqc check --write-baseline axqc-baseline.json ...`), and each job runs in the situations of
+CI_SCENARIOS: it passes on conformant models and on a non-conformant model that is in the
+baseline, and fails (with its reports still written) on a new finding in a known model and on a
+new non-conformant model.
 """
 import os
 import re
@@ -72,6 +75,8 @@ EXPECTED = {
         ("build/release/client/axqc check --format json -o report.json a.onnx b.onnx", 1),
         ("build/release/client/axqc check --explain model.onnx", 0),
         ("build/release/client/axqc rules", 0),
+        ("build/release/client/axqc check --write-baseline axqc-baseline.json b.onnx", 0),
+        ("build/release/client/axqc check --baseline axqc-baseline.json b.onnx", 0),
         ("build/release/client/axqc fix model.onnx -o model.fixed.onnx", 0),
         ("build/release/client/axqc fix --dry-run -c b.onnx", 1),
         ("build/release/client/axqc fix --list", 0),
@@ -101,6 +106,13 @@ EXPECTED = {
          "--tls-client-ca-file clients-ca.pem --auth-token-file axqc-token &", "server"),
         ("AXQC_TOKEN=$(cat axqc-token) axqc check --server axqc.internal:50443 --ca ca.pem "
          "--cert ci.pem --key ci.key model.onnx", 0),
+        ("axqc check --write-baseline axqc-baseline.json models/*.onnx", 0),
+        ("axqc check --baseline axqc-baseline.json models/*.onnx", 0),
+        ("axqc check --config examples/ci/axqc.toml models/*.onnx", 0),
+        ("cp broken_two_defects.onnx models/b.onnx", 0),
+        ("axqc check --baseline axqc-baseline.json models/*.onnx", 1),
+        ("axqc check --baseline axqc-baseline.json --format gitlab -o gl-code-quality.json "
+         "models/*.onnx", 1),
         ("examples/ci/registry_hook.py --server axqc.internal:50051 --map file:///models/= "
          "< event.json", 1),
         ("examples/ci/registry_hook.py --server axqc.internal:50051 --map file:///models/= "
@@ -165,7 +177,8 @@ EXPECTED = {
          skip("needs a Kubernetes cluster (none on the test machines)")),
     ],
     # CI examples: one entry per `run:` step (by step name) or `script:` line; the exit code is
-    # that of the conformant run, the job's verdict step fails in the second run.
+    # that of a passing job; the job's verdict step (GitHub) or last line (GitLab) fails in the
+    # failing scenarios.
     "examples/ci/github-actions.yml": [
         ("actions/checkout@v4", skip(SKIP_ACTION)),
         ("CA certificate", 0),
@@ -175,8 +188,8 @@ EXPECTED = {
         ("Verdict", 0),
     ],
     "examples/ci/gitlab-ci.yml": [
-        ("axqc check $AXQC_FLAGS --format junit -o axqc-junit.xml models/*.onnx || true", 0),
-        ("axqc check $AXQC_FLAGS --no-record --format sarif -o gl-axqc.sarif models/*.onnx || true", 0),
+        ("axqc check $AXQC_FLAGS --format gitlab -o gl-code-quality.json models/*.onnx || true", 0),
+        ("axqc check $AXQC_FLAGS --no-record --format junit -o axqc-junit.xml models/*.onnx || true", 0),
         ("""code=0; axqc check $AXQC_FLAGS --no-record models/*.onnx || code=$?; [ "$code" = 0 ] || [ "$code" = 3 ]""", 0),
     ],
 }
@@ -350,6 +363,8 @@ class Session:
         os.makedirs(os.path.join(d, "tmp"))
         ok = os.path.join(EXAMPLES, "conformant_cnn.onnx")
         bad = os.path.join(EXAMPLES, "broken_weight_per_tensor.onnx")
+        shutil.copy(os.path.join(EXAMPLES, "broken_two_defects.onnx"),
+                    os.path.join(d, "broken_two_defects.onnx"))
         shutil.copy(ok, os.path.join(d, "model.onnx"))
         shutil.copy(ok, os.path.join(d, "a.onnx"))
         shutil.copy(bad, os.path.join(d, "b.onnx"))
@@ -501,18 +516,48 @@ def run_markdown(doc):
         session.stop()
 
 
+# The situations each CI example job runs in: (name, models in the baseline written first,
+# models replaced after it, whether the job passes, SARIF baseline states expected (GitHub)).
+# models/a.onnx is conformant, models/b.onnx non-conformant (one finding); in "conformant models"
+# models/b.onnx does not exist.
+CI_SCENARIOS = [
+    ("conformant models", ["models/a.onnx"], {}, True, []),
+    ("a non-conformant model in the baseline", ["models/a.onnx", "models/b.onnx"], {}, True,
+     ["unchanged"]),
+    ("a new finding in a model of the baseline", ["models/a.onnx", "models/b.onnx"],
+     {"models/b.onnx": "broken_two_defects.onnx"}, False, ["unchanged", "new"]),
+    ("a new non-conformant model", ["models/a.onnx"], {}, False, ["new"]),
+]
+
+
+def prepare_ci_session(doc, scenario):
+    """A session with its TLS server, the baseline of the scenario written as docs/ci.md says, and
+    the models changed afterwards."""
+    name, in_baseline, replaced, _, _ = scenario
+    session = Session(doc)
+    session.start_server(
+        f"axqc-server --listen 127.0.0.1:{session.grpc} --tls-cert-file server.pem "
+        "--tls-key-file server.key --auth-token-file axqc-token", own=True)
+    if name == "conformant models":
+        os.remove(os.path.join(session.dir, "models", "b.onnx"))
+    r = run(["axqc", "check", "--local", "--no-config", "--write-baseline", "axqc-baseline.json"]
+            + in_baseline, cwd=session.dir, env=session.command_env())
+    if r.returncode != 0:
+        fail(f"{doc}, {name}: writing the baseline: exit {r.returncode}\n{r.stderr[-2000:]}")
+    for dst, src in replaced.items():
+        shutil.copy(os.path.join(session.dir, src), os.path.join(session.dir, dst))
+    return session
+
+
 def run_github(doc):
     steps = github_steps(os.path.join(ROOT, doc))
     if not check_sync(doc, [k for k, _ in steps]):
         return
-    for models, verdict_rc in (("conformant", 0), ("with a non-conformant model", 1)):
-        session = Session(doc)
+    for scenario in CI_SCENARIOS:
+        models, passes, states = scenario[0], scenario[3], scenario[4]
+        verdict_rc = 0 if passes else 1
+        session = prepare_ci_session(doc, scenario)
         try:
-            session.start_server(
-                f"axqc-server --listen 127.0.0.1:{session.grpc} --tls-cert-file server.pem "
-                "--tls-key-file server.key --auth-token-file axqc-token", own=True)
-            if models == "conformant":
-                os.remove(os.path.join(session.dir, "models", "b.onnx"))
             runner_temp = os.path.join(session.dir, "runner-temp")
             os.makedirs(runner_temp)
             output = os.path.join(session.dir, "github-output")
@@ -545,9 +590,16 @@ def run_github(doc):
                 else:
                     PASSED.append(where)
                     log(f"ok {where}: exit {r.returncode}")
+                if name.startswith("Check models") and not passes and "::error file=models/b.onnx" not in r.stderr:
+                    fail(f"{where}: no annotation of the new finding on stderr\n{r.stderr[-2000:]}")
             for report in ("axqc.sarif", "axqc-junit.xml"):
                 if not os.path.getsize(os.path.join(session.dir, report)):
                     fail(f"{doc}, {models}: {report} was not written")
+            import json
+            results = json.load(open(os.path.join(session.dir, "axqc.sarif")))["runs"][0]["results"]
+            got = [res.get("baselineState") for res in results]
+            if got != states:
+                fail(f"{doc}, {models}: SARIF baseline states {got}, expected {states}")
             if outputs.get("code") != str(verdict_rc):
                 fail(f"{doc}, {models}: step output code={outputs.get('code')}, expected {verdict_rc}")
         finally:
@@ -560,14 +612,10 @@ def run_gitlab(doc):
     if not check_sync(doc, lines):
         return
     flags = yaml_load(path)["axqc"]["variables"]["AXQC_FLAGS"]
-    for models, job_ok in (("conformant", True), ("with a non-conformant model", False)):
-        session = Session(doc)
+    for scenario in CI_SCENARIOS:
+        models, job_ok, states = scenario[0], scenario[3], scenario[4]
+        session = prepare_ci_session(doc, scenario)
         try:
-            session.start_server(
-                f"axqc-server --listen 127.0.0.1:{session.grpc} --tls-cert-file server.pem "
-                "--tls-key-file server.key --auth-token-file axqc-token", own=True)
-            if models == "conformant":
-                os.remove(os.path.join(session.dir, "models", "b.onnx"))
             env = session.command_env()
             env.update({"AXQC_SERVER": f"localhost:{session.grpc}", "AXQC_TOKEN": "docs-test-token",
                         "AXQC_CA_PEM": os.path.join(session.dir, "ca.pem"),
@@ -593,11 +641,38 @@ def run_gitlab(doc):
                 else:
                     PASSED.append(f"{doc} job fails, {models}")
                     log(f"ok {doc}: the job fails at its last line, {models}")
-            for report in ("axqc-junit.xml", "gl-axqc.sarif"):
+            for report in ("gl-code-quality.json", "axqc-junit.xml"):
                 if not os.path.exists(os.path.join(session.dir, report)):
                     fail(f"{doc}, {models}: {report} was not written")
+            import json
+            issues = json.load(open(os.path.join(session.dir, "gl-code-quality.json")))
+            if len(issues) != len(states) or any(
+                    not i.get("fingerprint") or i["location"]["lines"]["begin"] != 1 for i in issues):
+                fail(f"{doc}, {models}: Code Quality issues {issues}, expected {len(states)}")
         finally:
             session.stop()
+
+
+def check_yaml_excerpts(doc, examples):
+    """Every line of a ```yaml block of `doc` is a line of one of the `examples` files (the
+    documents quote the CI jobs; the jobs themselves are what runs)."""
+    lines = set()
+    for ex in examples:
+        lines.update(l.rstrip() for l in open(os.path.join(ROOT, ex), encoding="utf-8"))
+    in_block = False
+    blocks = 0
+    for line in open(os.path.join(ROOT, doc), encoding="utf-8").read().split("\n"):
+        if line.strip().startswith("```"):
+            in_block = line.strip() == "```yaml"
+            blocks += in_block
+            continue
+        if in_block and line.strip() and line.rstrip() not in lines:
+            fail(f"{doc}: yaml excerpt line not in {', '.join(examples)}: {line!r}")
+    if blocks == 0:
+        fail(f"{doc}: no yaml excerpt of the CI jobs")
+    else:
+        PASSED.append(f"{doc} yaml excerpts")
+        log(f"ok {doc}: {blocks} yaml excerpts match the CI examples")
 
 
 def main():
@@ -616,6 +691,7 @@ def main():
             return 77
     for doc in ("README.md", "docs/ci.md", "docs/api.md", "docs/operations.md"):
         run_markdown(doc)
+    check_yaml_excerpts("docs/ci.md", ["examples/ci/github-actions.yml", "examples/ci/gitlab-ci.yml"])
     run_github("examples/ci/github-actions.yml")
     run_gitlab("examples/ci/gitlab-ci.yml")
     log("skipped commands (not runnable here):")

@@ -58,6 +58,7 @@ Report FullReport() {
   f.nodes = {"x_q", "x_dq"};
   f.tensors = {"x_scale"};
   f.values = {{"scale[0]", "0"}, {"scale[1]", "-1"}};
+  f.fingerprint = "0123456789abcdef";
   Finding w = f;
   w.rule = "qdq/zero-point-value";
   w.severity = Severity::kWarn;
@@ -114,6 +115,8 @@ TEST(ReportProto, RoundTripIsLossless) {
   EXPECT_EQ(back.summary.errors_by_op, r.summary.errors_by_op);
   EXPECT_EQ(back.units[0].input_qdq, r.units[0].input_qdq);
   EXPECT_EQ(back.groups[0].first[0].nodes, r.groups[0].first[0].nodes);
+  EXPECT_EQ(p.findings(0).fingerprint(), "0123456789abcdef");
+  EXPECT_EQ(back.findings[0].fingerprint, "0123456789abcdef");
 }
 
 TEST(ReportProto, RealReportRoundTrip) {
@@ -134,7 +137,8 @@ TEST(ReportProto, CacheKeyHasShaOptionsAndRuleSet) {
   o.set_max_locations(7);
   o.set_format(v1::REPORT_FORMAT_JSON);  // not part of the key
   EXPECT_EQ(service::OptionsKey(o), "cv=1;ml=7");
-  EXPECT_EQ(service::CacheKey("abc", o), "abc|cv=1;ml=7|" + std::string(kRuleSetVersion));
+  EXPECT_EQ(service::CacheKey("abc", o),
+            "abc|cv=1;ml=7|" + std::string(kRuleSetVersion) + "|" + service::kReportRevision);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -504,6 +508,52 @@ TEST_P(StoreContract, StatsCountsGroupsFiltersAndTopRules) {
   EXPECT_EQ(s.QueryStats(all).total.requests(), 8u);
 }
 
+TEST_P(StoreContract, GateOutcomesGoToTheirHistoryRowOnce) {
+  auto store = Open();
+  auto& s = *store;
+  server::HistoryRow a = Row(100, "non_conformant", {{"project", "a"}}, {{"r1", "error", 2}});
+  server::HistoryRow b = Row(200, "non_conformant", {{"project", "b"}}, {{"r1", "error", 1}});
+  s.AppendHistory(a);
+  s.AppendHistory(b);
+  s.AppendHistory(Row(300, "conformant", {{"project", "a"}}));
+  server::GateRecord pass;
+  pass.passed = true;
+  pass.waived_errors = 1;
+  pass.baselined_errors = 1;
+  pass.baselined_warnings = 2;
+  EXPECT_TRUE(s.RecordGate(a.request_id, a.sha256, pass));
+  EXPECT_FALSE(s.RecordGate(a.request_id, a.sha256, pass));              // one outcome per row
+  EXPECT_FALSE(s.RecordGate(b.request_id, std::string(64, 'c'), pass));  // another model
+  EXPECT_FALSE(s.RecordGate("r-unknown", b.sha256, pass));
+  server::GateRecord fail;
+  fail.counted_errors = 1;
+  fail.waived_warnings = 3;
+  EXPECT_TRUE(s.RecordGate(b.request_id, b.sha256, fail));
+
+  server::StatsQuery q;
+  q.until_ms = 1000;
+  q.group_by = "project";
+  const auto r = s.QueryStats(q);
+  EXPECT_EQ(r.total.requests(), 3u);
+  EXPECT_EQ(r.total.non_conformant, 2u);
+  EXPECT_EQ(r.total.gated, 2u);
+  EXPECT_EQ(r.total.gate_passed, 1u);
+  EXPECT_EQ(r.total.waived_findings, 4u);
+  EXPECT_EQ(r.total.baselined_findings, 3u);
+  ASSERT_EQ(r.groups.size(), 2u);
+  EXPECT_EQ(r.groups[0].first, "a");
+  EXPECT_EQ(r.groups[0].second.gated, 1u);
+  EXPECT_EQ(r.groups[0].second.gate_passed, 1u);
+  EXPECT_EQ(r.groups[0].second.baselined_findings, 3u);
+  EXPECT_EQ(r.groups[1].first, "b");
+  EXPECT_EQ(r.groups[1].second.gated, 1u);
+  EXPECT_EQ(r.groups[1].second.gate_passed, 0u);
+  EXPECT_EQ(r.groups[1].second.waived_findings, 3u);
+  // The failing rules stay the checker's (the gate does not hide them from the statistics).
+  ASSERT_EQ(r.top_failing_rules.size(), 1u);
+  EXPECT_EQ(r.top_failing_rules[0].findings, 3u);
+}
+
 TEST_P(StoreContract, ClaimsGiveSingleFlightAcrossServers) {
   auto a = Open(1);
   auto b = Open(1);
@@ -572,6 +622,59 @@ TEST(PgStore, RedactsPasswords) {
   EXPECT_TRUE(server::IsPostgresLocation("postgres://h/db"));
   EXPECT_TRUE(server::IsPostgresLocation("postgresql:///db?host=/tmp"));
   EXPECT_FALSE(server::IsPostgresLocation("sqlite:/x/postgresql://"));
+}
+
+// A store written by a server before the gate columns (schema version 1) is migrated in place:
+// its reports and history stay, and gate outcomes can be recorded.
+TEST(SqliteStore, MigratesAVersion1Store) {
+  TempDir dir;
+  const std::string path = (dir / "s.db").string();
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    const char* v1 = R"sql(
+CREATE TABLE reports (cache_key TEXT PRIMARY KEY, sha256 TEXT NOT NULL, options TEXT NOT NULL,
+  rule_set_version TEXT NOT NULL, verdict TEXT NOT NULL, report BLOB NOT NULL,
+  created_ms INTEGER NOT NULL);
+CREATE TABLE history (id INTEGER PRIMARY KEY, ts_ms INTEGER NOT NULL, request_id TEXT NOT NULL,
+  method TEXT NOT NULL, source TEXT NOT NULL, sha256 TEXT NOT NULL, verdict TEXT NOT NULL,
+  cache TEXT NOT NULL, errors INTEGER NOT NULL, warnings INTEGER NOT NULL,
+  duration_ms REAL NOT NULL);
+CREATE TABLE history_labels (history_id INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+  PRIMARY KEY (history_id, key)) WITHOUT ROWID;
+CREATE TABLE history_rules (history_id INTEGER NOT NULL, rule TEXT NOT NULL,
+  severity TEXT NOT NULL, count INTEGER NOT NULL, PRIMARY KEY (history_id, rule, severity))
+  WITHOUT ROWID;
+INSERT INTO reports VALUES ('k', 'sha', 'cv=0;ml=5', 'v', 'conformant', x'00ff', 1);
+INSERT INTO history VALUES (1, 50, 'old-request', 'Check', 'path', 'bbbb', 'non_conformant',
+  'miss', 1, 0, 2.5);
+PRAGMA user_version=1;
+)sql";
+    ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  {
+    server::SqliteStore s(path);
+    EXPECT_EQ(s.GetReport("k").value(), std::string("\0\xff", 2));
+    server::StatsQuery q;
+    q.until_ms = 1000;
+    const auto before = s.QueryStats(q);
+    EXPECT_EQ(before.total.non_conformant, 1u);
+    EXPECT_EQ(before.total.gated, 0u);
+    server::GateRecord g;
+    g.passed = true;
+    g.waived_errors = 1;
+    EXPECT_TRUE(s.RecordGate("old-request", "bbbb", g));
+    EXPECT_EQ(s.QueryStats(q).total.gate_passed, 1u);
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), server::SqliteStore::kSchemaVersion);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
 }
 
 TEST(SqliteStore, RefusesANewerSchema) {

@@ -1,5 +1,6 @@
 // CI report formats (core/src/render_ci.cc): JUnit XML, SARIF 2.1.0, GitHub workflow commands,
 // and the golden text report of a small model (tests/golden/).
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "axqc/gate.h"
 #include "axqc/render.h"
 #include "check_helpers.h"
 
@@ -287,7 +289,13 @@ TEST(RenderCi, SarifHasRequiredFieldsRulesAndStableFingerprints) {
     EXPECT_FALSE(res["message"]["text"].get<std::string>().empty());
     EXPECT_EQ(res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
               "models/broken.onnx");
-    fingerprints.insert(res["partialFingerprints"]["axqcFinding/v1"].get<std::string>());
+    const std::string fp = res["partialFingerprints"]["axqcFingerprint/v1"].get<std::string>();
+    fingerprints.insert(fp);
+    // fingerprint:occurrence, the fingerprint being the finding's own.
+    EXPECT_EQ(fp.substr(0, 16), res["properties"]["fingerprint"].get<std::string>());
+    EXPECT_EQ(fp.substr(16, 1), ":");
+    EXPECT_FALSE(res.contains("suppressions"));  // no gate, nothing waived
+    EXPECT_FALSE(res.contains("baselineState"));
     if (id == "role/weight-type") {
       weight_type = true;
       EXPECT_EQ(res["level"], "error");
@@ -337,6 +345,213 @@ TEST(RenderCi, GithubWorkflowCommands) {
   const std::vector<ModelError> errors = {{"m.onnx", "bad"}};
   EXPECT_EQ(RenderGithub({}, errors),
             "::error file=m.onnx,title=axqc input error::bad\naxqc: m.onnx: error (bad)\n");
+}
+
+// ---- The gate in the CI formats: a report with one waived, one baselined and one new error,
+// plus a warning, and an unused waiver.
+
+struct GatedRun {
+  std::vector<Report> reports;
+  std::vector<StaleWaiver> stale;
+};
+
+GatedRun Gated(Severity fail_on = Severity::kError) {
+  Report r = BrokenReport("models/gated.onnx");
+  const auto weight = std::find_if(r.findings.begin(), r.findings.end(),
+                                   [](const Finding& f) { return f.rule == "role/weight-type"; });
+  if (weight == r.findings.end()) {
+    ADD_FAILURE() << "no role/weight-type finding\n" << Dump(r);
+    return {};
+  }
+  const Finding proto = *weight;  // role/weight-type at w_dq
+  r.findings.clear();
+  for (const char* node : {"waived_dq", "known_dq", "new_dq"}) {
+    Finding f = proto;
+    f.nodes = {node, "conv"};
+    f.message = std::string("weight of ") + node + " is per-tensor";
+    f.fingerprint = std::string(node) == "known_dq" ? "aaaaaaaaaaaaaaaa" : proto.fingerprint;
+    r.findings.push_back(f);
+  }
+  Finding warn = proto;
+  warn.rule = "qdq/zero-point-value";
+  warn.severity = Severity::kWarn;
+  warn.nodes = {"x_dq"};
+  warn.message = "zero point <odd>";
+  warn.fingerprint = "bbbbbbbbbbbbbbbb";
+  r.findings.push_back(warn);
+  FinalizeReport(r, 5);
+  GatePolicy p;
+  p.active = true;
+  p.fail_on = fail_on;
+  p.config = "axqc.toml";
+  Waiver w;
+  w.rules = {"role/weight-type"};
+  w.nodes = {"waived_dq"};
+  w.reason = "vendor export";
+  w.file = "axqc.toml";
+  w.line = 4;
+  Waiver unused;
+  unused.rules = {"op/*"};
+  unused.reason = "old";
+  unused.file = "axqc.toml";
+  unused.line = 9;
+  p.waivers = {w, unused};
+  Baseline b;
+  b.models.push_back({"models/gated.onnx",
+                      "",
+                      {{"aaaaaaaaaaaaaaaa", "role/weight-type", "error", 1, "known_dq", ""}}});
+  p.baseline = b;
+  p.baseline_path = "axqc-baseline.json";
+  GatedRun run;
+  run.reports.push_back(std::move(r));
+  run.stale = ApplyGate(p, run.reports);
+  return run;
+}
+
+TEST(RenderCiGate, StatesAreWhatTheTestExpects) {
+  const auto run = Gated();
+  const auto& f = run.reports[0].findings;
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_EQ(f[0].state, FindingState::kWaived);
+  EXPECT_EQ(f[1].state, FindingState::kBaselined);
+  EXPECT_EQ(f[2].state, FindingState::kCounted);
+  EXPECT_EQ(f[3].state, FindingState::kCounted);
+  ASSERT_EQ(run.stale.size(), 1u);
+  EXPECT_EQ(run.reports[0].gate.verdict, GateVerdict::kFail);
+}
+
+TEST(RenderCiGate, JunitFailsOnlyOnFindingsThatCount) {
+  for (const Severity fail_on : {Severity::kError, Severity::kWarn}) {
+    const auto run = Gated(fail_on);
+    const auto root = ParseXml(RenderJunit(run.reports));
+    const XmlNode* suite = root->First("testsuite");
+    std::map<std::string, const XmlNode*> cases;
+    for (const XmlNode* c : suite->All("testcase")) cases[c->attrs.at("name")] = c;
+    const XmlNode* weight = cases.at("role/weight-type");
+    ASSERT_EQ(weight->All("failure").size(), 1u);  // the new one only
+    EXPECT_NE(weight->First("failure")->text.find("new_dq"), std::string::npos);
+    const std::string out = weight->First("system-out")->text;
+    EXPECT_NE(out.find("[waived: vendor export (axqc.toml:4)]"), std::string::npos) << out;
+    EXPECT_NE(out.find("known_dq"), std::string::npos);
+    EXPECT_NE(out.find("[baseline]"), std::string::npos);
+    const XmlNode* zp = cases.at("qdq/zero-point-value");
+    const XmlNode* stale = cases.at("axqc/stale-waivers");
+    if (fail_on == Severity::kWarn) {
+      EXPECT_EQ(zp->All("failure").size(), 1u);
+      EXPECT_EQ(stale->All("failure").size(), 1u);
+      EXPECT_EQ(suite->Num("failures"), 3u);
+    } else {
+      EXPECT_EQ(zp->All("failure").size(), 0u);
+      EXPECT_EQ(stale->All("failure").size(), 0u);
+      EXPECT_NE(stale->First("system-out")->text.find("axqc.toml:9"), std::string::npos);
+      EXPECT_EQ(suite->Num("failures"), 1u);
+    }
+  }
+}
+
+TEST(RenderCiGate, SarifSuppressesWaivedFindingsAndMarksBaselineStates) {
+  const auto run = Gated();
+  const auto s = SarifJson(run.reports);
+  const auto& results = s["runs"][0]["results"];
+  ASSERT_EQ(results.size(), 4u);
+  // Waived: an external, accepted suppression with the reason and the waiver's place.
+  const auto& sup = results[0]["suppressions"];
+  ASSERT_EQ(sup.size(), 1u);
+  EXPECT_EQ(sup[0]["kind"], "external");
+  EXPECT_EQ(sup[0]["status"], "accepted");
+  EXPECT_EQ(sup[0]["justification"], "vendor export");
+  EXPECT_EQ(sup[0]["location"]["physicalLocation"]["artifactLocation"]["uri"], "axqc.toml");
+  EXPECT_EQ(sup[0]["location"]["physicalLocation"]["region"]["startLine"], 4);
+  EXPECT_FALSE(results[0].contains("baselineState"));
+  EXPECT_EQ(results[1]["baselineState"], "unchanged");
+  EXPECT_EQ(results[2]["baselineState"], "new");
+  EXPECT_FALSE(results[1].contains("suppressions"));
+  // The node as logical location; fingerprints unique per result.
+  EXPECT_EQ(results[2]["locations"][0]["logicalLocations"][0]["name"], "new_dq");
+  std::set<std::string> fps;
+  for (const auto& r : results) fps.insert(r["partialFingerprints"]["axqcFingerprint/v1"]);
+  EXPECT_EQ(fps.size(), results.size());
+  EXPECT_EQ(results[0]["partialFingerprints"]["axqcFingerprint/v1"].get<std::string>().substr(16),
+            ":1");
+  EXPECT_EQ(results[2]["partialFingerprints"]["axqcFingerprint/v1"].get<std::string>().substr(16),
+            ":2");  // same fingerprint as the waived one, second occurrence
+  // The unused waiver: a configuration notification at its line.
+  const auto& notes = s["runs"][0]["invocations"][0]["toolConfigurationNotifications"];
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0]["descriptor"]["id"], "axqc/stale-waiver");
+  EXPECT_EQ(notes[0]["level"], "warning");
+  EXPECT_EQ(notes[0]["locations"][0]["physicalLocation"]["region"]["startLine"], 9);
+}
+
+TEST(RenderCiGate, GithubAnnotatesOnlyFindingsThatCount) {
+  const auto run = Gated();
+  const std::string out = RenderGithub(run.reports);
+  EXPECT_EQ(out.find("waived_dq"), std::string::npos) << out;
+  EXPECT_EQ(out.find("known_dq"), std::string::npos) << out;
+  EXPECT_NE(out.find("::error file=models/gated.onnx,title=role/weight-type (spec 4)::weight of "
+                     "new_dq is per-tensor"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("::warning file=models/gated.onnx,title=qdq/zero-point-value"),
+            std::string::npos);
+  EXPECT_NE(out.find("::warning file=axqc.toml,line=9,title=axqc stale waiver::waiver "
+                     "(rule=op/*) matched no finding"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("gate fail (fail on error: new 1 error, 1 warning; 1 waived, 1 in the "
+                     "baseline, 1 stale waiver(s))"),
+            std::string::npos)
+      << out;
+}
+
+TEST(RenderCiGate, GitlabCodeQuality) {
+  const auto run = Gated();
+  const std::vector<ModelError> errors = {{"models/broken file.onnx", "not an ONNX model"}};
+  const auto issues = GitlabJson(run.reports, errors);
+  ASSERT_TRUE(issues.is_array());
+  // 3 findings (the waived one is left out), the stale waiver, the input error.
+  ASSERT_EQ(issues.size(), 5u) << issues.dump(2);
+  std::set<std::string> fingerprints;
+  for (const auto& i : issues) {
+    for (const char* key : {"description", "check_name", "fingerprint", "severity"}) {
+      EXPECT_TRUE(i.contains(key) && i[key].is_string() && !i[key].get<std::string>().empty())
+          << key;
+    }
+    EXPECT_TRUE(i["location"]["path"].is_string());
+    EXPECT_GE(i["location"]["lines"]["begin"].get<int>(), 1);
+    fingerprints.insert(i["fingerprint"]);
+  }
+  EXPECT_EQ(fingerprints.size(), issues.size());  // unique per issue
+  EXPECT_EQ(issues[0]["check_name"], "role/weight-type");
+  EXPECT_EQ(issues[0]["severity"], "major");
+  EXPECT_EQ(issues[0]["location"]["path"], "models/gated.onnx");
+  EXPECT_EQ(issues[0]["location"]["lines"]["begin"], 1);
+  EXPECT_NE(issues[0]["description"].get<std::string>().find("known_dq"), std::string::npos);
+  EXPECT_NE(issues[0]["content"]["body"].get<std::string>().find("in the baseline"),
+            std::string::npos);
+  EXPECT_EQ(issues[2]["check_name"], "qdq/zero-point-value");
+  EXPECT_EQ(issues[2]["severity"], "minor");
+  EXPECT_EQ(issues[3]["check_name"], "axqc/stale-waiver");
+  EXPECT_EQ(issues[3]["location"]["path"], "axqc.toml");
+  EXPECT_EQ(issues[3]["location"]["lines"]["begin"], 9);
+  EXPECT_EQ(issues[4]["check_name"], "axqc/input-error");
+  EXPECT_EQ(issues[4]["severity"], "blocker");
+  // Stable across runs.
+  EXPECT_EQ(GitlabJson(Gated().reports, errors), issues);
+  EXPECT_EQ(nlohmann::json::parse(RenderGitlab(run.reports, errors)), issues);
+}
+
+TEST(RenderCiGate, TextMarksWaivedAndBaselinedFindings) {
+  const auto run = Gated();
+  const std::string text = RenderText(run.reports[0]);
+  EXPECT_NE(text.find("(node waived_dq)  [waived: vendor export (axqc.toml:4)]"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("(node known_dq)  [baseline]"), std::string::npos) << text;
+  EXPECT_NE(text.find("[1 new, 1 waived, 1 in the baseline]"), std::string::npos) << text;
+  EXPECT_NE(text.find("gate: FAIL  (fail on error; new 1 error, 1 warning; waived 1; in the "
+                      "baseline 1; 1 stale waiver)"),
+            std::string::npos)
+      << text;
 }
 
 // ---- Golden text report of a small model (fixed file name, so the report is byte-stable).

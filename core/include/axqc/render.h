@@ -35,24 +35,41 @@ struct ModelError {
   std::string message;
 };
 
+// With a gate (Report::gate.active, Finding::state), a finding "fails" when it counts (neither
+// waived nor in the baseline) and its severity reaches gate.fail_on; without one, every error
+// finding fails. Stale waivers (gate.stale_waivers) are reported once per run.
+
 // JUnit XML: <testsuites> with one <testsuite> per model (name = model file) and one <testcase>
-// per rule of the catalog (name = rule ID). Each error finding is a <failure> of its rule's
-// testcase; warn/info findings go to the testcase's <system-out>; value-check rules that did not
-// run (no -c) and every rule of a not_applicable model are <skipped>. testsuite "failures" counts
-// the testcases with at least one failure. A ModelError is a testsuite with one testcase "input"
-// holding an <error>.
+// per rule of the catalog (name = rule ID). Each failing finding is a <failure> of its rule's
+// testcase; the others (warn/info, waived, baselined) go to the testcase's <system-out>;
+// value-check rules that did not run (no -c) and every rule of a not_applicable model are
+// <skipped>. Stale waivers are a testcase "axqc/stale-waivers" (a failure with fail_on warn).
+// testsuite "failures" counts the testcases with at least one failure. A ModelError is a
+// testsuite with one testcase "input" holding an <error>.
 std::string RenderJunit(std::span<const Report> reports, std::span<const ModelError> errors = {});
 
 // SARIF 2.1.0 (GitHub code scanning): one run, tool.driver.rules = the catalog (with help text),
 // one result per finding (ruleId, ruleIndex, level error/warning/note, message, the model file as
-// artifact location, the node as logical location, partialFingerprints stable across runs).
-// ModelErrors become toolExecutionNotifications and executionSuccessful=false.
+// artifact location, the node as logical location, partialFingerprints "axqcFingerprint/v1" =
+// fingerprint:occurrence). Waived findings carry `suppressions` (external, accepted, the reason,
+// the waiver's location); with a baseline the others carry baselineState new/unchanged. Stale
+// waivers are toolConfigurationNotifications located in the configuration file. ModelErrors
+// become toolExecutionNotifications and executionSuccessful=false.
 nlohmann::json SarifJson(std::span<const Report> reports, std::span<const ModelError> errors = {});
 std::string RenderSarif(std::span<const Report> reports, std::span<const ModelError> errors = {});
 
 // GitHub Actions workflow commands: "::error file=F,title=RULE::message" per error finding,
 // ::warning per warn, ::notice per info (the first locations of each group, plus a line for the
-// rest), then one plain summary line per model.
+// rest; waived and baselined findings are not annotated), then one plain summary line per model;
+// stale waivers as ::warning (::error with fail_on warn) at their line of the configuration.
 std::string RenderGithub(std::span<const Report> reports, std::span<const ModelError> errors = {});
+
+// GitLab Code Quality (JSON array of issues): one issue per finding that is not waived
+// (check_name = rule ID, description = rule, message and node, severity error -> major,
+// warn -> minor, info -> info, location.path = the model file, lines.begin = 1, fingerprint =
+// 32 hex digits unique per finding and stable across runs), one per stale waiver (located at its
+// line of the configuration) and one "blocker" per model that could not be checked.
+nlohmann::json GitlabJson(std::span<const Report> reports, std::span<const ModelError> errors = {});
+std::string RenderGitlab(std::span<const Report> reports, std::span<const ModelError> errors = {});
 
 }  // namespace axqc

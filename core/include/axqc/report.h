@@ -14,6 +14,14 @@ namespace axqc {
 enum class Verdict { kConformant, kNonConformant, kNotApplicable };
 std::string_view VerdictName(Verdict v);  // "conformant", "non_conformant", "not_applicable"
 
+// How a finding counts toward the CI gate (axqc/gate.h). The checker leaves every finding
+// kCounted; the gate marks the ones a waiver or the baseline accepts.
+enum class FindingState {
+  kCounted,    // counts toward the gate's verdict
+  kWaived,     // accepted by a waiver of the configuration (Finding::waiver_*)
+  kBaselined,  // present in the baseline: a known finding, not a new one
+};
+
 // One violation (or note) at one place in the graph.
 struct Finding {
   std::string rule;                  // rule ID from the catalog
@@ -25,7 +33,18 @@ struct Finding {
   std::vector<std::string> nodes;    // node names involved (first is the primary one)
   std::vector<std::string> tensors;  // tensor names involved
   std::vector<std::pair<std::string, std::string>> values;  // values involved, e.g. {"scale[3]", "0"}
+  // 16 hex digits identifying the finding across runs, file renames and node/tensor renames:
+  // built from the rule, its kind (group_key) and the graph structure around the primary node,
+  // never from names (recipe: docs/report-schema.md). Findings at structurally identical places
+  // share it; FingerprintOccurrences numbers them.
+  std::string fingerprint;
+  // Gate state (set by ApplyGate on the client side; never by the checker or the service).
+  FindingState state = FindingState::kCounted;
+  std::string waiver_reason;  // kWaived: the waiver's reason
+  std::string waiver_source;  // kWaived: where the waiver is declared, e.g. "axqc.toml:12"
 };
+
+std::string_view FindingStateName(FindingState s);  // "counted", "waived", "baselined"
 
 // Findings with the same rule and group_key, with a count and the first locations.
 struct FindingGroup {
@@ -74,6 +93,46 @@ struct Summary {
   std::size_t owned_qdq_edges = 0;
 };
 
+enum class GateVerdict { kPass, kFail, kNotApplicable };
+std::string_view GateVerdictName(GateVerdict v);  // "pass", "fail", "not_applicable"
+
+// Findings by severity.
+struct SeverityCounts {
+  std::size_t errors = 0;
+  std::size_t warnings = 0;
+  std::size_t infos = 0;
+  void Add(Severity s);
+  std::size_t total() const { return errors + warnings + infos; }
+};
+
+// A waiver of the configuration that no longer does its job: expired (its findings count again)
+// or unused (matched no finding of the models it applies to in this run).
+struct StaleWaiver {
+  std::string source;  // "axqc.toml:12"
+  std::string file;    // the configuration file ("axqc.toml")
+  int line = 0;        // 1-based line of the waiver in `file`
+  std::string status;  // "expired" or "unused"
+  std::string what;    // the waiver's selectors, e.g. "rule=role/* node=/backbone/*"
+  std::string reason;
+  std::string expires;          // "YYYY-MM-DD" or ""
+  std::size_t matched = 0;      // findings of this run it matches (expired: they count again)
+  std::string Message() const;  // one sentence for logs and CI annotations
+};
+
+// The CI gate's view of one report: the checker's findings after waivers and a baseline.
+struct GateResult {
+  bool active = false;  // a configuration, baseline or --fail-on was applied (shown in reports)
+  GateVerdict verdict = GateVerdict::kPass;
+  Severity fail_on = Severity::kError;  // findings of this severity or worse fail the gate
+  std::string config;                   // configuration file used ("" = none)
+  std::string baseline;                 // baseline file used ("" = none)
+  SeverityCounts counted;               // findings that count (new ones, with a baseline)
+  SeverityCounts waived;
+  SeverityCounts baselined;
+  std::size_t baseline_fixed = 0;          // baseline entries of this model no longer found
+  std::vector<StaleWaiver> stale_waivers;  // relevant to this model
+};
+
 struct Report {
   static constexpr const char* kSchema = "axqc.report/v1";
   Verdict verdict = Verdict::kNotApplicable;
@@ -85,6 +144,7 @@ struct Report {
   std::vector<Finding> findings;     // every finding, deterministic order
   std::vector<FindingGroup> groups;  // grouped view of `findings`
   std::vector<UnitInfo> units;       // ownership map
+  GateResult gate;                   // CI gate (client side); inactive unless one was applied
 };
 
 // Fills summary counts, groups and the verdict from `findings`. `owned_edges` decides

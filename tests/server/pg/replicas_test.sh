@@ -122,7 +122,7 @@ if [ -x "$UNIT_TEST_BIN" ]; then
     "$UNIT_TEST_BIN" --gtest_filter='*StoreContract*/postgresql:PgStore.*' >"$WORK/contract.log" 2>&1 ||
     { cat "$WORK/contract.log"; die "store contract tests against PostgreSQL"; }
   passed=$(grep -c '^\[       OK \] .*StoreContract\..*/postgresql' "$WORK/contract.log" || true)
-  [ "$passed" -ge 4 ] || { cat "$WORK/contract.log"; die "$passed store contract tests passed on PostgreSQL, expected 4"; }
+  [ "$passed" -ge 5 ] || { cat "$WORK/contract.log"; die "$passed store contract tests passed on PostgreSQL, expected 5"; }
   log "store contract tests on PostgreSQL: $passed passed"
 else
   die "no $UNIT_TEST_BIN (build axqc_server_unit_test)"
@@ -224,8 +224,8 @@ wait_ready A
 wait_ready B
 log "replicas: A gRPC :${GRPC[A]} metrics :${METRICS[A]}, B gRPC :${GRPC[B]} metrics :${METRICS[B]} (both ready in $(elapsed "$t0" "$(now)") s)"
 log "0. concurrent start-up migrated the schema once"
-expect_eq "rows of axqc_schema_version (one per migration)" "$(psql_q axqc 'SELECT count(*) FROM axqc_schema_version')" 2
-expect_eq "schema version" "$(psql_q axqc 'SELECT max(version) FROM axqc_schema_version')" 2
+expect_eq "rows of axqc_schema_version (one per migration)" "$(psql_q axqc 'SELECT count(*) FROM axqc_schema_version')" 3
+expect_eq "schema version" "$(psql_q axqc 'SELECT max(version) FROM axqc_schema_version')" 3
 
 # ------------------------------------------------------------------ 1. shared cache
 log "1. uploads to A; on B a hash-first GetReport and a Check (path reference) are store hits"
@@ -357,7 +357,15 @@ pg_ctl -m fast -w restart >/dev/null
 expect_eq "stats on B right after a restart of PostgreSQL" "$(stats B)" "8 6 2"
 
 # ------------------------------------------------------------------ 6. graceful stop
-log "6. SIGTERM B"
+log "6. a client's gate outcome (RecordGate) lands in the shared history"
+rc=0
+"$CLIENT_BIN" check --server "127.0.0.1:${GRPC[B]}" --no-config --deadline 60 --retries 0 \
+  --write-baseline "$WORK/gate-baseline.json" "$WORK/models/m2.onnx" >"$WORK/gate.txt" 2>&1 || rc=$?
+expect_eq "non-conformant m2 with its findings written as the baseline: exit code" "$rc" 0
+expect_eq "history row of that check: gate, baselined errors" \
+  "$(psql_q axqc "SELECT gate || ' ' || baselined_errors FROM axqc_history WHERE gate IS NOT NULL")" "pass 1"
+
+log "7. SIGTERM B"
 kill -TERM "${PID[B]}"
 rc=0
 wait "${PID[B]}" || rc=$?
