@@ -19,9 +19,9 @@
 #                     debian.sources, else http://deb.debian.org/debian)
 #   AXQC_REBUILD_BASE=1 make the base image again even if it exists
 #   AXQC_KEEP=1       keep the container after the run (for inspection)
-# Takes about 15 to 25 minutes on 2 cores the first time (base image ~2 min, image build the
-# rest: scripts/setup builds ONNX and the project inside the builder stage); later runs reuse the
-# base image and podman's layer cache. Not part of .ci/run for that reason (docs/operations.md).
+# The first run is long: base image 3.5 min; image build 36 CPU-minutes (scripts/setup builds
+# ONNX, then the project, inside the builder stage; 46 min wall clock measured on 2 busy cores);
+# later runs reuse the base image and podman's layer cache. The run itself takes seconds. Not part of .ci/run for that reason (docs/operations.md).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

@@ -49,7 +49,7 @@ EXAMPLES = os.path.join(BUILD, "examples")
 
 SKIP_BUILD = "builds and runs the whole project (setup, build, test suite); this test runs on its output"
 SKIP_DOCKER = "needs a container engine (none on the test machines); tests/deploy checks the files statically"
-SKIP_IMAGE = ("builds the container image with podman (15-25 min): deploy/docker/test-image.sh is run "
+SKIP_IMAGE = ("builds the container image with podman (36 CPU-minutes): deploy/docker/test-image.sh is run "
               "by hand, docs/operations.md")
 SKIP_GRPCURL = ("grpcurl is not packaged for Debian 12 and nothing may be downloaded here; the same "
                 "requests are made by the server tests (tests/server) through the generated stubs, "
