@@ -5,27 +5,27 @@
 #   scripts/compare_reports.sh compare DIR   write them again into a temporary folder and diff
 #                                            against DIR; exit 1 and list the models that differ
 #
-# Record with the build BEFORE the change, compare with the build after it. The reports of each
-# model are written in several forms, each into its own file under DIR/<corpus>/<model path>:
-#   .json      axqc check --format json M                (units included: the ownership map)
-#   .c.json    axqc check --format json -c M             (check_value rules)
-#   .txt       axqc check --format text --color never --explain M   (text renderer + units)
-#   .sarif     axqc check --format sarif -c M
-#   .junit     axqc check --format junit -c M
-#   .gitlab    axqc check --format gitlab -c M
-#   .rc        the exit codes of the runs above
+# Record with the build BEFORE the change, compare with the build after it. Each corpus is
+# checked in one run per report form (all its models at once), into DIR/<corpus>/:
+#   report.json    axqc check --format json M...        (units included: the ownership map)
+#   report-c.json  axqc check --format json -c M...     (check_value rules)
+#   report.txt     axqc check --format text --color never --explain M...  (text + ownership map)
+#   report-c.txt   axqc check --format text --color never -c M...
+#   report.sarif, report.junit, report.gitlab   the CI formats, with -c
+#   *.stderr       what each run printed on stderr (input errors)
+#   exit-codes     the exit code of each run;  models.list  the models, in order
 # Corpus: build/<preset>/examples/*.onnx, tests/data/**/*.onnx, the ONNX backend test models
 # ($AXQC_ONNX_TEST_DATA/**/*.onnx, ~1400 small models, node and pattern coverage) and, when
 # axqc-bench-gen was built, the benchmark models it generates (400 nodes; mixed, cnn and
 # transformer, each with and without --violations).
 #
 # Fields that vary from run to run are removed before comparing (nothing else is):
-#   JSON   "timings" (seconds per stage, if present) and the report's "generated_at"/"duration"
-#          keys, if a future version adds them; "file" is made relative to the corpus root so
-#          DIR can be recorded in one checkout and compared in another.
-#   others the absolute corpus root in any path is replaced by "<root>".
+#   JSON   "timings" (seconds per stage), "generated_at" and "duration", should a report ever
+#          carry them (today none does: the reports are deterministic); keys are sorted (jq -S).
+#   all    models are passed relative to the corpus root, and any absolute corpus root left in
+#          the output is replaced by "<root>", so DIR recorded in one checkout compares in another.
 # Environment: AXQC_BIN (default build/release/client/axqc), AXQC_PRESET (default release),
-# AXQC_COMPARE_QUICK=1 skips the ONNX backend models (about 20 s instead of minutes).
+# AXQC_COMPARE_QUICK=1 skips the ONNX backend models (~1400; the full run takes about 40 s).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
