@@ -1,34 +1,12 @@
-// Streaming SHA-256 (OpenSSL EVP) with lowercase hex output. Shared by the server and the client.
+// The server and the remote client use core's SHA-256 (axqc/sha256.h) under their old names.
 #pragma once
 
-#include <memory>
-#include <string>
-#include <string_view>
+#include "axqc/sha256.h"
 
 namespace axqc::service {
 
-class Sha256 {
- public:
-  Sha256();
-  ~Sha256();
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-  Sha256(Sha256&&) noexcept;
-  Sha256& operator=(Sha256&&) noexcept;
-
-  void Update(std::string_view bytes);
-  // Lowercase hex digest (64 characters). Ends the computation; Update after it throws.
-  std::string HexDigest();
-
- private:
-  struct Ctx;
-  std::unique_ptr<Ctx> ctx_;
-};
-
-// sha256 of `bytes` as lowercase hex.
-std::string Sha256Hex(std::string_view bytes);
-
-// True when `s` is 64 lowercase hex characters.
-bool IsSha256Hex(std::string_view s);
+using ::axqc::IsSha256Hex;
+using ::axqc::Sha256;
+using ::axqc::Sha256Hex;
 
 }  // namespace axqc::service

@@ -8,6 +8,7 @@
 #include "axqc/render.h"
 #include "axqc/version.h"
 #include "check_helpers.h"
+#include "exit_codes.h"
 
 namespace axqc::test {
 namespace {

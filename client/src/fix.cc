@@ -10,6 +10,7 @@
 
 #include "axqc/checker.h"
 #include "cli.h"
+#include "exit_codes.h"
 
 namespace axqc::cli {
 

@@ -13,6 +13,7 @@
 #include "axqc/gate.h"
 #include "axqc/render.h"
 #include "cli.h"
+#include "exit_codes.h"
 #include "config.h"
 
 namespace axqc::cli {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli.h"
+#include "exit_codes.h"
 
 #ifdef AXQC_REMOTE
 #include <arpa/inet.h>

@@ -16,23 +16,12 @@
 #include "loader.h"
 #include "onnx_model_check.h"
 #include "pipeline.h"
+#include "stage_clock.h"
 #include "stdout_capture.h"
 
 namespace axqc {
 
 std::string_view ToolVersion() { return AXQC_VERSION; }
-
-int ExitCodeFor(Verdict v) {
-  switch (v) {
-    case Verdict::kConformant:
-      return 0;
-    case Verdict::kNonConformant:
-      return 1;
-    case Verdict::kNotApplicable:
-      return 3;
-  }
-  return 2;
-}
 
 namespace detail {
 namespace {
@@ -178,23 +167,7 @@ class GuardedSchemas final : public onnx::ISchemaRegistry {
 
 // onnx/invalid-model: the ONNX checker plus strict shape inference (what full_check does), run
 // in place so the inferred value_info feeds the later stages without copying the model.
-class StageClock;
 void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock);
-
-class StageClock {
- public:
-  explicit StageClock(StageTimings* t) : t_(t), t0_(t != nullptr ? StageNow(*t) : 0) {}
-  void Lap(double StageTimings::*slot) {
-    if (t_ == nullptr) return;
-    const double now = StageNow(*t_);
-    t_->*slot += now - t0_;
-    t0_ = now;
-  }
-
- private:
-  StageTimings* t_;
-  double t0_;
-};
 
 // How to fix what the ONNX checker reported, by cause (onnx/invalid-model).
 std::string CheckerHint(const onnx::ModelProto& model, const std::string& what) {
@@ -258,7 +231,7 @@ void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
     while (!msg.empty() && std::isspace(static_cast<unsigned char>(msg.back()))) msg.pop_back();
     std::vector<std::string> tensors;
     if (!tensor.empty()) tensors.push_back(tensor);
-    out.Emit({.rule = "onnx/invalid-model",
+    out.Emit({.rule = rules::kOnnxInvalidModel,
               .node = -1,
               .message = std::move(msg),
               .group_key = key,
@@ -270,7 +243,7 @@ void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
   StdoutCapture printed;
   auto library_messages = [&](const char* stage) {
     for (auto& line : printed.TakeLines()) {
-      out.Emit({.rule = "onnx/library-message",
+      out.Emit({.rule = rules::kOnnxLibraryMessage,
                 .node = -1,
                 .message = "ONNX " + LibraryVersion() + " " + stage + " printed: " + line,
                 .group_key = "message printed by the ONNX " + std::string(stage),
@@ -296,7 +269,7 @@ void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
             {{"ir_version", ir}, {"supported_ir_version", lib_ir}, {"onnx", LibraryVersion()}});
   }
   for (const auto& op : model.opset_import()) {
-    if ((op.domain().empty() || op.domain() == "ai.onnx") && op.version() > MaxKnownOpset()) {
+    if (IsOnnxDomain(op.domain()) && op.version() > MaxKnownOpset()) {
       too_new = true;
       const std::string v = std::to_string(op.version());
       const std::string lib = std::to_string(MaxKnownOpset());
@@ -400,8 +373,6 @@ UnitInfo ToInfo(const Unit& u, const GraphIndex& g) {
   return info;
 }
 
-// Stage clock for CheckOptions::timings: Lap(slot) adds the time since the last lap to the slot.
-
 Report Run(LoadedModel& m, const CheckOptions& options) {
   StageClock clock(options.timings);
   Report report;
@@ -487,10 +458,11 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
     // Only the ONNX validity result and the scope note are reported.
     primary.resize(base_count);
     Finding f;
-    f.rule = "scope/no-quantized-edge";
-    f.severity = Severity::kInfo;
-    f.section = "2.1";
-    f.group_key = std::string(FindRule(f.rule)->summary);
+    const RuleInfo& scope = rules::kScopeNoQuantizedEdge.info();
+    f.rule = std::string(scope.id);
+    f.severity = scope.severity;
+    f.section = std::string(scope.section);
+    f.group_key = std::string(scope.summary);
     f.message = edges == 0
                     ? "the model has no Q/DQ nodes; it is not a QDQ model"
                     : "the model has " + Count(static_cast<std::int64_t>(edges), "Q/DQ edge") +

@@ -1,33 +1,18 @@
 #include "context.h"
 
 #include <algorithm>
-#include <stdexcept>
 
 namespace axqc::detail {
 
-namespace {
-const RuleInfo& KnownRule(std::string_view rule) {
-  const auto* info = FindRule(rule);
-  if (info == nullptr) {
-    throw std::logic_error("axqc internal error: rule ID '" + std::string(rule) +
-                           "' is not in the rule catalog");
-  }
-  return *info;
-}
-}  // namespace
-
-bool Emitter::enabled(std::string_view rule) const {
-  const auto& info = KnownRule(rule);
-  return !info.check_value || check_value_;
-}
+bool Emitter::enabled(RuleId rule) const { return !rule.info().check_value || check_value_; }
 
 void Emitter::Emit(Args a) {
-  const auto* info = &KnownRule(a.rule);
+  const RuleInfo* info = &a.rule.info();
   if (info->check_value && !check_value_) return;
   std::string first_tensor = a.tensors.empty() ? std::string() : a.tensors.front();
-  if (!seen_.emplace(std::string(a.rule), a.node, first_tensor, a.group_key).second) return;
+  if (!seen_.emplace(std::string(a.rule.id()), a.node, first_tensor, a.group_key).second) return;
   Finding f;
-  f.rule = std::string(a.rule);
+  f.rule = std::string(a.rule.id());
   f.severity = info->severity;
   f.section = std::string(info->section);
   f.message = std::move(a.message);
@@ -101,7 +86,8 @@ void Context::ClaimDq(int dq, int unit) {
   claimed[static_cast<std::size_t>(dq)] = true;
   owned_edge[static_cast<std::size_t>(dq)] = true;
   int qn = -1;
-  if (q.SourceOf(dq, &qn) == DqSource::kPairedQ && qn >= 0) claimed[static_cast<std::size_t>(qn)] = true;
+  if (q.SourceOf(dq, &qn) == DqSource::kPairedQ && qn >= 0)
+    claimed[static_cast<std::size_t>(qn)] = true;
   if (unit >= 0 && unit_boundaries.insert(BoundaryKey(unit, false, dq)).second) {
     units.all()[static_cast<std::size_t>(unit)].in_dq.push_back(dq);
   }
@@ -111,7 +97,8 @@ void Context::Touch(int dq) {
   if (!q.IsDQ(dq)) return;
   claimed[static_cast<std::size_t>(dq)] = true;
   int qn = -1;
-  if (q.SourceOf(dq, &qn) == DqSource::kPairedQ && qn >= 0) claimed[static_cast<std::size_t>(qn)] = true;
+  if (q.SourceOf(dq, &qn) == DqSource::kPairedQ && qn >= 0)
+    claimed[static_cast<std::size_t>(qn)] = true;
 }
 
 void Context::Explain(int node) {

@@ -14,21 +14,21 @@
 #include "graph_index.h"
 #include "optable.h"
 #include "quant.h"
+#include "rules.h"
 #include "units.h"
 
 namespace axqc::detail {
 
 // Collects findings; drops [cv] rules when check_value is off; removes exact duplicates
 // (the same rule at the same node and tensor, e.g. one Q/DQ edge seen from both of its units).
-// A rule ID that is not in the catalog is a programming error: Emit and enabled throw
-// std::logic_error instead of dropping the finding (tests/unit/rule_ids_test.cc also checks
-// every ID written in the sources).
+// Rules are named by their typed handle (rules.h): an ID missing from the catalog does not
+// compile.
 class Emitter {
  public:
   Emitter(const GraphIndex* g, bool check_value) : g_(g), check_value_(check_value) {}
 
   struct Args {
-    std::string_view rule;
+    RuleId rule;
     int node = -1;  // primary node (ordering and location)
     std::string message;
     std::string group_key;  // name-free summary for grouping
@@ -37,7 +37,7 @@ class Emitter {
     std::vector<int> more_nodes = {};
   };
   void Emit(Args a);
-  bool enabled(std::string_view rule) const;
+  bool enabled(RuleId rule) const;
   bool check_value() const { return check_value_; }
 
   // Findings in deterministic order (graph order of the primary node, then rule, then message).

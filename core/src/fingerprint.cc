@@ -1,27 +1,15 @@
 #include "fingerprint.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <unordered_map>
 
+#include "axqc/sha256.h"
+
 namespace axqc::detail {
 
-std::string ShortHash(std::string_view text) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(16);
-  for (unsigned int i = 0; i < 8 && i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 0xf]);
-  }
-  return out;
-}
+std::string ShortHash(std::string_view text) { return Sha256Hex(text).substr(0, 16); }
 
 namespace {
 
@@ -35,7 +23,7 @@ class Describer {
   std::string Op(int v) const {
     const auto& n = g_.node(v);
     const std::string& d = n.domain();
-    return d.empty() || d == "ai.onnx" ? n.op_type() : d + "." + n.op_type();
+    return IsOnnxDomain(d) ? n.op_type() : d + "." + n.op_type();
   }
 
   // What feeds input `slot` of `v`, at level 0.

@@ -5,7 +5,6 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/wire_format_lite.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,7 +20,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "axqc/checker.h"
+#include "axqc/errors.h"
+#include "axqc/sha256.h"
+#include "stage_clock.h"
 
 namespace axqc::detail {
 
@@ -34,28 +35,6 @@ double StageNow(const StageTimings& t) {
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-namespace {
-
-std::string Hex(const unsigned char* md, unsigned int len) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(std::size_t{len} * 2);
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 0xf]);
-  }
-  return out;
-}
-
-}  // namespace
-
-std::string Sha256Hex(std::string_view bytes) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
-  return Hex(md, len);
 }
 
 namespace {
@@ -259,14 +238,6 @@ void ParseInto(std::string_view bytes, const std::string& name, onnx::ModelProto
   }
 }
 
-// Adds the seconds since `t0` to the stage `slot` of `t` (when timing) and restarts the clock.
-void Lap(StageTimings* t, double& t0, double StageTimings::*slot) {
-  if (t == nullptr) return;
-  const double now = StageNow(*t);
-  t->*slot += now - t0;
-  t0 = now;
-}
-
 bool HasExternal(const onnx::GraphProto& g) {
   bool any = false;
   ForEachTensor(g,
@@ -277,7 +248,7 @@ bool HasExternal(const onnx::GraphProto& g) {
 }  // namespace
 
 LoadedModel LoadFromFile(const std::string& path, StageTimings* timings) {
-  double t0 = timings ? StageNow(*timings) : 0;
+  StageClock clock(timings);
   // stat first, so that FIFOs, sockets and devices are never opened; then open without blocking
   // and re-check the opened file (the path may have been swapped in between).
   struct stat st {};
@@ -321,10 +292,7 @@ LoadedModel LoadFromFile(const std::string& path, StageTimings* timings) {
   m.name = path;
   m.size = static_cast<std::uint64_t>(st.st_size);
   {
-    std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-    if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
-      throw std::runtime_error("sha256: cannot initialise OpenSSL digest");
-    }
+    Sha256 hash;
     std::vector<char> chunk(std::size_t{1} << 20);
     double read_s = 0, hash_s = 0;
     std::uint64_t done = 0;
@@ -336,19 +304,16 @@ LoadedModel LoadFromFile(const std::string& path, StageTimings* timings) {
       read_s += a1 - a0;
       if (got < 0) throw InputError(path + ": read error (" + std::strerror(errno) + ")");
       if (got == 0) break;
-      EVP_DigestUpdate(ctx.get(), chunk.data(), static_cast<std::size_t>(got));
+      hash.Update(std::string_view(chunk.data(), static_cast<std::size_t>(got)));
       done += static_cast<std::uint64_t>(got);
       if (timings) hash_s += StageNow(*timings) - a1;
     }
     if (done != m.size) throw InputError(path + ": changed while being read (size)");
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(ctx.get(), md, &len);
-    m.sha256 = Hex(md, len);
+    m.sha256 = hash.HexDigest();
     if (timings) {
       timings->read_s += read_s;
       timings->sha256_s += hash_s;
-      t0 = StageNow(*timings);
+      clock.Restart();
     }
   }
 
@@ -389,19 +354,19 @@ LoadedModel LoadFromFile(const std::string& path, StageTimings* timings) {
   auto reader = std::make_unique<DirExternalReader>(m.dir);
   reader->ValidateAll(m.proto->graph(), path);
   m.external = std::move(reader);
-  Lap(timings, t0, &StageTimings::parse_s);
+  clock.Lap(&StageTimings::parse_s);
   return m;
 }
 
 LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name, StageTimings* timings) {
-  double t0 = timings ? StageNow(*timings) : 0;
+  StageClock clock(timings);
   LoadedModel m;
   m.name = name;
   m.size = bytes.size();
   m.sha256 = Sha256Hex(bytes);
-  Lap(timings, t0, &StageTimings::sha256_s);
+  clock.Lap(&StageTimings::sha256_s);
   ParseInto(bytes, name, *m.proto);
-  Lap(timings, t0, &StageTimings::parse_s);
+  clock.Lap(&StageTimings::parse_s);
   if (HasExternal(m.proto->graph())) {
     throw InputError(name +
                      ": tensors stored as external data cannot be checked from memory; "

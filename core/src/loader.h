@@ -8,7 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "axqc/checker.h"
+#include "axqc/errors.h"  // thrown: InputError
+#include "axqc/timing.h"
 #include "onnx_util.h"
 
 namespace axqc::detail {
@@ -30,10 +31,5 @@ struct LoadedModel {
 LoadedModel LoadFromFile(const std::string& path, StageTimings* timings = nullptr);
 LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name,
                           StageTimings* timings = nullptr);
-
-std::string Sha256Hex(std::string_view bytes);
-
-// Seconds on the clock StageTimings `t` measures with (steady wall clock or thread CPU time).
-double StageNow(const StageTimings& t);
 
 }  // namespace axqc::detail

@@ -1,13 +1,13 @@
 // Small helpers over the ONNX protobuf types: type names, attributes, tensor values.
 #pragma once
 
+#include <onnx/onnx_pb.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <onnx/onnx_pb.h>
 
 namespace axqc::detail {
 
@@ -16,6 +16,14 @@ bool IsFloatType(int elem_type);          // FLOAT, DOUBLE, FLOAT16, BFLOAT16
 bool IsIntegerType(int elem_type);        // any (u)int incl. 4-bit and BOOL
 // Bits per element for fixed-size types (4 for INT4/UINT4), 0 for STRING/UNDEFINED/unknown.
 int ElemBits(int elem_type);
+
+// The default ONNX domain, written "" or "ai.onnx". One predicate for the operator table, the
+// pattern matchers, the Q/DQ reader and the rules: an explicit "ai.onnx" changes nothing.
+inline bool IsOnnxDomain(std::string_view domain) { return domain.empty() || domain == "ai.onnx"; }
+// `n` is the ai.onnx operator `op_type`.
+inline bool IsOnnxOp(const onnx::NodeProto& n, std::string_view op_type) {
+  return n.op_type() == op_type && IsOnnxDomain(n.domain());
+}
 
 const onnx::AttributeProto* FindAttr(const onnx::NodeProto& n, std::string_view name);
 std::optional<std::int64_t> AttrInt(const onnx::NodeProto& n, std::string_view name);
@@ -28,7 +36,8 @@ std::optional<std::int64_t> ElementCount(const onnx::TensorProto& t);
 struct ExternalDataReader {
   virtual ~ExternalDataReader() = default;
   // Returns the bytes, or nullopt if unavailable. `max_bytes` bounds what may be read.
-  virtual std::optional<std::string> Read(const onnx::TensorProto& t, std::size_t max_bytes) const = 0;
+  virtual std::optional<std::string> Read(const onnx::TensorProto& t,
+                                          std::size_t max_bytes) const = 0;
 };
 
 // Values of a tensor. Returns nullopt when the values are not readable (external data without a

@@ -64,7 +64,7 @@ OperatorInfo ToInfo(const OpSpec& s) {
   }
   if (s.flags & detail::kGemmForm) o.constraints.emplace_back("canonical form");
   if (s.flags & detail::kPadQuantParams) o.constraints.emplace_back("static constant_value");
-  o.rule = std::string(s.rule);
+  o.rule = s.rule ? std::string(s.rule->id()) : std::string();
   o.note = std::string(s.note);
   return o;
 }

@@ -66,25 +66,25 @@ std::vector<OpSpec> BuildTable() {
                    std::vector<O> out = {O::kData}, std::uint32_t flags = kNone,
                    std::string_view note = "") {
     t.push_back({op, OpClass::kQuantOnly, sec, std::move(in), std::move(out), kActivationTypes,
-                 flags, 0, "role/activation-type", note});
+                 flags, 0, rules::kRoleActivationType, note});
   };
   // 5.2 Conv, ConvTranspose, Gemm
   t.push_back({"Conv", OpClass::kQuantOnly, "5.2", {D, R::kWeight, R::kBias}, {O::kData},
-               kActivationTypesU4, kU4Input, 0, "role/activation-type",
+               kActivationTypesU4, kU4Input, 0, rules::kRoleActivationType,
                "weight S4/S8 symmetric per-channel axis 0; bias FP32 init or S32 per-channel"});
   t.push_back({"ConvTranspose", OpClass::kQuantOnly, "5.2", {D, R::kWeight, R::kBias}, {O::kData},
-               kActivationTypesU4, kU4Input, 1, "role/activation-type",
+               kActivationTypesU4, kU4Input, 1, rules::kRoleActivationType,
                "weight S4/S8 symmetric per-channel axis 1; no quantized bias when group > 1"});
   t.push_back({"Gemm", OpClass::kQuantOnly, "5.2", {D, R::kWeight, R::kBias}, {O::kData},
-               kActivationTypesU4, kU4Input | kGemmForm, 0, "role/activation-type",
+               kActivationTypesU4, kU4Input | kGemmForm, 0, rules::kRoleActivationType,
                "transA=0 transB=1 alpha=1 beta=1; weight S4/S8 symmetric per-channel axis 0"});
   // 5.3 MatMul
   t.push_back({"MatMul", OpClass::kQuantOnly, "5.3", {D, D}, {O::kData}, kSymmetric8or16,
-               kSameTypeData | kSymmetricData, 0, "op/matmul-type",
+               kSameTypeData | kSymmetricData, 0, rules::kOpMatmulType,
                "both inputs symmetric per-tensor S8 or S16, same type"});
   // 5.4 GridSample
   t.push_back({"GridSample", OpClass::kQuantOnly, "5.4", {D, R::kGrid}, {O::kData}, kSymmetric8or16,
-               kSymmetricData, 0, "op/gridsample-type",
+               kSymmetricData, 0, rules::kOpGridsampleType,
                "feature symmetric per-tensor S8/S16; grid FP32 or symmetric per-tensor S16"});
   // 5.5 arithmetic
   for (auto op : {"Add", "Sub", "Mul"}) {
@@ -132,14 +132,15 @@ std::vector<OpSpec> BuildTable() {
   // 5.9 non-quant-only
   for (auto op : {"Abs", "Ceil", "Floor", "Neg", "Round", "And", "ArgMax", "ArgMin", "Cast",
                   "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Not"}) {
-    t.push_back({op, OpClass::kNonQuant, "5.9", {A}, {O::kAux}, {}, kVariadic | kVariadicOut, 0, "",
+    t.push_back({op, OpClass::kNonQuant, "5.9", {A}, {O::kAux}, {}, kVariadic | kVariadicOut, 0,
+                 std::nullopt,
                  "owns no Q/DQ"});
   }
   // 5.10 passive
   auto passive = [&](std::string_view op, std::vector<R> in, std::vector<O> out = {O::kData},
                      std::uint32_t flags = kNone, std::string_view note = "") {
     t.push_back({op, OpClass::kPassive, "5.10", std::move(in), std::move(out), kActivationTypes,
-                 flags, 0, "op/passive-params", note});
+                 flags, 0, rules::kOpPassiveParams, note});
   };
   passive("DepthToSpace", {P});
   passive("Expand", {P, A});
@@ -162,23 +163,24 @@ std::vector<OpSpec> BuildTable() {
   passive("ReduceMin", {P, A});
   passive("GlobalMaxPool", {P});
   t.push_back({"Pad", OpClass::kPassive, "5.13", {P, A, F, A}, {O::kData}, kActivationTypes,
-               kPadQuantParams, 0, "op/passive-params",
+               kPadQuantParams, 0, rules::kOpPassiveParams,
                "shares full params; pads native; constant_value direct FP32 initializer"});
   // 5.12 Concat, 5.14 TopK
   t.push_back({"Concat", OpClass::kQuantOnly, "5.12", {D}, {O::kData}, kActivationTypes,
-               kVariadic | kSameTypeData, 0, "role/activation-type",
+               kVariadic | kSameTypeData, 0, rules::kRoleActivationType,
                "all inputs same integer type, output independent; native integer mode"});
   t.push_back({"TopK", OpClass::kMixed, "5.14", {D, A}, {O::kData, O::kAux}, kActivationTypes,
-               kNone, 0, "op/passive-params", "Values share X's params; Indices native"});
+               kNone, 0, rules::kOpPassiveParams, "Values share X's params; Indices native"});
   // 5.15, 5.16
   t.push_back({"Relu", OpClass::kReluLike, "5.15", {D}, {O::kData}, kActivationTypes, kNone, 0,
-               "role/activation-type", "standalone (Q/DQ both sides) or fusion tail; zp 0"});
+               rules::kRoleActivationType, "standalone (Q/DQ both sides) or fusion tail; zp 0"});
   t.push_back({"Clip", OpClass::kReluLike, "5.16", {D, R::kClipBound, R::kClipBound}, {O::kData},
-               kActivationTypes, kNone, 0, "role/activation-type",
+               kActivationTypes, kNone, 0, rules::kRoleActivationType,
                "min/max omitted or FP32 initializers; zp 0 only when symmetric"});
   // 5.17
   for (auto op : {"AffineGrid", "GRU", "LSTM"}) {
-    t.push_back({op, OpClass::kUnsupported, "5.17", {}, {}, {}, kNone, 0, "closure/unsupported-op",
+    t.push_back({op, OpClass::kUnsupported, "5.17", {}, {}, {}, kNone, 0,
+                 rules::kClosureUnsupportedOp,
                  "does not conform"});
   }
   return t;
@@ -194,7 +196,7 @@ const std::vector<OpSpec>& Table() {
 std::span<const OpSpec> AllOps() { return Table(); }
 
 const OpSpec* FindOp(std::string_view op_type, std::string_view domain) {
-  if (!domain.empty() && domain != "ai.onnx") return nullptr;
+  if (!IsOnnxDomain(domain)) return nullptr;
   static const auto index = [] {
     std::unordered_map<std::string_view, const OpSpec*> m;
     for (const auto& s : Table()) m.emplace(s.op_type, &s);

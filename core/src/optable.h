@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
 
 #include "quant.h"
+#include "rules.h"
 
 namespace axqc::detail {
 
@@ -40,13 +42,14 @@ enum class OutRole : std::uint8_t { kData, kAux };
 
 enum OpFlags : std::uint32_t {
   kNone = 0,
-  kSameTypeData = 1u << 0,   // all quantized data inputs share one integer type
-  kSymmetricData = 1u << 1,  // data inputs must be symmetric (signed) per-tensor (MatMul, GridSample)
-  kU4Input = 1u << 2,        // U4 activation allowed on the data input (Conv family)
-  kGemmForm = 1u << 3,       // Gemm canonical form
-  kPadQuantParams = 1u << 4, // Pad: constant_value static only in quantized mode
-  kVariadic = 1u << 5,       // last input role repeats
-  kVariadicOut = 1u << 6,    // last output role repeats
+  kSameTypeData = 1u << 0,  // all quantized data inputs share one integer type
+  kSymmetricData =
+      1u << 1,          // data inputs must be symmetric (signed) per-tensor (MatMul, GridSample)
+  kU4Input = 1u << 2,   // U4 activation allowed on the data input (Conv family)
+  kGemmForm = 1u << 3,  // Gemm canonical form
+  kPadQuantParams = 1u << 4,  // Pad: constant_value static only in quantized mode
+  kVariadic = 1u << 5,        // last input role repeats
+  kVariadicOut = 1u << 6,     // last output role repeats
 };
 
 struct OpSpec {
@@ -55,11 +58,11 @@ struct OpSpec {
   std::string_view section;
   std::vector<InRole> inputs;
   std::vector<OutRole> outputs;
-  QTypeSet data_types;      // allowed integer types on data inputs
+  QTypeSet data_types;  // allowed integer types on data inputs
   std::uint32_t flags = kNone;
   std::int64_t weight_axis = 0;  // Conv/Gemm 0, ConvTranspose 1
-  std::string_view rule;    // rule ID used for data-type violations
-  std::string_view note;    // one line for the support matrix
+  std::optional<RuleId> rule;    // rule for data-type violations
+  std::string_view note;         // one line for the support matrix
 
   InRole InputRole(int slot) const;
   OutRole OutputRole(int slot) const;

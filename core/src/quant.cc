@@ -63,9 +63,7 @@ std::int64_t QuantParams::channels() const {
 
 namespace {
 
-bool IsQdqOp(const onnx::NodeProto& n, std::string_view op) {
-  return n.op_type() == op && (n.domain().empty() || n.domain() == "ai.onnx");
-}
+bool IsQdqOp(const onnx::NodeProto& n, std::string_view op) { return IsOnnxOp(n, op); }
 
 // Value of an integer tensor, following Identity/Cast chains and Constant nodes (2.2: zero_points
 // computed by covered nodes stay allowed; their values are read through the chain).

@@ -22,15 +22,19 @@ const char* Color(Severity s) {
   return "";
 }
 
+// The parsers invert the one name map of each enum (SeverityName, VerdictName, FindingStateName,
+// GateVerdictName); an unknown name reads as the most severe value.
 Severity SeverityFromName(const std::string& s) {
-  if (s == "warn") return Severity::kWarn;
-  if (s == "info") return Severity::kInfo;
+  for (Severity v : {Severity::kWarn, Severity::kInfo}) {
+    if (s == SeverityName(v)) return v;
+  }
   return Severity::kError;
 }
 
 Verdict VerdictFromName(const std::string& s) {
-  if (s == "conformant") return Verdict::kConformant;
-  if (s == "not_applicable") return Verdict::kNotApplicable;
+  for (Verdict v : {Verdict::kConformant, Verdict::kNotApplicable}) {
+    if (s == VerdictName(v)) return v;
+  }
   return Verdict::kNonConformant;
 }
 
@@ -57,14 +61,16 @@ json FindingToJson(const Finding& f, bool gate) {
 }
 
 FindingState StateFromName(const std::string& s) {
-  if (s == "waived") return FindingState::kWaived;
-  if (s == "baselined") return FindingState::kBaselined;
+  for (FindingState v : {FindingState::kWaived, FindingState::kBaselined}) {
+    if (s == FindingStateName(v)) return v;
+  }
   return FindingState::kCounted;
 }
 
 GateVerdict GateVerdictFromName(const std::string& s) {
-  if (s == "pass") return GateVerdict::kPass;
-  if (s == "not_applicable") return GateVerdict::kNotApplicable;
+  for (GateVerdict v : {GateVerdict::kPass, GateVerdict::kNotApplicable}) {
+    if (s == GateVerdictName(v)) return v;
+  }
   return GateVerdict::kFail;
 }
 

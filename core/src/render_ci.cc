@@ -1,6 +1,5 @@
 // CI report formats over the one report model: JUnit XML, SARIF 2.1.0, GitHub workflow commands,
 // GitLab Code Quality. Each honours the gate (Report::gate, Finding::state) when one was applied.
-#include <openssl/evp.h>
 
 #include <cctype>
 #include <map>
@@ -14,6 +13,7 @@
 #include "axqc/checker.h"
 #include "axqc/gate.h"
 #include "axqc/render.h"
+#include "axqc/sha256.h"
 
 namespace axqc {
 
@@ -145,20 +145,6 @@ std::string SarifLevel(Severity s) {
       return "note";
   }
   return "none";
-}
-
-std::string Sha256Hex(std::string_view bytes) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(static_cast<std::size_t>(len) * 2);
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 0xf]);
-  }
-  return out;
 }
 
 // Docs page of a rule: "qdq/scale-value" -> "docs/rules/qdq--scale-value.md".

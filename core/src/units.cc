@@ -7,14 +7,22 @@ namespace axqc::detail {
 
 std::string_view UnitKindName(UnitKind k) {
   switch (k) {
-    case UnitKind::kOp: return "op";
-    case UnitKind::kPattern: return "pattern";
-    case UnitKind::kPassive: return "passive";
-    case UnitKind::kRequantize: return "requantize";
-    case UnitKind::kNonQuant: return "non-quant";
-    case UnitKind::kUncovered: return "uncovered";
-    case UnitKind::kUnsupported: return "unsupported";
-    case UnitKind::kConstant: return "constant";
+    case UnitKind::kOp:
+      return "op";
+    case UnitKind::kPattern:
+      return "pattern";
+    case UnitKind::kPassive:
+      return "passive";
+    case UnitKind::kRequantize:
+      return "requantize";
+    case UnitKind::kNonQuant:
+      return "non-quant";
+    case UnitKind::kUncovered:
+      return "uncovered";
+    case UnitKind::kUnsupported:
+      return "unsupported";
+    case UnitKind::kConstant:
+      return "constant";
   }
   return "?";
 }
@@ -70,20 +78,19 @@ Units::Units(const GraphIndex& g, const QuantTable& q) {
   }
 
   // 1. Patterns: largest first; equal-size overlapping maxima are ambiguous (6.1).
-  std::vector<PatternMatch> matches;
-  MatchGLU(g, q, matches);
-  MatchSiLU(g, q, matches);
-  MatchConvBN(g, q, matches);
+  std::vector<PatternMatch> matches = MatchPatterns(g);
   std::stable_sort(matches.begin(), matches.end(), [&](const auto& a, const auto& b) {
     if (a.size != b.size) return a.size > b.size;
-    return topo_pos[static_cast<std::size_t>(a.anchor)] < topo_pos[static_cast<std::size_t>(b.anchor)];
+    return topo_pos[static_cast<std::size_t>(a.anchor)] <
+           topo_pos[static_cast<std::size_t>(b.anchor)];
   });
   std::vector<int> claimed_by(static_cast<std::size_t>(n), -1);  // node -> match index
   for (std::size_t mi = 0; mi < matches.size(); ++mi) {
     const auto& m = matches[mi];
     int clash = -1;
     for (int node : m.nodes) {
-      if (claimed_by[static_cast<std::size_t>(node)] >= 0) clash = claimed_by[static_cast<std::size_t>(node)];
+      if (claimed_by[static_cast<std::size_t>(node)] >= 0)
+        clash = claimed_by[static_cast<std::size_t>(node)];
     }
     if (clash >= 0) {
       const auto& kept = matches[static_cast<std::size_t>(clash)];
@@ -93,7 +100,8 @@ Units::Units(const GraphIndex& g, const QuantTable& q) {
     for (int node : m.nodes) claimed_by[static_cast<std::size_t>(node)] = static_cast<int>(mi);
     int id = NewUnit(UnitKind::kPattern, m.anchor);
     auto& u = units_[static_cast<std::size_t>(id)];
-    u.pattern = m.kind;
+    u.pattern = std::string(m.kind());
+    u.pattern_spec = m.spec;
     u.nodes = m.nodes;
     std::sort(u.nodes.begin(), u.nodes.end(), [&](int a, int b) {
       return topo_pos[static_cast<std::size_t>(a)] < topo_pos[static_cast<std::size_t>(b)];
@@ -135,17 +143,21 @@ Units::Units(const GraphIndex& g, const QuantTable& q) {
     UnitKind kind = UnitKind::kUncovered;
     if (spec) {
       switch (spec->cls) {
-        case OpClass::kNonQuant: kind = UnitKind::kNonQuant; break;
-        case OpClass::kUnsupported: kind = UnitKind::kUnsupported; break;
-        default: kind = UnitKind::kOp;
+        case OpClass::kNonQuant:
+          kind = UnitKind::kNonQuant;
+          break;
+        case OpClass::kUnsupported:
+          kind = UnitKind::kUnsupported;
+          break;
+        default:
+          kind = UnitKind::kOp;
       }
       // Integer data where the spec grants no native-integer mode is covered by no rule.
       if (kind == UnitKind::kOp && !HasNativeIntegerMode(node.op_type()) &&
           ComputesOnIntegers(g, i, *spec)) {
         kind = UnitKind::kUncovered;
       }
-    } else if (node.op_type() == "Constant" &&
-               (node.domain().empty() || node.domain() == "ai.onnx")) {
+    } else if (IsOnnxOp(node, "Constant")) {
       kind = UnitKind::kConstant;
     }
     int id = NewUnit(kind, i);

@@ -1,6 +1,7 @@
-// Stage 4: group nodes into units. Patterns first (largest wins, ties that overlap are
-// ambiguous), then requantize Identities, passive pass-through subgraphs, single-operator units,
-// and finally Relu/Clip fusion tails attached to the compute unit that feeds them.
+// Stage 4: group nodes into units. Patterns of the pattern table first (patterns/patterns.h;
+// largest wins, ties that overlap are ambiguous), then requantize Identities, passive
+// pass-through subgraphs, single-operator units, and finally Relu/Clip fusion tails attached to
+// the compute unit that feeds them.
 #pragma once
 
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "graph_index.h"
 #include "optable.h"
+#include "patterns/patterns.h"
 #include "quant.h"
 
 namespace axqc::detail {
@@ -28,23 +30,15 @@ std::string_view UnitKindName(UnitKind k);
 struct Unit {
   int id = 0;
   UnitKind kind = UnitKind::kOp;
-  std::string pattern;                   // "silu", "glu", "conv-bn", "split" (passive with Split)
-  int anchor = -1;                       // primary node
-  std::vector<int> nodes;                // main nodes, topological order
-  std::vector<int> tails;                // Relu/Clip fusion tails owned by this unit
-  std::vector<std::string_view> outputs; // designated data outputs (pattern Y, tail outputs)
-  std::string mode;                      // "quantized", "non_quant", "native_int" (set by rules)
-  std::vector<int> in_dq, out_q;         // boundary Q/DQ claimed by the rules
-  std::string Kind() const;              // "op", "pattern:silu", "passive", ...
-};
-
-// A matched pattern instance before ownership resolution.
-struct PatternMatch {
-  std::string kind;
-  int anchor = -1;
-  std::vector<int> nodes;
-  std::vector<std::string_view> outputs;  // pattern outputs (Y)
-  std::size_t size = 0;                   // semantic nodes + internal edges
+  std::string pattern;  // "silu", "glu", "conv-bn", "split" (passive with Split)
+  const PatternSpec* pattern_spec = nullptr;  // the table row of a kPattern unit
+  int anchor = -1;                            // primary node
+  std::vector<int> nodes;                     // main nodes, topological order
+  std::vector<int> tails;                     // Relu/Clip fusion tails owned by this unit
+  std::vector<std::string_view> outputs;      // designated data outputs (pattern Y, tail outputs)
+  std::string mode;               // "quantized", "non_quant", "native_int" (set by rules)
+  std::vector<int> in_dq, out_q;  // boundary Q/DQ claimed by the rules
+  std::string Kind() const;       // "op", "pattern:silu", "passive", ...
 };
 
 struct AmbiguousOverlap {
@@ -69,10 +63,6 @@ class Units {
   std::vector<AmbiguousOverlap> ambiguous_;
 };
 
-// Pattern matchers, one file each under patterns/.
-void MatchSiLU(const GraphIndex& g, const QuantTable& q, std::vector<PatternMatch>& out);
-void MatchGLU(const GraphIndex& g, const QuantTable& q, std::vector<PatternMatch>& out);
-void MatchConvBN(const GraphIndex& g, const QuantTable& q, std::vector<PatternMatch>& out);
 // Requantize (6.7): an Identity whose data input is a DQ output and whose every consumer is a Q.
 bool IsRequantizeIdentity(const GraphIndex& g, const QuantTable& q, int node);
 // Passive grouping (5.10, 6.6): connected components over direct passive -> passive edges.

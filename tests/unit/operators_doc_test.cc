@@ -14,6 +14,7 @@
 
 #include "axqc/catalog.h"
 #include "axqc/operators.h"
+#include "rule_handles.h"
 
 namespace axqc::test {
 namespace {
@@ -134,6 +135,57 @@ TEST(RuleDocs, EveryCatalogRuleHasItsPage) {
         << "the page states whether check_value gates the rule";
     EXPECT_NE(text.find("| spec section | " + std::string(r.section) + " |"), std::string::npos)
         << "the page states the catalog spec section";
+  }
+}
+
+// The "Code and tests" section of a rule page, from the registry row (core/src/rules.h).
+std::string CodeSection(const RuleInfo& r) {
+  auto links = [](std::string_view list) {
+    std::istringstream in{std::string(list)};
+    std::string out;
+    for (std::string f; in >> f;) {
+      out += (out.empty() ? "" : ", ") + std::string("[`") + f + "`](../../" + f + ")";
+    }
+    return out;
+  };
+  return "## Code and tests\n\n"
+         "- Handle: `rules::" +
+         HandleName(r.id) +
+         "` in the rule registry [`core/src/rules.h`](../../core/src/rules.h)\n" +
+         "- Code: " + links(r.implementation) + "\n" + "- Tests: " + links(r.tests) + "\n\n";
+}
+
+// Rewrites the section in place (AXQC_UPDATE_RULE_PAGES=1): replaces an existing one, else
+// inserts it before "## Related".
+std::string WithCodeSection(std::string text, const std::string& section) {
+  const auto at = text.find("## Code and tests\n");
+  if (at != std::string::npos) {
+    const auto next = text.find("\n## ", at + 1);
+    text.erase(at, next == std::string::npos ? std::string::npos : next + 1 - at);
+  }
+  auto related = text.find("## Related\n");
+  if (related == std::string::npos) related = text.size();
+  text.insert(related, section);
+  return text;
+}
+
+TEST(RuleDocs, EveryPageNamesTheCodeAndTheTests) {
+  const bool update = std::getenv("AXQC_UPDATE_RULE_PAGES") != nullptr;
+  for (const auto& r : Rules()) {
+    SCOPED_TRACE(std::string(r.id));
+    const auto page = DocsDir() / PageName(r.id);
+    std::string text = ReadFile(page);
+    ASSERT_FALSE(text.empty()) << page;
+    const std::string section = CodeSection(r);
+    if (update) {
+      text = WithCodeSection(text, section);
+      std::ofstream(page, std::ios::binary) << text;
+    }
+    EXPECT_NE(text.find(section), std::string::npos)
+        << page << " lacks the registry's code and tests; regenerate the section with\n"
+        << "  AXQC_UPDATE_RULE_PAGES=1 build/release/tests/operators_doc_test "
+           "--gtest_filter=RuleDocs.*\nexpected:\n"
+        << section;
   }
 }
 

@@ -48,31 +48,32 @@ std::string Units(const Report& r) {
 }
 
 // Asserts the unit containing `node` has `kind` (and, if non-empty, contains every `with`).
-#define EXPECT_UNIT(report, node_, kind_, ...)                                                 \
-  do {                                                                                         \
-    const auto* u_ = UnitWith(report, node_);                                                  \
-    ASSERT_NE(u_, nullptr) << "no unit owns " << node_ << "\n" << Units(report);              \
-    EXPECT_EQ(u_->kind, kind_) << "unit of " << node_ << "\n" << Units(report);               \
-    for (const std::string& w_ : std::vector<std::string>{__VA_ARGS__}) {                      \
-      EXPECT_TRUE(Contains(u_->nodes, w_)) << w_ << " not in the unit of " << node_ << "\n"   \
-                                           << Units(report);                                   \
-    }                                                                                          \
+#define EXPECT_UNIT(report, node_, kind_, ...)                                              \
+  do {                                                                                      \
+    const auto* u_ = UnitWith(report, node_);                                               \
+    ASSERT_NE(u_, nullptr) << "no unit owns " << node_ << "\n" << Units(report);            \
+    EXPECT_EQ(u_->kind, kind_) << "unit of " << node_ << "\n" << Units(report);             \
+    for (const std::string& w_ : std::vector<std::string>{__VA_ARGS__}) {                   \
+      EXPECT_TRUE(Contains(u_->nodes, w_)) << w_ << " not in the unit of " << node_ << "\n" \
+                                           << Units(report);                                \
+    }                                                                                       \
   } while (0)
 
 // Like EXPECT_FINDING, for a node with several findings of one rule: some finding of `rule` at
 // `node` has a message containing `needle`.
-#define EXPECT_FINDING_MSG(report, rule_, node_, needle_)                                    \
-  do {                                                                                        \
-    bool found_ = false;                                                                      \
-    for (const auto& f_ : (report).findings) {                                                \
-      if (f_.rule == rule_ && Contains(f_.nodes, node_) &&                                    \
-          f_.message.find(needle_) != std::string::npos) {                                    \
-        found_ = true;                                                                        \
-        EXPECT_EQ(f_.severity, ::axqc::FindRule(rule_)->severity);                            \
-      }                                                                                       \
-    }                                                                                         \
-    EXPECT_TRUE(found_) << "expected " << rule_ << " at " << node_ << " mentioning '"         \
-                        << needle_ << "'\n" << Dump(report);                                  \
+#define EXPECT_FINDING_MSG(report, rule_, node_, needle_)                                        \
+  do {                                                                                           \
+    bool found_ = false;                                                                         \
+    for (const auto& f_ : (report).findings) {                                                   \
+      if (f_.rule == rule_ && Contains(f_.nodes, node_) &&                                       \
+          f_.message.find(needle_) != std::string::npos) {                                       \
+        found_ = true;                                                                           \
+        EXPECT_EQ(f_.severity, ::axqc::FindRule(rule_)->severity);                               \
+      }                                                                                          \
+    }                                                                                            \
+    EXPECT_TRUE(found_) << "expected " << rule_ << " at " << node_ << " mentioning '" << needle_ \
+                        << "'\n"                                                                 \
+                        << Dump(report);                                                         \
   } while (0)
 
 #define EXPECT_VERDICT(report, v) EXPECT_EQ((report).verdict, v) << Dump(report) << Units(report)
@@ -94,7 +95,8 @@ std::string ConvHead(ModelBuilder& b, const std::string& op = "Conv") {
   auto x = QInput(b);
   const bool t = op == "ConvTranspose";
   auto wq = QParams::PerChannel(QType::kS8, Scales(8), t ? 1 : 0);
-  auto w = b.WeightQDQ("w", t ? std::vector<int64_t>{4, 8, 3, 3} : std::vector<int64_t>{8, 4, 3, 3}, wq);
+  auto w =
+      b.WeightQDQ("w", t ? std::vector<int64_t>{4, 8, 3, 3} : std::vector<int64_t>{8, 4, 3, 3}, wq);
   auto bias = b.BiasInt32DQ("b", 8, modelgen::BiasScales(kIn.scale[0], wq.scale));
   b.Node(op, {x, w, bias}, {"conv_out"}, {ModelBuilder::AttrInts("pads", {1, 1, 1, 1})}, "conv");
   return "conv_out";
@@ -170,6 +172,29 @@ TEST(OwnershipSilu, OperandOrderOfMulDoesNotMatter) {
   auto r = RunCheck(b);
   EXPECT_CLEAN(r);
   EXPECT_UNIT(r, "sig", "pattern:silu", "mul");
+}
+
+// The domain "ai.onnx" is the default domain spelt out: the pattern matchers and the operator
+// table share one predicate (IsOnnxOp), so an explicit domain changes no unit.
+TEST(OwnershipSilu, ExplicitAiOnnxDomainIsStillOnePatternUnit) {
+  auto b = Silu();
+  QOutput(b, "mul_out", "y", QParams::U8(0.03f, 10));
+  onnx::ModelProto m = b.Build();
+  for (auto& n : *m.mutable_graph()->mutable_node()) n.set_domain("ai.onnx");
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  CheckOptions o;
+  const Report r = CheckBytes(bytes, "explicit_domain.onnx", o);
+  // ONNX 1.17's checker looks schemas up under "" only (onnx/invalid-model); the units and the
+  // ownership rules do not depend on the spelling.
+  EXPECT_FALSE(Has(r, "closure/uncovered-node")) << Dump(r);
+  EXPECT_FALSE(Has(r, "closure/orphan-qdq")) << Dump(r);
+  EXPECT_FALSE(Has(r, "pattern/internal-qdq")) << Dump(r);
+  EXPECT_EQ(KindCount(r, "pattern:silu"), 1u) << Units(r);
+  EXPECT_UNIT(r, "sig", "pattern:silu", "sig", "mul");
+  EXPECT_UNIT(r, "mul", "pattern:silu", "sig", "mul");
+  EXPECT_EQ(KindCount(r, "op"), 0u) << Units(r);
+  EXPECT_EQ(r.units.size(), 1u) << Units(r);
 }
 
 // RULES.md reading 1: a Q/DQ between Sigmoid and Mul means there is no SiLU instance; both are
@@ -405,7 +430,8 @@ TEST(OwnershipConvBn, ConformantInstanceIsOnePatternUnit) {
     EXPECT_EQ(r.units.size(), 1u) << op << "\n" << Units(r);
     const auto* u = UnitWith(r, "bn");
     ASSERT_NE(u, nullptr);
-    for (const auto* dq : {"x_dq", "w_dq", "b_dq"}) EXPECT_TRUE(Contains(u->input_qdq, dq)) << dq << Units(r);
+    for (const auto* dq : {"x_dq", "w_dq", "b_dq"})
+      EXPECT_TRUE(Contains(u->input_qdq, dq)) << dq << Units(r);
     EXPECT_TRUE(Contains(u->output_qdq, "y_q")) << Units(r);
   }
 }
@@ -512,7 +538,8 @@ TEST(OwnershipConvBn, ConvFeedingTwoBnsIsAmbiguous) {
   EXPECT_VERDICT(r, Verdict::kNonConformant);
 }
 
-// ================================================================== Relu/Clip tails (5.15, 5.16, 6.5)
+// ================================================================== Relu/Clip tails
+// (5.15, 5.16, 6.5)
 
 TEST(OwnershipTail, ReluTailOnConvIsConformant) {
   ModelBuilder b;
@@ -669,8 +696,8 @@ TEST(OwnershipTail, ClipWithDynamicMinIsAnError) {
   EXPECT_CLEAN(RunCheck(o, true));
 }
 
-// 5.15 非对称独立形式: "graph input 或被动传递子图之后的 Relu，前后都必须具有 Q/DQ" -- a fusion tail on a
-// passive producer is op/relu-form (RULES.md op/relu-form: "fusion tail on a passive or
+// 5.15 非对称独立形式: "graph input 或被动传递子图之后的 Relu，前后都必须具有 Q/DQ" -- a fusion
+// tail on a passive producer is op/relu-form (RULES.md op/relu-form: "fusion tail on a passive or
 // non-quantized producer").
 TEST(OwnershipTail, ReluAfterQuantizedPassiveOpNeedsInputQdq) {
   ModelBuilder b;
@@ -689,7 +716,8 @@ TEST(OwnershipTail, ReluAfterQuantizedPassiveOpNeedsInputQdq) {
 TEST(OwnershipTail, ReluAfterNonQuantPassiveOpNeedsInputQdq) {
   ModelBuilder b;
   b.Input("x", TP::FLOAT, {1, 4, 8, 8});
-  b.Node("Transpose", {"x"}, {"t_out"}, {ModelBuilder::AttrInts("perm", {0, 2, 3, 1})}, "transpose");
+  b.Node("Transpose", {"x"}, {"t_out"}, {ModelBuilder::AttrInts("perm", {0, 2, 3, 1})},
+         "transpose");
   b.Node("Relu", {"t_out"}, {"relu_out"}, {}, "relu");
   QOutput(b, "relu_out");
   auto r = RunCheck(b);
@@ -699,7 +727,8 @@ TEST(OwnershipTail, ReluAfterNonQuantPassiveOpNeedsInputQdq) {
   // The sibling with Q/DQ between them is the standalone form: conformant.
   ModelBuilder ok;
   ok.Input("x", TP::FLOAT, {1, 4, 8, 8});
-  ok.Node("Transpose", {"x"}, {"t_out"}, {ModelBuilder::AttrInts("perm", {0, 2, 3, 1})}, "transpose");
+  ok.Node("Transpose", {"x"}, {"t_out"}, {ModelBuilder::AttrInts("perm", {0, 2, 3, 1})},
+          "transpose");
   auto t = ok.QDQ("t_out", "t", kIn);
   ok.Node("Relu", {t}, {"relu_out"}, {}, "relu");
   QOutput(ok, "relu_out");
@@ -842,8 +871,8 @@ ModelBuilder SplitModel() {
 
 TEST(OwnershipSplit, ExitsOfDifferentTypesAreAllowed) {
   auto b = SplitModel();
-  QOutput(b, "s0", "o0", kIn);                      // same type, same values
-  QOutput(b, "s1", "o1", QParams::S8(0.1f));        // another type
+  QOutput(b, "s0", "o0", kIn);                // same type, same values
+  QOutput(b, "s1", "o1", QParams::S8(0.1f));  // another type
   b.Node("Transpose", {"s2"}, {"t2"}, {ModelBuilder::AttrInts("perm", {0, 2, 3, 1})}, "t2");
   QOutput(b, "t2", "o2", QParams::U16(0.0001f, 100));  // through a passive op, a third type
   for (bool cv : {false, true}) {
@@ -852,7 +881,8 @@ TEST(OwnershipSplit, ExitsOfDifferentTypesAreAllowed) {
     EXPECT_NO_RULE(r, "op/passive-params");
     EXPECT_UNIT(r, "split", "passive:split", "t2");
     const auto* u = UnitWith(r, "split");
-    for (const auto* q : {"o0_q", "o1_q", "o2_q"}) EXPECT_TRUE(Contains(u->output_qdq, q)) << q << Units(r);
+    for (const auto* q : {"o0_q", "o1_q", "o2_q"})
+      EXPECT_TRUE(Contains(u->output_qdq, q)) << q << Units(r);
   }
 }
 
@@ -924,9 +954,9 @@ TEST(OwnershipSplit, ExitBeforeTheSplitIsAnOrdinaryPassiveExit) {
   b.Node("Transpose", {x}, {"t_out"}, {ModelBuilder::AttrInts("perm", {0, 1, 3, 2})}, "t");
   b.Node("Split", {"t_out"}, {"s0", "s1"},
          {ModelBuilder::AttrI("axis", 1), ModelBuilder::AttrI("num_outputs", 2)}, "split");
-  QOutput(b, "s0", "o0", QParams::S8(0.1f));          // Split exit: may change type
+  QOutput(b, "s0", "o0", QParams::S8(0.1f));  // Split exit: may change type
   QOutput(b, "s1", "o1", kIn);
-  QOutput(b, "t_out", "ot", QParams::S8(0.1f));       // Transpose exit: must share the entry
+  QOutput(b, "t_out", "ot", QParams::S8(0.1f));  // Transpose exit: must share the entry
   auto r = RunCheck(b);
   EXPECT_FINDING(r, "op/passive-params", "ot_q", "integer type");
   EXPECT_EQ(At(r, "op/passive-params", "o0_q"), nullptr) << Dump(r);
@@ -935,8 +965,10 @@ TEST(OwnershipSplit, ExitBeforeTheSplitIsAnOrdinaryPassiveExit) {
 
 // ================================================================== requantize (3.5, 6.7)
 
-// x -> Q/DQ -> Sigmoid "sig" -> Q/DQ "a" (U8) -> Identity "rq" -> Q/DQ "b" (S8) -> Tanh "tanh" -> Q/DQ.
-ModelBuilder Requant(const QParams& a = QParams::U8(0.004f, 0), const QParams& bq = QParams::S8(0.01f)) {
+// x -> Q/DQ -> Sigmoid "sig" -> Q/DQ "a" (U8) -> Identity "rq" -> Q/DQ "b" (S8) -> Tanh "tanh" ->
+// Q/DQ.
+ModelBuilder Requant(const QParams& a = QParams::U8(0.004f, 0),
+                     const QParams& bq = QParams::S8(0.01f)) {
   ModelBuilder b;
   auto x = QInput(b, "x", {1, 4});
   b.Node("Sigmoid", {x}, {"s"}, {}, "sig");

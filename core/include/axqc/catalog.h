@@ -12,12 +12,14 @@ enum class Severity { kError, kWarn, kInfo };
 std::string_view SeverityName(Severity s);  // "error", "warn", "info"
 
 struct RuleInfo {
-  std::string_view id;        // e.g. "qdq/scale-value"
-  Severity severity;          // default severity
-  bool check_value;           // true: runs only with check_value (-c)
-  std::string_view section;   // spec section, e.g. "3.1"
-  std::string_view summary;   // one line
-  std::string_view fix;       // how a fix usually looks
+  std::string_view id;              // e.g. "qdq/scale-value"
+  Severity severity;                // default severity
+  bool check_value;                 // true: runs only with check_value (-c)
+  std::string_view section;         // spec section, e.g. "3.1"
+  std::string_view summary;         // one line
+  std::string_view fix;             // how a fix usually looks
+  std::string_view implementation;  // files under core/src that emit it, space-separated
+  std::string_view tests;           // files under tests/ that assert it, space-separated
 };
 
 // All rules, in catalog order.

@@ -3,8 +3,12 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace axqc {
+
+// Tool version string ("0.1.0").
+std::string_view ToolVersion();
 
 // The ONNX C++ library axqc is linked against and what it can validate.
 struct OnnxLibraryInfo {

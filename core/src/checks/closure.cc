@@ -9,7 +9,7 @@ namespace axqc::detail {
 
 namespace {
 
-bool DefaultDomain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
+bool DefaultDomain(std::string_view d) { return IsOnnxDomain(d); }
 
 // "a, b, c and 4 more" for messages; the finding's node list holds all of them.
 std::string NameList(const Context& c, const std::vector<int>& nodes, std::size_t max = 5) {
@@ -70,7 +70,7 @@ void SameParameterChains(Context& c) {
         more.push_back(q2);
         if (dq2 >= 0) more.push_back(dq2);
         c.Explain(dq);
-        c.out.Emit({.rule = "qdq/const-form",
+        c.out.Emit({.rule = rules::kQdqConstForm,
                     .node = dq,
                     .message = "constant '" + root + "' reaches " + users + " as " +
                                (via_q ? "initializer -> Q -> DQ '" : "initializer -> DQ '") +
@@ -182,7 +182,7 @@ void CheckClosure(Context& c) {
                                              : "; its Q/DQ " + NameList(c, qdq) + " serve" +
                                                    (qdq.size() == 1 ? "s" : "") + " no rule";
     if (u.kind == UnitKind::kUnsupported) {
-      c.out.Emit({.rule = "closure/unsupported-op",
+      c.out.Emit({.rule = rules::kClosureUnsupportedOp,
                   .node = node,
                   .message = n.op_type() + " '" + c.Name(node) +
                              "' does not conform to the ax quant spec (5.17); decompose it into "
@@ -193,7 +193,7 @@ void CheckClosure(Context& c) {
       continue;
     }
     const auto why = UncoveredWhy(c, node);
-    c.out.Emit({.rule = "closure/uncovered-node",
+    c.out.Emit({.rule = rules::kClosureUncoveredNode,
                 .node = node,
                 .message = n.op_type() + " '" + c.Name(node) + "': " + why.why +
                            (why.fix.empty() ? std::string() : "; fix: " + why.fix) + orphaned,
@@ -228,7 +228,7 @@ void CheckClosure(Context& c) {
                   ? std::string("is not consumed by any operator")
                   : "is consumed only by " + users + ", none of which uses it as quantized data");
     }
-    c.out.Emit({.rule = "closure/orphan-qdq",
+    c.out.Emit({.rule = rules::kClosureOrphanQdq,
                 .node = node,
                 .message = what + "; the Q/DQ has no purpose in any rule",
                 .group_key = p->is_q ? "Q without purpose" : "DQ without purpose",

@@ -28,7 +28,7 @@ void CheckGemmForm(Context& c, int node) {
   if (alpha != 1.0f) add("alpha=" + FormatNumber(alpha));
   if (beta != 1.0f) add("beta=" + FormatNumber(beta));  // 5.2 fixes beta even without C
   if (bad.empty()) return;
-  c.out.Emit({.rule = "op/gemm-form",
+  c.out.Emit({.rule = rules::kOpGemmForm,
               .node = node,
               .message = "Gemm '" + c.Name(node) + "' has " + bad +
                          "; only the canonical fully-connected form transA=0, transB=1, alpha=1, "
@@ -47,7 +47,7 @@ void CheckGrid(Context& c, int unit, int node) {
     c.ClaimDq(dq, unit);
     const auto* p = c.q.Of(dq);
     if (p->qtype != QType::kS16 || p->granularity == Granularity::kPerChannel) {
-      c.out.Emit({.rule = "op/gridsample-type",
+      c.out.Emit({.rule = rules::kOpGridsampleType,
                   .node = dq,
                   .message = "grid '" + t + "' of " + who + " is quantized as " +
                              QTypeName(p->qtype, p->int_type) + " " +
@@ -61,7 +61,7 @@ void CheckGrid(Context& c, int unit, int node) {
     return;
   }
   if (const int k = ConstantProducer(c, t); k >= 0) {
-    c.out.Emit({.rule = "op/gridsample-type",
+    c.out.Emit({.rule = rules::kOpGridsampleType,
                 .node = node,
                 .message = "static FP32 grid '" + t + "' of " + who +
                            " is the output of Constant node '" + c.Name(k) +
@@ -70,7 +70,7 @@ void CheckGrid(Context& c, int unit, int node) {
                 .tensors = {t},
                 .more_nodes = {k}});
   } else if (const auto* init = c.g.Initializer(t); init && !IsFloatType(init->data_type())) {
-    c.out.Emit({.rule = "qdq/const-form",
+    c.out.Emit({.rule = rules::kQdqConstForm,
                 .node = node,
                 .message = "grid '" + t + "' of " + who +
                            " is an integer initializer without DQ; use INT16 initializer -> DQ",
@@ -87,7 +87,7 @@ void CheckExponent(Context& c, int node) {
   const int k = ConstantProducer(c, t);
   if (dq >= 0) {
     c.Touch(dq);
-    c.out.Emit({.rule = "op/static-param",
+    c.out.Emit({.rule = rules::kOpStaticParam,
                 .node = node,
                 .message = "exponent '" + t + "' of Pow '" + c.Name(node) + "' comes through DQ '" +
                            c.Name(dq) + "'; the exponent is not quantized",
@@ -95,7 +95,7 @@ void CheckExponent(Context& c, int node) {
                 .tensors = {t},
                 .more_nodes = {dq}});
   } else if (k >= 0) {
-    c.out.Emit({.rule = "op/static-param",
+    c.out.Emit({.rule = rules::kOpStaticParam,
                 .node = node,
                 .message = "static exponent '" + t + "' of Pow '" + c.Name(node) +
                            "' is the output of Constant node '" + c.Name(k) +
@@ -120,7 +120,7 @@ void CheckSameType(Context& c, int node,
     if (*p->qtype != *first->qtype) {
       const auto& n = c.g.node(node);
       const std::string a(Info(*first->qtype).name), b(Info(*p->qtype).name);
-      c.out.Emit({.rule = "op/same-type-inputs",
+      c.out.Emit({.rule = rules::kOpSameTypeInputs,
                   .node = node,
                   .message = c.Op(node) + " '" + c.Name(node) + "' inputs '" + n.input(first_slot) +
                              "' (" + a + ") and '" + n.input(slot) + "' (" + b +
@@ -202,7 +202,7 @@ void CheckComputeUnits(Context& c) {
     for (auto out : u.outputs) {
       int p = c.g.Producer(out);
       if (p < 0 || c.units.IsTail(p)) continue;
-      CheckOutputQuantized(c, u.id, p, out, "op/output-not-quantized");
+      CheckOutputQuantized(c, u.id, p, out, rules::kOpOutputNotQuantized);
     }
   }
 }

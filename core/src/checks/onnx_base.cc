@@ -7,8 +7,8 @@ namespace axqc::detail {
 void CheckOnnxBase(Context& c, const std::vector<bool>& declared) {
   for (int i : c.g.topo_order()) {
     const auto& n = c.g.node(i);
-    if (n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx")) {
-      c.out.Emit({.rule = "onnx/constant-node",
+    if (IsOnnxOp(n, "Constant")) {
+      c.out.Emit({.rule = rules::kOnnxConstantNode,
                   .node = i,
                   .message = "Constant node '" + c.Name(i) + "' produces '" +
                              (n.output_size() ? n.output(0) : std::string()) +
@@ -16,14 +16,14 @@ void CheckOnnxBase(Context& c, const std::vector<bool>& declared) {
                   .group_key = "Constant node instead of an initializer",
                   .tensors = {n.output_size() ? n.output(0) : std::string()}});
     }
-    if (!c.out.enabled("onnx/value-info-missing")) continue;
+    if (!c.out.enabled(rules::kOnnxValueInfoMissing)) continue;
     const auto ids = c.g.OutputIds(i);
     for (int k = 0; k < n.output_size(); ++k) {
       const auto& o = n.output(k);
       const int id = ids[static_cast<std::size_t>(k)];
       if (id < 0 || c.g.IsGraphOutput(o)) continue;
       if (!declared[static_cast<std::size_t>(id)]) {
-        c.out.Emit({.rule = "onnx/value-info-missing",
+        c.out.Emit({.rule = rules::kOnnxValueInfoMissing,
                     .node = i,
                     .message = "intermediate tensor '" + o + "' (output of " + n.op_type() + " '" +
                                c.Name(i) + "') has no value_info",

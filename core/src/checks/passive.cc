@@ -127,7 +127,7 @@ void CheckSplitExits(Context& c, int entry_dq, const std::vector<Exit>& exits, i
     if (e.q >= 0) by_type[c.q.Of(e.q)->int_type].push_back(&e);
   }
   auto warn = [&](const Exit& e, const std::string& msg, const std::string& key) {
-    c.out.Emit({.rule = "op/split-exit-params",
+    c.out.Emit({.rule = rules::kOpSplitExitParams,
                 .node = e.q,
                 .message = msg,
                 .group_key = key,
@@ -230,7 +230,7 @@ void CheckPassiveUnit(Context& c, Unit& u) {
       if (o.empty() || !spec || spec->OutputRole(s) != OutRole::kData) continue;
       const std::string who = n.op_type() + " '" + c.Name(node) + "'";
       if (c.g.IsGraphOutput(o)) {
-        c.out.Emit({.rule = "op/passive-params",
+        c.out.Emit({.rule = rules::kOpPassiveParams,
                     .node = node,
                     .message = "quantized pass-through output '" + o + "' of " + who +
                                " is a graph output without Q/DQ; leave through Q/DQ with the "
@@ -258,7 +258,7 @@ void CheckPassiveUnit(Context& c, Unit& u) {
         }
         std::vector<int> named = unquantized;
         named.push_back(entry_dq);
-        c.out.Emit({.rule = "op/passive-params",
+        c.out.Emit({.rule = rules::kOpPassiveParams,
                     .node = node,
                     .message = "quantized pass-through output '" + o + "' of " + who + " feeds " +
                                users + " without Q/DQ; in pass-through mode (entry DQ '" +
@@ -288,7 +288,7 @@ void CheckPassiveUnit(Context& c, Unit& u) {
     }
     auto d = CompareFull(expected, *q);
     if (!d.what.empty()) {
-      c.out.Emit({.rule = "op/passive-params",
+      c.out.Emit({.rule = rules::kOpPassiveParams,
                   .node = e.q,
                   .message = "exit Q '" + c.Name(e.q) + "' after " + c.Op(e.node) + " '" +
                              c.Name(e.node) + "' does not share the entry's parameters: " + d.what +
@@ -299,7 +299,7 @@ void CheckPassiveUnit(Context& c, Unit& u) {
                   .values = {{"difference", d.what}},
                   .more_nodes = {e.node, entry_dq}});
     } else if (d.unknown && c.check_value) {
-      c.out.Emit({.rule = "qdq/value-unreadable",
+      c.out.Emit({.rule = rules::kQdqValueUnreadable,
                   .node = e.q,
                   .message = "exit Q '" + c.Name(e.q) + "' vs entry DQ '" + c.Name(entry_dq) +
                              "': values not statically readable; sharing not verified",
@@ -324,7 +324,7 @@ void CheckTopK(Context& c, Unit& u) {
   const auto& values = n.output(0);
   if (values.empty()) return;
   if (c.g.IsGraphOutput(values)) {
-    c.out.Emit({.rule = "op/passive-params",
+    c.out.Emit({.rule = rules::kOpPassiveParams,
                 .node = node,
                 .message = "Values '" + values + "' of TopK '" + c.Name(node) +
                            "' is a graph output without Q/DQ; in quantized mode it needs Q/DQ "
@@ -341,7 +341,7 @@ void CheckTopK(Context& c, Unit& u) {
     c.ClaimQ(use.node, u.id);
     auto d = CompareFull(*in, *c.q.Of(use.node));
     if (!d.what.empty()) {
-      c.out.Emit({.rule = "op/passive-params",
+      c.out.Emit({.rule = rules::kOpPassiveParams,
                   .node = use.node,
                   .message = "TopK '" + c.Name(node) + "' Values Q '" + c.Name(use.node) +
                              "' does not share X's parameters: " + d.what,
@@ -352,7 +352,7 @@ void CheckTopK(Context& c, Unit& u) {
     }
   }
   if (!unquantized.empty()) {
-    c.out.Emit({.rule = "op/passive-params",
+    c.out.Emit({.rule = rules::kOpPassiveParams,
                 .node = node,
                 .message = "Values '" + values + "' of TopK '" + c.Name(node) + "' feeds " +
                            NodeList(c, unquantized) +
@@ -390,7 +390,7 @@ void CheckRequantizeUnits(Context& c) {
       const auto* a = c.q.Of(dq);
       const auto* b = c.q.Of(use.node);
       auto d = CompareRequantize(*a, *b);
-      c.out.Emit({.rule = "qdq/requantize",
+      c.out.Emit({.rule = rules::kQdqRequantize,
                   .node = node,
                   .message = "requantize boundary: DQ '" + c.Name(dq) + "' (" + Describe(*a) +
                              ") -> Identity '" + c.Name(node) + "' -> Q '" + c.Name(use.node) +

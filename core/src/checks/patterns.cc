@@ -16,7 +16,7 @@ void CheckPatterns(Context& c) {
         const std::string where =
             "inside the " + u.pattern + " pattern at " + c.Op(node) + " '" + c.Name(node) + "'";
         if (c.g.IsGraphOutput(o)) {
-          c.out.Emit({.rule = "pattern/internal-escape",
+          c.out.Emit({.rule = rules::kPatternInternalEscape,
                       .node = node,
                       .message = "internal tensor '" + o + "' " + where + " is a graph output",
                       .group_key = u.pattern + " internal tensor is a graph output",
@@ -27,7 +27,7 @@ void CheckPatterns(Context& c) {
           if (c.units.UnitOf(use.node) == u.id) continue;  // a member or one of its tails
           if (c.q.IsQ(use.node)) {
             c.Explain(use.node);  // named by this finding, not an orphan
-            c.out.Emit({.rule = "pattern/internal-qdq",
+            c.out.Emit({.rule = rules::kPatternInternalQdq,
                         .node = use.node,
                         .message = "Q '" + c.Name(use.node) + "' quantizes internal tensor '" + o +
                                    "' " + where + "; no Q/DQ may be inserted inside a pattern",
@@ -39,7 +39,7 @@ void CheckPatterns(Context& c) {
           }
         }
         if (!outside.empty()) {
-          c.out.Emit({.rule = "pattern/internal-escape",
+          c.out.Emit({.rule = rules::kPatternInternalEscape,
                       .node = node,
                       .message = "internal tensor '" + o + "' " + where + " is consumed by " +
                                  NodeList(c, outside) + " outside the pattern",
@@ -49,16 +49,18 @@ void CheckPatterns(Context& c) {
         }
       }
     }
+    if (u.pattern_spec != nullptr && u.pattern_spec->check != nullptr) u.pattern_spec->check(c, u);
   }
   for (const auto& a : c.units.ambiguous()) {
-    c.out.Emit({.rule = "closure/ambiguous-ownership",
+    c.out.Emit({.rule = rules::kClosureAmbiguousOwnership,
                 .node = a.other.anchor,
-                .message = "two " + a.kept.kind + "/" + a.other.kind +
+                .message = "two " + std::string(a.kept.kind()) + "/" + std::string(a.other.kind()) +
                            " pattern instances of equal "
                            "size overlap: {" +
                            NodeList(c, a.kept.nodes) + "} and {" + NodeList(c, a.other.nodes) +
                            "}; ownership is not unique",
-                .group_key = "overlapping " + a.kept.kind + " and " + a.other.kind + " instances",
+                .group_key = "overlapping " + std::string(a.kept.kind()) + " and " +
+                             std::string(a.other.kind()) + " instances",
                 .more_nodes = {a.kept.anchor}});
   }
 }

@@ -15,7 +15,7 @@ void CheckPair(Context& c, int qn, int dq) {
   const auto* d = c.q.Of(dq);
   auto s = CompareStructure(*q, *d);
   if (!s.what.empty()) {
-    c.out.Emit({.rule = "qdq/pair-mismatch",
+    c.out.Emit({.rule = rules::kQdqPairMismatch,
                 .node = dq,
                 .message = "Q '" + c.Name(qn) + "' and its DQ '" + c.Name(dq) + "' differ: " +
                            s.what + " (Q " + Describe(*q) + "; DQ " + Describe(*d) + ")",
@@ -28,7 +28,7 @@ void CheckPair(Context& c, int qn, int dq) {
   if (!c.check_value) return;
   auto v = CompareValues(*q, *d);
   if (!v.what.empty()) {
-    c.out.Emit({.rule = "qdq/pair-value-mismatch",
+    c.out.Emit({.rule = rules::kQdqPairValueMismatch,
                 .node = dq,
                 .message = "Q '" + c.Name(qn) + "' and its DQ '" + c.Name(dq) +
                            "' use different values: " + v.what,
@@ -37,7 +37,7 @@ void CheckPair(Context& c, int qn, int dq) {
                 .values = {{"difference", v.what}},
                 .more_nodes = {qn}});
   } else if (v.unknown) {
-    c.out.Emit({.rule = "qdq/value-unreadable",
+    c.out.Emit({.rule = rules::kQdqValueUnreadable,
                 .node = dq,
                 .message = "values of Q '" + c.Name(qn) + "' / DQ '" + c.Name(dq) +
                            "' are not statically readable; pair values were not compared",
@@ -54,7 +54,7 @@ void CheckQdqEdges(Context& c) {
     const auto* q = c.q.Of(qn);
     if (q->y.empty()) continue;
     if (c.g.IsGraphOutputId(q->y_id)) {
-      c.out.Emit({.rule = "qdq/q-graph-output",
+      c.out.Emit({.rule = rules::kQdqQGraphOutput,
                   .node = qn,
                   .message = "Q '" + c.Name(qn) + "' output '" + std::string(q->y) +
                              "' is a graph output; add its DQ and output the dequantized tensor",
@@ -87,7 +87,7 @@ void CheckQdqEdges(Context& c) {
       for (int n : consumers) {
         if (c.q.IsDQ(n)) c.Explain(n);
       }
-      c.out.Emit({.rule = "qdq/q-fanout",
+      c.out.Emit({.rule = rules::kQdqQFanout,
                   .node = qn,
                   .message = msg,
                   .group_key = "Q output with other consumers than one DQ",
@@ -104,7 +104,7 @@ void CheckQdqEdges(Context& c) {
       int prod = c.g.ProducerOf(d->x_id);
       std::string from = src == DqSource::kGraphInput ? "graph input '" + std::string(d->x) + "'"
                                                       : c.Op(prod) + " '" + c.Name(prod) + "'";
-      c.out.Emit({.rule = "qdq/dq-input-source",
+      c.out.Emit({.rule = rules::kQdqDqInputSource,
                   .node = dq,
                   .message = "DQ '" + c.Name(dq) + "' reads its integer input '" +
                              std::string(d->x) + "' from " + from +
@@ -121,7 +121,7 @@ void CheckQdqEdges(Context& c) {
       const auto* q2 = c.q.Of(u.node);
       auto diff = CompareRequantize(*d, *q2);
       if (!diff.what.empty()) {
-        c.out.Emit({.rule = "qdq/requantize-identity",
+        c.out.Emit({.rule = rules::kQdqRequantizeIdentity,
                     .node = u.node,
                     .message = "DQ '" + c.Name(dq) + "' feeds Q '" + c.Name(u.node) +
                                "' directly with different parameters (" + diff.what +
@@ -131,7 +131,7 @@ void CheckQdqEdges(Context& c) {
                     .values = {{"difference", diff.what}},
                     .more_nodes = {dq}});
       } else if (diff.unknown && c.check_value) {
-        c.out.Emit({.rule = "qdq/value-unreadable",
+        c.out.Emit({.rule = rules::kQdqValueUnreadable,
                     .node = u.node,
                     .message = "DQ '" + c.Name(dq) + "' -> Q '" + c.Name(u.node) +
                                "': values not statically readable; requantize not verified",

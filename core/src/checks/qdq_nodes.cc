@@ -24,7 +24,7 @@ void CheckFloatSide(Context& c, const QuantParams& p) {
   if (p.is_q) {
     int xt = c.g.ElemTypeOf(p.x_id);
     if (xt != 0 && xt != onnx::TensorProto::FLOAT) {
-      c.out.Emit({.rule = "qdq/float-side-type",
+      c.out.Emit({.rule = rules::kQdqFloatSideType,
                   .node = p.node,
                   .message = "QuantizeLinear '" + n + "' quantizes '" + std::string(p.x) +
                              "' of type " + ElemTypeName(xt) + "; the float side must be FP32",
@@ -35,7 +35,7 @@ void CheckFloatSide(Context& c, const QuantParams& p) {
   } else {
     int yt = c.g.ElemTypeOf(p.y_id);
     if (yt != 0 && yt != onnx::TensorProto::FLOAT) {
-      c.out.Emit({.rule = "qdq/float-side-type",
+      c.out.Emit({.rule = rules::kQdqFloatSideType,
                   .node = p.node,
                   .message = "DequantizeLinear '" + n + "' outputs '" + std::string(p.y) + "' as " +
                              ElemTypeName(yt) + "; the float side must be FP32",
@@ -45,7 +45,7 @@ void CheckFloatSide(Context& c, const QuantParams& p) {
     }
   }
   if (p.scale_dtype != 0 && p.scale_dtype != onnx::TensorProto::FLOAT) {
-    c.out.Emit({.rule = "qdq/float-side-type",
+    c.out.Emit({.rule = rules::kQdqFloatSideType,
                 .node = p.node,
                 .message = Kind(p) + " '" + n + "' has scale '" + std::string(p.scale) +
                            "' of type " + ElemTypeName(p.scale_dtype) + "; scales must be FP32",
@@ -60,8 +60,8 @@ void CheckScale(Context& c, const QuantParams& p) {
   if (p.scale.empty()) return;  // invalid ONNX, reported by the ONNX checker
   if (!p.scale_is_initializer) {
     int prod = c.g.ProducerOf(p.scale_id);
-    const bool constant = prod >= 0 && c.Op(prod) == "Constant" &&
-                          (c.g.node(prod).domain().empty() || c.g.node(prod).domain() == "ai.onnx");
+    const bool constant =
+        prod >= 0 && c.Op(prod) == "Constant" && IsOnnxDomain(c.g.node(prod).domain());
     std::string from = constant ? "Constant node '" + c.Name(prod) + "'"
                        : prod >= 0
                            ? c.Op(prod) + " '" + c.Name(prod) + "'"
@@ -69,7 +69,7 @@ void CheckScale(Context& c, const QuantParams& p) {
                                                              : std::string("an unknown source"));
     std::vector<int> cause;
     if (constant) cause.push_back(prod);  // reading 13: tied to the Constant
-    c.out.Emit({.rule = "qdq/scale-not-initializer",
+    c.out.Emit({.rule = rules::kQdqScaleNotInitializer,
                 .node = p.node,
                 .message = Kind(p) + " '" + n + "' takes scale '" + std::string(p.scale) +
                            "' from " + from +
@@ -83,7 +83,7 @@ void CheckScale(Context& c, const QuantParams& p) {
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (std::isfinite(v[i]) && v[i] > 0) continue;
     std::string idx = v.size() == 1 ? "scale" : "scale[" + std::to_string(i) + "]";
-    c.out.Emit({.rule = "qdq/scale-value",
+    c.out.Emit({.rule = rules::kQdqScaleValue,
                 .node = p.node,
                 .message = Kind(p) + " '" + n + "': " + idx + " = " + FormatNumber(v[i]) + " in '" +
                            std::string(p.scale) + "'; every scale must be finite and > 0",
@@ -97,7 +97,7 @@ void CheckScale(Context& c, const QuantParams& p) {
 void CheckZeroPoint(Context& c, const QuantParams& p) {
   const std::string n = c.Name(p.node);
   if (p.zp.empty()) {
-    c.out.Emit({.rule = "qdq/zero-point-missing",
+    c.out.Emit({.rule = rules::kQdqZeroPointMissing,
                 .node = p.node,
                 .message = Kind(p) + " '" + n +
                            "' omits zero_point; it must be explicit (add a zero_point input, 0 "
@@ -108,7 +108,7 @@ void CheckZeroPoint(Context& c, const QuantParams& p) {
   }
   if (!c.check_value || !p.qtype || SharedWithPair(c, p, p.zp, false)) return;
   if (!p.zp_values) {
-    c.out.Emit({.rule = "qdq/value-unreadable",
+    c.out.Emit({.rule = rules::kQdqValueUnreadable,
                 .node = p.node,
                 .message = "zero_point '" + std::string(p.zp) + "' of " + Kind(p) + " '" + n +
                            "' is not statically readable; its range was not checked",
@@ -121,7 +121,7 @@ void CheckZeroPoint(Context& c, const QuantParams& p) {
   for (std::size_t i = 0; i < v.size(); ++i) {
     std::string idx = v.size() == 1 ? "zero_point" : "zero_point[" + std::to_string(i) + "]";
     if (info.is_signed && v[i] != 0) {
-      c.out.Emit({.rule = "qdq/zero-point-value",
+      c.out.Emit({.rule = rules::kQdqZeroPointValue,
                   .node = p.node,
                   .message = Kind(p) + " '" + n + "': " + idx + " = " + std::to_string(v[i]) +
                              " but " + std::string(info.name) +
@@ -132,7 +132,7 @@ void CheckZeroPoint(Context& c, const QuantParams& p) {
       return;
     }
     if (v[i] < info.min || v[i] > info.max) {
-      c.out.Emit({.rule = "qdq/zero-point-value",
+      c.out.Emit({.rule = rules::kQdqZeroPointValue,
                   .node = p.node,
                   .message = Kind(p) + " '" + n + "': " + idx + " = " + std::to_string(v[i]) +
                              " is outside the " + std::string(info.name) + " range " +
@@ -149,7 +149,7 @@ void CheckGranularity(Context& c, const QuantParams& p) {
   const std::string n = c.Name(p.node);
   if (p.granularity == Granularity::kInvalid) {
     c.out.Emit(
-        {.rule = "qdq/granularity",
+        {.rule = rules::kQdqGranularity,
          .node = p.node,
          .message = Kind(p) + " '" + n + "': " + p.granularity_problem +
                     "; only per-tensor (scalar or [1]) or per-channel (1-D, scale and "
@@ -160,7 +160,7 @@ void CheckGranularity(Context& c, const QuantParams& p) {
   }
   if (p.granularity != Granularity::kPerChannel) return;
   if (!p.axis_attr) {
-    c.out.Emit({.rule = "qdq/axis-missing",
+    c.out.Emit({.rule = rules::kQdqAxisMissing,
                 .node = p.node,
                 .message = Kind(p) + " '" + n + "' is per-channel (" +
                            Count(p.channels(), "scale") + ") without an explicit axis attribute",
@@ -171,7 +171,7 @@ void CheckGranularity(Context& c, const QuantParams& p) {
   if (xd && p.axis_norm && *p.axis_norm < static_cast<std::int64_t>(xd->size())) {
     auto dim = (*xd)[static_cast<std::size_t>(*p.axis_norm)];
     if (dim > 0 && dim != p.channels()) {
-      c.out.Emit({.rule = "qdq/granularity",
+      c.out.Emit({.rule = rules::kQdqGranularity,
                   .node = p.node,
                   .message = Kind(p) + " '" + n + "' has " +
                              Count(p.channels(), "per-channel scale") + " but dimension " +
@@ -190,7 +190,7 @@ void CheckQdqNodes(Context& c) {
     const auto* p = c.q.Of(node);
     CheckFloatSide(c, *p);
     if (!p->qtype && p->int_type != 0) {
-      c.out.Emit({.rule = "qdq/integer-type",
+      c.out.Emit({.rule = rules::kQdqIntegerType,
                   .node = node,
                   .message = Kind(*p) + " '" + c.Name(node) + "' uses " +
                              ElemTypeName(p->int_type) +

@@ -19,7 +19,7 @@ void CheckBounds(Context& c, int node) {
     // Reading 13: a bound from a Constant node is static, not dynamic; say so and name it.
     const int k = ConstantProducer(c, t);
     c.out.Emit(
-        {.rule = "op/clip-dynamic",
+        {.rule = rules::kOpClipDynamic,
          .node = node,
          .message = std::string(s == 1 ? "min" : "max") + " '" + t + "' of Clip '" + c.Name(node) +
                     "' comes from " +
@@ -43,7 +43,7 @@ void CheckOutput(Context& c, int unit, int node, bool tail) {
   const std::string who = n.op_type() + " '" + c.Name(node) + "'";
   const std::string form = tail ? "fusion tail" : "standalone";
   if (c.g.IsGraphOutput(out)) {
-    c.out.Emit({.rule = "op/relu-form",
+    c.out.Emit({.rule = rules::kOpReluForm,
                 .node = node,
                 .message = who + " (" + form + ") output '" + out +
                            "' is a graph output without Q/DQ; its output must be quantized",
@@ -64,7 +64,7 @@ void CheckOutput(Context& c, int unit, int node, bool tail) {
     if (!relu && !sym) continue;  // asymmetric Clip: zp anywhere in range (3.2)
     if (!q->zp_values) {
       if (!q->zp.empty() && c.check_value) {
-        c.out.Emit({.rule = "qdq/value-unreadable",
+        c.out.Emit({.rule = rules::kQdqValueUnreadable,
                     .node = use.node,
                     .message = "zero_point of Q '" + c.Name(use.node) + "' after " + who +
                                " is not statically readable; zero_point 0 not verified",
@@ -76,7 +76,7 @@ void CheckOutput(Context& c, int unit, int node, bool tail) {
     for (std::size_t i = 0; i < q->zp_values->size(); ++i) {
       auto v = (*q->zp_values)[i];
       if (v == 0) continue;
-      c.out.Emit({.rule = "op/relu-zero-point",
+      c.out.Emit({.rule = rules::kOpReluZeroPoint,
                   .node = use.node,
                   .message = who + " output is quantized by Q '" + c.Name(use.node) +
                              "' with zero_point " + std::to_string(v) + "; " +
@@ -90,7 +90,7 @@ void CheckOutput(Context& c, int unit, int node, bool tail) {
     }
   }
   if (!unquantized.empty()) {
-    c.out.Emit({.rule = "op/relu-form",
+    c.out.Emit({.rule = rules::kOpReluForm,
                 .node = node,
                 .message = who + " (" + form + ") output '" + out + "' feeds " +
                            NodeList(c, unquantized) + " without Q/DQ; its output must be quantized",
@@ -147,7 +147,7 @@ void CheckReluClip(Context& c) {
                 "in front of it";
         }
       }
-      c.out.Emit({.rule = "op/relu-form",
+      c.out.Emit({.rule = rules::kOpReluForm,
                   .node = node,
                   .message = who + " input '" + in + "' has no DQ: " + why,
                   .group_key = sym ? n.op_type() + " symmetric form without Q/DQ on its input"

@@ -23,7 +23,7 @@ int ConstantProducer(const Context& c, std::string_view t) {
   const int p = c.g.Producer(t);
   if (p < 0) return -1;
   const auto& n = c.g.node(p);
-  return n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx") ? p : -1;
+  return IsOnnxOp(n, "Constant") ? p : -1;
 }
 
 std::string NodeList(const Context& c, const std::vector<int>& nodes) {
@@ -61,11 +61,11 @@ void ActivationType(Context& c, int node, int dq, const QuantParams& p, const Op
   const std::string who = spec.op_type.empty()
                               ? std::string("operator")
                               : std::string(spec.op_type) + " '" + c.Name(node) + "'";
-  std::string rule(spec.rule.empty() || spec.cls == OpClass::kPassive ? "role/activation-type"
-                                                                      : spec.rule);
+  const RuleId rule =
+      !spec.rule || spec.cls == OpClass::kPassive ? rules::kRoleActivationType : *spec.rule;
   if (!spec.data_types.Has(*p.qtype)) {
     std::string why;
-    if (*p.qtype == QType::kU4 && rule == "role/activation-type") {
+    if (*p.qtype == QType::kU4 && rule == rules::kRoleActivationType) {
       why =
           "U4 activations are allowed only on the activation input of Conv, ConvTranspose and Gemm";
     } else {
@@ -94,7 +94,7 @@ void ActivationType(Context& c, int node, int dq, const QuantParams& p, const Op
   if (Info(*p.qtype).bits == 4) {
     auto dims = c.g.Dims(tensor);
     if (dims && dims->size() >= 2 && (*dims)[1] > 0 && (*dims)[1] % 2 == 1) {
-      c.out.Emit({.rule = "role/int4-channels",
+      c.out.Emit({.rule = rules::kRoleInt4Channels,
                   .node = dq,
                   .message = "4-bit activation '" + std::string(tensor) + "' into " + who +
                              " has " + Count((*dims)[1], "channel") + "; 4-bit needs an even count",
@@ -152,7 +152,7 @@ const QuantParams* CheckDataInput(Context& c, int unit, int node, int slot, cons
   int prod = c.g.Producer(t);
   if (const auto* init = c.g.Initializer(t)) {
     const bool fp = IsFloatType(init->data_type());
-    c.out.Emit({.rule = "qdq/const-form",
+    c.out.Emit({.rule = rules::kQdqConstForm,
                 .node = node,
                 .message = "data input '" + t + "' of " + who + " is " +
                            (fp ? "an FP32 initializer used directly"
@@ -166,7 +166,7 @@ const QuantParams* CheckDataInput(Context& c, int unit, int node, int slot, cons
     return nullptr;
   }
   if (const int k = ConstantProducer(c, t); k >= 0) {
-    c.out.Emit({.rule = "qdq/const-form",
+    c.out.Emit({.rule = rules::kQdqConstForm,
                 .node = node,
                 .message = "data input '" + t + "' of " + who +
                            " is the output of Constant node '" + c.Name(k) +
@@ -178,7 +178,7 @@ const QuantParams* CheckDataInput(Context& c, int unit, int node, int slot, cons
     return nullptr;
   }
   if (prod >= 0 && ProducerReportsOutput(c, prod, t)) return nullptr;  // one finding per edge
-  c.out.Emit({.rule = "op/input-not-quantized",
+  c.out.Emit({.rule = rules::kOpInputNotQuantized,
               .node = node,
               .message = "data input '" + t + "' of " + who + " comes from " + SourceText(c, t) +
                          " without DQ; quantize it with Q -> DQ",
@@ -201,7 +201,7 @@ void CheckOutputActivation(Context& c, int qn, int producer) {
                           ? "U4 activations are allowed only into the activation input of "
                             "Conv, ConvTranspose and Gemm"
                           : "activation types are U8, S8, U16, S16";
-    c.out.Emit({.rule = "role/activation-type",
+    c.out.Emit({.rule = rules::kRoleActivationType,
                 .node = at,
                 .message = "output '" + std::string(q->x) + "' of " + who + " is quantized as " +
                            tname + " by Q '" + c.Name(qn) + "'; " + why,
@@ -210,7 +210,7 @@ void CheckOutputActivation(Context& c, int qn, int producer) {
                 .values = {{"type", tname}},
                 .more_nodes = {producer}});
   } else if (q->granularity == Granularity::kPerChannel) {
-    c.out.Emit({.rule = "role/activation-type",
+    c.out.Emit({.rule = rules::kRoleActivationType,
                 .node = at,
                 .message = "output '" + std::string(q->x) + "' of " + who +
                            " is quantized per-channel by Q '" + c.Name(qn) +
@@ -233,7 +233,7 @@ const QuantParams* CheckWeight(Context& c, int unit, int node, const OpSpec& spe
     const int k = ConstantProducer(c, t);
     if (init || k >= 0) {
       c.out.Emit(
-          {.rule = "qdq/const-form",
+          {.rule = rules::kQdqConstForm,
            .node = node,
            .message = "weight '" + t + "' of " + who + " is used unquantized" +
                       (k >= 0 ? " (output of Constant node '" + c.Name(k) + "')" : std::string()) +
@@ -243,7 +243,7 @@ const QuantParams* CheckWeight(Context& c, int unit, int node, const OpSpec& spe
            .tensors = {t},
            .more_nodes = Nodes({k})});
     } else if (!FromQuantizedPassive(c, t)) {
-      c.out.Emit({.rule = "op/input-not-quantized",
+      c.out.Emit({.rule = rules::kOpInputNotQuantized,
                   .node = node,
                   .message = "weight '" + t + "' of " + who + " comes from " + SourceText(c, t) +
                              " without DQ; weights must be quantized",
@@ -269,7 +269,7 @@ const QuantParams* CheckWeight(Context& c, int unit, int node, const OpSpec& spe
           : -1;
   const std::string tname = QTypeName(p->qtype, p->int_type);
   if (p->qtype && !kWeightTypes.Has(*p->qtype)) {
-    c.out.Emit({.rule = "role/weight-type",
+    c.out.Emit({.rule = rules::kRoleWeightType,
                 .node = dq,
                 .message = "weight '" + t + "' of " + who + " is " + tname +
                            "; weights must be symmetric S4 or S8 per-channel",
@@ -283,7 +283,7 @@ const QuantParams* CheckWeight(Context& c, int unit, int node, const OpSpec& spe
   if (p->granularity == Granularity::kPerTensor) {
     const bool one = axis_dim == 1;
     c.out.Emit(
-        {.rule = "role/weight-type",
+        {.rule = rules::kRoleWeightType,
          .node = dq,
          .message = "weight '" + t + "' of " + who + " is quantized per-tensor" +
                     (p->axis_attr ? std::string(" (its ") +
@@ -303,7 +303,7 @@ const QuantParams* CheckWeight(Context& c, int unit, int node, const OpSpec& spe
   } else if (p->granularity == Granularity::kPerChannel && p->axis_attr &&
              *p->axis_attr != spec.weight_axis) {
     std::string written = std::to_string(*p->axis_attr);
-    c.out.Emit({.rule = "qdq/weight-axis",
+    c.out.Emit({.rule = rules::kQdqWeightAxis,
                 .node = dq,
                 .message = "weight '" + t + "' of " + who + " is quantized along axis " + written +
                            (*p->axis_attr < 0 ? " (negative forms are not accepted)" : "") + "; " +
@@ -314,7 +314,7 @@ const QuantParams* CheckWeight(Context& c, int unit, int node, const OpSpec& spe
                 .more_nodes = {node}});
   }
   if (p->qtype == QType::kS4 && out_ch > 0 && out_ch % 2 == 1) {
-    c.out.Emit({.rule = "role/int4-channels",
+    c.out.Emit({.rule = rules::kRoleInt4Channels,
                 .node = dq,
                 .message = "S4 weight '" + t + "' of " + who + " has " +
                            Count(out_ch, "output channel") + "; 4-bit weights need an even count",
@@ -337,7 +337,7 @@ void CheckBias(Context& c, int unit, int node, const OpSpec& spec, const QuantPa
     const auto* init = c.g.Initializer(t);
     if (init && init->data_type() == onnx::TensorProto::FLOAT) return;  // direct FP32 bias
     if (FromQuantizedPassive(c, t)) return;
-    c.out.Emit({.rule = "qdq/const-form",
+    c.out.Emit({.rule = rules::kQdqConstForm,
                 .node = node,
                 .message = "bias '" + t + "' of " + who + " comes from " + SourceText(c, t) +
                            "; a bias must be a direct FP32 initializer, FP32 initializer -> Q/DQ "
@@ -351,7 +351,7 @@ void CheckBias(Context& c, int unit, int node, const OpSpec& spec, const QuantPa
   const auto* b = c.q.Of(dq);
   std::int64_t group = AttrInt(n, "group").value_or(1);
   if (c.Op(node) == "ConvTranspose" && group > 1) {
-    c.out.Emit({.rule = "role/convtranspose-group-bias",
+    c.out.Emit({.rule = rules::kRoleConvtransposeGroupBias,
                 .node = node,
                 .message = "ConvTranspose '" + c.Name(node) +
                            "' has group=" + std::to_string(group) + " and a quantized bias '" + t +
@@ -363,7 +363,7 @@ void CheckBias(Context& c, int unit, int node, const OpSpec& spec, const QuantPa
   }
   const std::string tname = QTypeName(b->qtype, b->int_type);
   if (b->qtype != QType::kS32) {
-    c.out.Emit({.rule = "role/bias-type",
+    c.out.Emit({.rule = rules::kRoleBiasType,
                 .node = dq,
                 .message = "bias '" + t + "' of " + who + " is quantized as " + tname +
                            "; a quantized bias must be symmetric S32 per-channel",
@@ -376,7 +376,7 @@ void CheckBias(Context& c, int unit, int node, const OpSpec& spec, const QuantPa
   auto bdims = c.g.Dims(t);
   const bool one = bdims && bdims->size() == 1 && (*bdims)[0] == 1;
   if (b->granularity == Granularity::kPerTensor) {
-    c.out.Emit({.rule = "role/bias-type",
+    c.out.Emit({.rule = rules::kRoleBiasType,
                 .node = dq,
                 .message = "bias '" + t + "' of " + who +
                            " is quantized per-tensor; a quantized bias must be per-channel" +
@@ -392,7 +392,7 @@ void CheckBias(Context& c, int unit, int node, const OpSpec& spec, const QuantPa
   if (!c.check_value || in == nullptr || w == nullptr) return;
   if (!b->scale_values || !in->scale_values || !w->scale_values) {
     c.out.Emit(
-        {.rule = "qdq/value-unreadable",
+        {.rule = rules::kQdqValueUnreadable,
          .node = dq,
          .message = "bias_scale of " + who + " not checked: a scale is not statically readable",
          .group_key = "bias scale values not statically readable",
@@ -411,7 +411,7 @@ void CheckBias(Context& c, int unit, int node, const OpSpec& spec, const QuantPa
     if (std::fabs(bsc - prod) <= 1e-7f + 1e-5f * std::fabs(prod)) continue;
     std::string idx = "bias_scale[" + std::to_string(i) + "]";
     c.out.Emit(
-        {.rule = "role/bias-scale",
+        {.rule = rules::kRoleBiasScale,
          .node = dq,
          .message = who + ": " + idx + "=" + FormatNumber(bsc) +
                     ", input_scale*weight_scale=" + FormatNumber(prod) + " (input " +
@@ -437,7 +437,7 @@ void CheckStaticParam(Context& c, int node, int slot, std::string_view what) {
   std::string from = dq >= 0  ? "DQ '" + c.Name(dq) + "' (parameters are not quantized)"
                      : k >= 0 ? "Constant node '" + c.Name(k) + "'"
                               : SourceText(c, t);
-  c.out.Emit({.rule = "op/static-param",
+  c.out.Emit({.rule = rules::kOpStaticParam,
               .node = node,
               .message = std::string(what) + " '" + t + "' of " + c.Op(node) + " '" + c.Name(node) +
                          "' comes from " + from + "; it must be a direct FP32 initializer",
@@ -446,8 +446,7 @@ void CheckStaticParam(Context& c, int node, int slot, std::string_view what) {
               .more_nodes = Nodes({dq, k})});
 }
 
-bool CheckOutputQuantized(Context& c, int unit, int node, std::string_view tensor,
-                          std::string_view rule) {
+bool CheckOutputQuantized(Context& c, int unit, int node, std::string_view tensor, RuleId rule) {
   bool ok = true;
   const auto& u = c.units.all()[static_cast<std::size_t>(unit)];
   auto inside = [&](int n) { return c.units.UnitOf(n) == u.id; };

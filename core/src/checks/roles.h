@@ -21,7 +21,7 @@ void CheckStaticParam(Context& c, int node, int slot, std::string_view what);
 // Every consumer of a designated output must be a Q; claims them. Returns false when some
 // consumer is not (after reporting `rule`).
 bool CheckOutputQuantized(Context& c, int unit, int node, std::string_view tensor,
-                          std::string_view rule);
+                          RuleId rule);
 // Where a float tensor without DQ comes from, for messages.
 std::string SourceText(const Context& c, std::string_view tensor);
 // True when `tensor` leaves a passive unit that is in quantized pass-through mode.

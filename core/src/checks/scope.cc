@@ -11,7 +11,7 @@ namespace axqc::detail {
 
 namespace {
 
-bool DefaultDomain(std::string_view d) { return d.empty() || d == "ai.onnx"; }
+bool DefaultDomain(std::string_view d) { return IsOnnxDomain(d); }
 
 bool IsQdqOpType(std::string_view op) { return op == "QuantizeLinear" || op == "DequantizeLinear"; }
 

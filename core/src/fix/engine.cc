@@ -10,9 +10,11 @@
 
 #include "axqc/checker.h"
 #include "axqc/fix.h"
+#include "axqc/sha256.h"
 #include "fix/session.h"
 #include "loader.h"
 #include "pipeline.h"
+#include "rules.h"
 
 namespace axqc {
 
@@ -62,7 +64,7 @@ std::vector<const RewriteEntry*> Selected(const FixOptions& o) {
 
 const Finding* FirstInvalid(const Report& r) {
   for (const auto& f : r.findings) {
-    if (f.rule == "onnx/invalid-model") return &f;
+    if (f.rule == rules::kOnnxInvalidModel.id()) return &f;
   }
   return nullptr;
 }

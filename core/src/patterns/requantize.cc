@@ -6,8 +6,7 @@ namespace axqc::detail {
 
 bool IsRequantizeIdentity(const GraphIndex& g, const QuantTable& q, int node) {
   const auto& n = g.node(node);
-  if (n.op_type() != "Identity" || !n.domain().empty() || n.input_size() != 1 ||
-      n.output_size() != 1) {
+  if (!IsOnnxOp(n, "Identity") || n.input_size() != 1 || n.output_size() != 1) {
     return false;
   }
   if (q.DqProducing(n.input(0)) < 0) return false;

@@ -1,11 +1,11 @@
-#include "sha256.h"
+#include "axqc/sha256.h"
 
 #include <openssl/evp.h>
 
 #include <array>
 #include <stdexcept>
 
-namespace axqc::service {
+namespace axqc {
 
 struct Sha256::Ctx {
   EVP_MD_CTX* md = nullptr;
@@ -63,4 +63,4 @@ bool IsSha256Hex(std::string_view s) {
   return true;
 }
 
-}  // namespace axqc::service
+}  // namespace axqc
