@@ -45,7 +45,7 @@ void LookupStep(const std::shared_ptr<Lookup>& lk);
 // Answers GetReport with a report. A recorded lookup is a check request: history row and the
 // check metrics, like the answer of a Check or Upload.
 void RespondLookup(const ServiceDeps& d, const std::shared_ptr<CheckCall>& call,
-                   v1::CheckResponse* grpc_resp, std::shared_ptr<const v1::Report> report,
+                   v1::CheckResponse* grpc_resp, const std::shared_ptr<const v1::Report>& report,
                    v1::CacheResult cache) {
   d.metrics->CountReportLookup(CacheLabel(cache));
   const bool record = call->Snapshot().record;
