@@ -108,7 +108,7 @@ void RecordHistory(const ServiceDeps& d, const CheckCall& call, const v1::Report
 }
 
 void RespondWithReport(const ServiceDeps& d, const std::shared_ptr<CheckCall>& call,
-                       std::shared_ptr<const v1::Report> report, v1::CacheResult cache) {
+                       const std::shared_ptr<const v1::Report>& report, v1::CacheResult cache) {
   if (call->cancelled.load() || call->finished()) return;
   if (!FillResponse(d, call, report, cache, nullptr)) return;
   if (!call->Claim()) return;

@@ -25,7 +25,7 @@ void RecordHistory(const ServiceDeps& d, const CheckCall& call, const v1::Report
 // Answers a Check or Upload with `report`: response, history row, axqc_checks_total{source},
 // findings metrics.
 void RespondWithReport(const ServiceDeps& d, const std::shared_ptr<CheckCall>& call,
-                       std::shared_ptr<const v1::Report> report, v1::CacheResult cache);
+                       const std::shared_ptr<const v1::Report>& report, v1::CacheResult cache);
 
 // Answers a Check or Upload whose bytes are not a readable ONNX model (INVALID_ARGUMENT; a history
 // row with the verdict invalid_input).
