@@ -22,11 +22,11 @@
 #include "auth.h"
 #include "axqc/catalog.h"
 #include "axqc/checker.h"
-#include "lru_cache.h"
 #include "memory.h"
 #include "model_source.h"
 #include "process_metrics.h"
 #include "reflection_v1.h"
+#include "report_cache.h"
 #include "service.h"
 #include "store.h"
 
@@ -81,7 +81,8 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
   } catch (const StoreError& e) {
     throw std::runtime_error(std::string("store: ") + e.what());
   }
-  s->cache_ = std::make_unique<LruCache>(c.cache_bytes);
+  s->reports_ = std::make_unique<ReportCache>(c.cache_bytes, s->store_.get(), s->metrics_.get(),
+                                              s->logger_.get());
   s->budget_ = std::make_unique<ByteBudget>(c.max_inflight_bytes, s->metrics_.get());
   s->paths_ = std::make_unique<PathResolver>(c.allowed_roots);
   s->io_ = std::make_unique<boost::asio::thread_pool>(c.io_threads);
@@ -94,7 +95,7 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
   deps.logger = s->logger_.get();
   deps.metrics = s->metrics_.get();
   deps.store = s->store_.get();
-  deps.cache = s->cache_.get();
+  deps.reports = s->reports_.get();
   deps.budget = s->budget_.get();
   deps.paths = s->paths_.get();
   deps.io = s->io_.get();
@@ -114,12 +115,11 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
       return inner(bytes, name, options);
     };
   }
-  // The sink only needs the parts of deps that exist now (store, cache, metrics, logger).
-  ServiceDeps sink_deps = deps;
   s->engine_ = std::make_unique<CheckEngine>(
       c.workers, c.queue_capacity, std::move(check),
-      [sink_deps](const CheckJob& job, const std::shared_ptr<const v1::Report>& report) {
-        CheckerService::StoreResult(sink_deps, job, report);
+      [reports = s->reports_.get()](const CheckJob& job,
+                                    const std::shared_ptr<const v1::Report>& report) {
+        reports->Store(job, report);
       },
       s->metrics_.get(),
       // Every check that ends (with or without report, or dropped from the queue) gives up its

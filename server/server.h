@@ -26,7 +26,7 @@ class thread_pool;
 namespace axqc::server {
 
 class ReportStore;
-class LruCache;
+class ReportCache;
 class ByteBudget;
 class PathResolver;
 class CheckerService;
@@ -69,7 +69,7 @@ class Server {
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::shared_ptr<ProcessCollector> process_collector_;
   std::unique_ptr<ReportStore> store_;
-  std::unique_ptr<LruCache> cache_;
+  std::unique_ptr<ReportCache> reports_;
   std::unique_ptr<ByteBudget> budget_;
   std::unique_ptr<PathResolver> paths_;
   std::unique_ptr<boost::asio::thread_pool> io_;

@@ -1,45 +1,24 @@
-// The axqc.v1.Checker gRPC service on the callback API. Request handling:
-//   RPC arrives -> admission (draining? auth?) -> source work on the I/O pool (read file / fetch
-//   URL / verify upload, sha256) -> cache: memory LRU, then the store -> claim in the store
-//   (single flight across servers sharing it; wait for the claiming server's report) -> check
-//   engine (bounded queue, in-process single flight) -> response + history row + metrics + one
-//   JSON log line.
-// GetReport: cache, store; a model whose check is in progress (KeyWatch here, claims of other
-// servers in the store) is waited for; NOT_FOUND to a hash-first client reserves its upload.
+// The axqc.v1.Checker gRPC service on the callback API. Every RPC is registered here through the
+// admission layer (rpc/admission.h: request id, draining, bearer token, request validation, one
+// metric and log line per request) and handled in its own file under rpc/:
+//   Check       rpc/check.cc        path / URL / inline bytes -> rpc/check_pipeline.cc
+//   Upload      rpc/upload.cc       client stream -> rpc/check_pipeline.cc
+//   GetReport   rpc/get_report.cc   report cache, waiting for a check in progress
+//   GetStats    rpc/get_stats.cc    request history
+//   ListRules   rpc/list_rules.cc   rule catalog
+//   RecordGate  rpc/record_gate.cc  gate outcome of a check in the history
+// The check pipeline: source work on the I/O pool (read file / fetch URL / verify upload, sha256)
+// -> report cache (report_cache.h: memory LRU, then the store) -> claim in the store (single
+// flight across servers sharing it; wait for the claiming server's report) -> check engine
+// (bounded queue, in-process single flight) -> response + history row + metrics + log line.
 #pragma once
 
-#include <atomic>
-#include <boost/asio/thread_pool.hpp>
-#include <memory>
-#include <string>
-
 #include "axqc/v1/axqc.grpc.pb.h"
-#include "check_engine.h"
-#include "config.h"
-#include "idle_watchdog.h"
-#include "key_watch.h"
-#include "logger.h"
-#include "lru_cache.h"
-#include "metrics.h"
-#include "model_source.h"
+#include "rpc/admission.h"
+#include "rpc/context.h"
 #include "status_name.h"
-#include "store.h"
 
 namespace axqc::server {
-
-struct ServiceDeps {
-  const ServerConfig* config = nullptr;
-  Logger* logger = nullptr;
-  Metrics* metrics = nullptr;
-  ReportStore* store = nullptr;
-  LruCache* cache = nullptr;
-  CheckEngine* engine = nullptr;
-  ByteBudget* budget = nullptr;
-  const PathResolver* paths = nullptr;
-  boost::asio::thread_pool* io = nullptr;
-  const std::atomic<bool>* draining = nullptr;
-  std::string auth_token;  // empty: no authentication
-};
 
 class CheckerService final : public v1::Checker::CallbackService {
  public:
@@ -62,47 +41,12 @@ class CheckerService final : public v1::Checker::CallbackService {
                                        const v1::RecordGateRequest* req,
                                        v1::RecordGateResponse* resp) override;
 
-  // Persists and caches a fresh report (the engine's result sink).
-  static void StoreResult(const ServiceDeps& d, const CheckJob& job,
-                          const std::shared_ptr<const v1::Report>& report);
-
-  class CallBase;
-  template <typename Resp>
-  class Call;
-  class UploadReactor;
-  struct Lookup;
-
   // Keys with a check in progress on this server (GetReport waits for them).
-  KeyWatch& watch() { return watch_; }
+  KeyWatch& watch() { return context_.watch; }
 
  private:
-  using CheckCall = Call<v1::CheckResponse>;
-  // One step of a GetReport: cache, store, then wait for a check in progress, reserve the upload of
-  // a hash-first client, or answer NOT_FOUND.
-  void LookupStep(const std::shared_ptr<Lookup>& lookup);
-  void WaitAndLookAgain(const std::shared_ptr<Lookup>& lookup, bool poll_store_only);
-  void RespondLookup(const std::shared_ptr<CheckCall>& call, v1::CheckResponse* grpc_resp,
-                     std::shared_ptr<const v1::Report> report, v1::CacheResult cache);
-  void Process(const std::shared_ptr<CheckCall>& call, LoadedModel model);
-  // Claims the check in the store (single flight across servers), then submits it to the engine;
-  // when another server holds the claim, waits for its report instead.
-  void ClaimAndSubmit(const std::shared_ptr<CheckCall>& call, CheckJob job);
-  void WaitForPeer(const std::shared_ptr<CheckCall>& call, CheckJob job);
-  void SubmitCheck(const std::shared_ptr<CheckCall>& call, CheckJob job);
-  void Respond(const std::shared_ptr<CheckCall>& call, std::shared_ptr<const v1::Report> report,
-               v1::CacheResult cache);
-  bool FillResponse(const std::shared_ptr<CheckCall>& call,
-                    const std::shared_ptr<const v1::Report>& report, v1::CacheResult cache,
-                    v1::CheckResponse* grpc_resp);
-  void RecordInputError(const std::shared_ptr<CheckCall>& call, const std::string& message);
-  void RecordHistory(const CheckCall& call, const v1::Report* report);
-
-  ServiceDeps d_;
-  // Bytes of Upload streams still being received (--max-inflight-upload-bytes).
-  ByteBudget upload_budget_;
-  // Ends Upload streams that stay silent (--upload-idle-timeout-seconds).
-  IdleWatchdog upload_watchdog_;
-  KeyWatch watch_;
+  ServiceContext context_;
+  Admission admission_;
 };
 
 using service::StatusCodeName;  // status_name.h

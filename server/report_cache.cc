@@ -1,0 +1,71 @@
+#include "report_cache.h"
+
+#include <chrono>
+#include <utility>
+
+#include "axqc/catalog.h"
+#include "labels.h"
+
+namespace axqc::server {
+
+ReportCache::ReportCache(std::size_t capacity_bytes, ReportStore* store, Metrics* metrics,
+                         Logger* logger)
+    : memory_(capacity_bytes), store_(store), metrics_(metrics), logger_(logger) {}
+
+std::shared_ptr<const v1::Report> ReportCache::GetMemory(const std::string& key) {
+  return memory_.Get(key);
+}
+
+ReportCache::Found ReportCache::Get(const std::string& key, const std::string& sha256) {
+  Found found;
+  if (auto report = memory_.Get(key)) {
+    found.report = std::move(report);
+    found.where = v1::CACHE_RESULT_MEMORY_HIT;
+    return found;
+  }
+  auto blob = store_->GetReport(key);
+  if (!blob) return found;
+  auto parsed = std::make_shared<v1::Report>();
+  if (!parsed->ParseFromString(*blob)) {
+    metrics_->CountStoreError();
+    logger_->Warn("stored report unreadable", {{"model_sha256", sha256}});
+    found.unreadable = true;
+    return found;
+  }
+  Put(key, parsed);
+  found.report = std::move(parsed);
+  found.where = v1::CACHE_RESULT_STORE_HIT;
+  return found;
+}
+
+void ReportCache::Put(const std::string& key, std::shared_ptr<const v1::Report> report) {
+  memory_.Put(key, std::move(report));
+  UpdateGauges();
+}
+
+void ReportCache::Store(const CheckJob& job, const std::shared_ptr<const v1::Report>& report) {
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    StoredReport r;
+    r.cache_key = job.key;
+    r.sha256 = job.sha256;
+    r.options = job.options_key;
+    r.rule_set_version = std::string(kRuleSetVersion);
+    r.verdict = VerdictLabel(report->verdict());
+    r.report = report->SerializeAsString();
+    store_->PutReport(r);
+  } catch (const StoreError& e) {
+    metrics_->CountStoreError();
+    logger_->Warn("store write failed", {{"error", e.what()}, {"model_sha256", job.sha256}});
+  }
+  Put(job.key, report);
+  metrics_->ObserveStage(
+      "store", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+void ReportCache::UpdateGauges() {
+  metrics_->cache_bytes().Set(static_cast<double>(memory_.bytes()));
+  metrics_->cache_entries().Set(static_cast<double>(memory_.entries()));
+}
+
+}  // namespace axqc::server

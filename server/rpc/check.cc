@@ -1,0 +1,146 @@
+// Check: one model named by path (under --allowed-root), URL (allowlisted hosts) or sent inline.
+#include <boost/asio/post.hpp>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "report_proto.h"
+#include "request_validation.h"
+#include "rpc/check_pipeline.h"
+#include "rpc/handlers.h"
+#include "sha256.h"
+#include "url_fetch.h"
+
+namespace axqc::server {
+
+namespace {
+
+// Inline bytes: accounted in the model-bytes budget, hashed on the I/O pool.
+void StartInline(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
+                 const v1::CheckRequest& req) {
+  const ServiceDeps& d = s.d;
+  const std::string& content = req.content();
+  call->Update([&](CallBase::Fields& f) {
+    f.source = "inline";
+    f.name = req.name().empty() ? "inline.onnx" : req.name();
+  });
+  if (content.size() > d.config->max_inline_bytes) {
+    call->Finish(grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        "inline content is " + std::to_string(content.size()) +
+            " bytes, over the server's limit of " + std::to_string(d.config->max_inline_bytes) +
+            " bytes (max-inline-bytes); use Upload for bigger models (axqc check --server "
+            "does)"));
+    return;
+  }
+  Reservation reservation(d.budget);
+  try {
+    reservation.Grow(content.size());
+  } catch (const SourceError& e) {
+    call->Finish(e.status());
+    return;
+  }
+  auto bytes = AccountedBytes(std::string(content), std::move(reservation));
+  boost::asio::post(*d.io, [&s, call = call, bytes = std::move(bytes)]() mutable {
+    const auto t0 = Clock::now();
+    LoadedModel model;
+    model.sha256 = service::Sha256Hex(*bytes);
+    model.bytes = std::move(bytes);
+    s.d.metrics->ObserveStage("load", SecondsSince(t0));
+    CheckModel(s, call, std::move(model));
+  });
+}
+
+// A path under an allowed root: read (and hashed) on the I/O pool.
+void StartPath(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
+               const v1::CheckRequest& req) {
+  call->Update([&](CallBase::Fields& f) {
+    f.source = "path";
+    f.name = req.name().empty() ? req.path() : req.name();
+  });
+  boost::asio::post(*s.d.io, [&s, call = call, path = req.path()]() {
+    if (call->cancelled.load()) return;
+    const ServiceDeps& deps = s.d;
+    const auto t0 = Clock::now();
+    try {
+      LoadedModel model = deps.paths->Load(path, deps.config->max_model_bytes, *deps.budget);
+      deps.metrics->ObserveStage("load", SecondsSince(t0));
+      CheckModel(s, call, std::move(model));
+    } catch (const SourceError& e) {
+      call->Finish(e.status());
+    }
+  });
+}
+
+// An allowlisted URL: fetched (and hashed) on the I/O pool.
+void StartUrl(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
+              const v1::CheckRequest& req) {
+  const ServiceDeps& d = s.d;
+  ParsedUrl parsed;
+  try {
+    parsed = ParseUrl(req.url());
+  } catch (const SourceError& e) {
+    call->Update([&](CallBase::Fields& f) { f.source = "url"; });
+    call->Finish(e.status());
+    return;
+  }
+  call->Update([&](CallBase::Fields& f) {
+    f.source = "url";
+    f.url = parsed.Redacted();
+    f.name = req.name().empty() ? parsed.FileName() : req.name();
+  });
+  boost::asio::post(*d.io, [&s, call = call, url = req.url()]() {
+    if (call->cancelled.load()) return;
+    const ServiceDeps& deps = s.d;
+    const auto t0 = Clock::now();
+    UrlPolicy policy;
+    policy.allow_hosts = deps.config->url_allow_hosts;
+    policy.timeout = std::chrono::seconds(deps.config->url_timeout_seconds);
+    policy.max_redirects = deps.config->url_max_redirects;
+    policy.max_bytes = deps.config->max_model_bytes;
+    try {
+      LoadedModel model = FetchUrl(url, policy, *deps.budget, call->cancelled);
+      deps.metrics->ObserveStage("load", SecondsSince(t0));
+      CheckModel(s, call, std::move(model));
+    } catch (const SourceError& e) {
+      call->Finish(e.status());
+    }
+  });
+}
+
+}  // namespace
+
+grpc::Status CheckRpc::Validate(const Request& req) {
+  grpc::Status status = ValidateLabels(req.labels(), "labels");
+  if (status.ok()) status = ValidateOptions(req.options());
+  if (status.ok() && !req.expected_sha256().empty() &&
+      !service::IsSha256Hex(req.expected_sha256())) {
+    status = Invalid("expected_sha256 must be 64 lowercase hex characters");
+  }
+  return status;
+}
+
+void CheckRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& call,
+                   const Request& req, Response* /*grpc_resp*/) {
+  call->expected_sha256 = req.expected_sha256();
+  call->Update([&](CallBase::Fields& f) {
+    f.labels = std::map<std::string, std::string>(req.labels().begin(), req.labels().end());
+    f.options = req.options();
+  });
+  switch (req.model_case()) {
+    case v1::CheckRequest::kContent:
+      StartInline(s, call, req);
+      return;
+    case v1::CheckRequest::kPath:
+      StartPath(s, call, req);
+      return;
+    case v1::CheckRequest::kUrl:
+      StartUrl(s, call, req);
+      return;
+    case v1::CheckRequest::MODEL_NOT_SET:
+      break;
+  }
+  call->Finish(Invalid("one of path, url or content is required"));
+}
+
+}  // namespace axqc::server
