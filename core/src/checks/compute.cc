@@ -8,13 +8,6 @@ namespace axqc::detail {
 
 namespace {
 
-bool IsNative(const Context& c, int node) {
-  const auto& n = c.g.node(node);
-  if (n.output_size() == 0 || n.output(0).empty()) return false;
-  int et = c.g.ElemType(n.output(0));
-  return et != 0 && !IsFloatType(et);
-}
-
 void CheckGemmForm(Context& c, int node) {
   const auto& n = c.g.node(node);
   const auto ta = AttrInt(n, "transA").value_or(0);
@@ -183,15 +176,11 @@ void CheckNode(Context& c, const Unit& u, int node,
 }  // namespace
 
 void CheckComputeUnits(Context& c) {
-  for (auto& u : c.units.all()) {
+  for (const auto& u : c.units.all()) {
     if (u.kind != UnitKind::kOp && u.kind != UnitKind::kPattern) continue;
     const auto* anchor = FindOp(c.Op(u.anchor), c.g.node(u.anchor).domain());
     if (u.kind == UnitKind::kOp && (!anchor || anchor->cls != OpClass::kQuantOnly)) continue;
-    if (u.kind == UnitKind::kOp && IsNative(c, u.anchor)) {
-      u.mode = "native_int";
-      continue;
-    }
-    u.mode = "quantized";
+    if (u.mode == UnitMode::kNativeInt) continue;  // 5.5, 5.12: no Q/DQ boundary to check
     // Tensors produced inside the unit are internal edges, not boundaries.
     std::unordered_set<std::string_view> internal;
     for (int node : u.nodes) {

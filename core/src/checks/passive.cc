@@ -173,19 +173,11 @@ void CheckSplitExits(Context& c, int entry_dq, const std::vector<Exit>& exits, i
   }
 }
 
-void CheckPassiveUnit(Context& c, Unit& u) {
+void CheckPassiveUnit(Context& c, const Unit& u) {
   const int root = u.nodes.front();
   const auto& rn = c.g.node(root);
-  if (rn.input_size() == 0) {
-    u.mode = "non_quant";
-    return;
-  }
+  if (u.mode != UnitMode::kQuantized) return;
   const int entry_dq = c.q.DqProducing(rn.input(0));
-  if (entry_dq < 0) {
-    u.mode = "non_quant";
-    return;
-  }
-  u.mode = "quantized";
   c.ClaimDq(entry_dq, u.id);
   const auto* entry = c.q.Of(entry_dq);
   std::unordered_set<int> members(u.nodes.begin(), u.nodes.end());
@@ -309,16 +301,12 @@ void CheckPassiveUnit(Context& c, Unit& u) {
   }
 }
 
-void CheckTopK(Context& c, Unit& u) {
+void CheckTopK(Context& c, const Unit& u) {
   const int node = u.anchor;
   const auto& n = c.g.node(node);
   if (n.input_size() == 0 || n.output_size() == 0) return;
+  if (u.mode != UnitMode::kQuantized) return;
   const int dq = c.q.DqProducing(n.input(0));
-  if (dq < 0) {
-    u.mode = "non_quant";
-    return;
-  }
-  u.mode = "quantized";
   c.ClaimDq(dq, u.id);
   const auto* in = c.q.Of(dq);
   const auto& values = n.output(0);
@@ -367,7 +355,7 @@ void CheckTopK(Context& c, Unit& u) {
 }  // namespace
 
 void CheckPassiveUnits(Context& c) {
-  for (auto& u : c.units.all()) {
+  for (const auto& u : c.units.all()) {
     if (u.kind == UnitKind::kPassive) {
       CheckPassiveUnit(c, u);
     } else if (u.kind == UnitKind::kOp) {
@@ -378,9 +366,8 @@ void CheckPassiveUnits(Context& c) {
 }
 
 void CheckRequantizeUnits(Context& c) {
-  for (auto& u : c.units.all()) {
+  for (const auto& u : c.units.all()) {
     if (u.kind != UnitKind::kRequantize) continue;
-    u.mode = "quantized";
     const int node = u.anchor;
     const auto& n = c.g.node(node);
     int dq = c.q.DqProducing(n.input(0));

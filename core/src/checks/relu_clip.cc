@@ -103,7 +103,7 @@ void CheckOutput(Context& c, int unit, int node, bool tail) {
 }  // namespace
 
 void CheckReluClip(Context& c) {
-  for (auto& u : c.units.all()) {
+  for (const auto& u : c.units.all()) {
     for (int tail : u.tails) {
       CheckBounds(c, tail);
       CheckOutput(c, u.id, tail, true);
@@ -116,8 +116,8 @@ void CheckReluClip(Context& c) {
     CheckBounds(c, node);
     if (n.input_size() == 0 || n.output_size() == 0) continue;
     const auto& in = n.input(0);
-    // Integer data made the unit uncovered (no native-integer mode for Relu/Clip, reading 8).
-    u.mode = "quantized";
+    // Integer data made the unit uncovered (no native-integer mode for Relu/Clip, reading 8):
+    // a standalone Relu/Clip unit is quantized.
     const std::string who = n.op_type() + " '" + c.Name(node) + "'";
     int dq = c.q.DqProducing(in);
     if (dq >= 0) {

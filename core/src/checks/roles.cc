@@ -49,7 +49,7 @@ bool FromQuantizedPassive(const Context& c, std::string_view t) {
   return (unit.kind == UnitKind::kPassive || unit.kind == UnitKind::kRequantize ||
           (unit.kind == UnitKind::kOp && FindOp(c.Op(unit.anchor), "") &&
            FindOp(c.Op(unit.anchor), "")->cls == OpClass::kMixed)) &&
-         unit.mode == "quantized";
+         unit.mode == UnitMode::kQuantized;
 }
 
 namespace {
