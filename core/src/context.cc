@@ -64,14 +64,8 @@ std::vector<Finding> Emitter::Take(std::vector<int>* primary_nodes) {
   return v;
 }
 
-Context::Context(const GraphIndex& gi, const QuantTable& qt, const Units& u, Emitter& e,
-                 bool cv)
-    : g(gi),
-      q(qt),
-      units(u),
-      out(e),
-      check_value(cv),
-      claims(qt, gi.node_count(), u.all().size()) {
+Context::Context(const GraphIndex& gi, const QuantTable& qt, const Units& u, Emitter& e, bool cv)
+    : g(gi), q(qt), units(u), out(e), check_value(cv), claims(qt, gi.node_count(), u.all().size()) {
   topo_pos.assign(static_cast<std::size_t>(g.node_count()), 0);
   for (std::size_t i = 0; i < g.topo_order().size(); ++i) {
     topo_pos[static_cast<std::size_t>(g.topo_order()[i])] = static_cast<int>(i);

@@ -64,7 +64,7 @@ struct Context {
   Context(const GraphIndex& gi, const QuantTable& qt, const Units& u, Emitter& e, bool cv);
   // Shorthands for the claims every rule makes (see Ownership).
   void ClaimDq(int dq, int unit) { claims.ClaimDq(dq, unit); }
-  void ClaimQ(int q, int unit) { claims.ClaimQ(q, unit); }
+  void ClaimQ(int qn, int unit) { claims.ClaimQ(qn, unit); }
   void Touch(int dq) { claims.Touch(dq); }
   void Explain(int node) { claims.Explain(node); }
   bool EdgeOwned(int node) const { return claims.EdgeOwned(node); }

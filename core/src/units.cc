@@ -71,7 +71,8 @@ UnitMode DecideMode(const GraphIndex& g, const QuantTable& q, const Unit& u) {
   // A DQ on the data input of `node` (the first input) decides pass-through and mixed units.
   auto dq_fed = [&](const onnx::NodeProto& node) {
     if (node.input_size() == 0) return UnitMode::kNonQuant;
-    return q.DqProducing(node.input(0)) >= 0 ? UnitMode::kQuantized : UnitMode::kNonQuant;
+    return q.DqProducing(g.TensorId(node.input(0))) >= 0 ? UnitMode::kQuantized
+                                                         : UnitMode::kNonQuant;
   };
   switch (u.kind) {
     case UnitKind::kRequantize:
@@ -94,7 +95,7 @@ UnitMode DecideMode(const GraphIndex& g, const QuantTable& q, const Unit& u) {
       // Native integer: the operator's data output is a known non-float tensor (the unit exists
       // only when the operator has a native-integer mode, see the single-operator step).
       if (anchor.output_size() == 0 || anchor.output(0).empty()) return UnitMode::kQuantized;
-      const int et = g.ElemType(anchor.output(0));
+      const int et = g.ElemTypeOf(g.TensorId(anchor.output(0)));
       return et != 0 && !IsFloatType(et) ? UnitMode::kNativeInt : UnitMode::kQuantized;
     }
     case OpClass::kReluLike:
@@ -235,7 +236,7 @@ Units::Units(const GraphIndex& g, const QuantTable& q) {
     if (ru < 0 || units_[static_cast<std::size_t>(ru)].kind != UnitKind::kOp) continue;
     const auto* spec = FindOp(g.node(i).op_type(), g.node(i).domain());
     if (!spec || spec->cls != OpClass::kReluLike || !TailCandidate(g, q, i, nullptr)) continue;
-    int p = g.Producer(g.node(i).input(0));
+    int p = g.ProducerOf(g.TensorId(g.node(i).input(0)));
     int pu = unit_of_[static_cast<std::size_t>(p)];
     if (pu < 0 || is_tail_[static_cast<std::size_t>(p)]) continue;
     auto& owner = units_[static_cast<std::size_t>(pu)];

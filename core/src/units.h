@@ -1,8 +1,8 @@
 // Stage 4: group nodes into units and decide each unit's mode; the result is immutable for the
-// rules (they read it and record their Q/DQ claims in checks' Ownership, never in a Unit). Patterns of the pattern table first (patterns/patterns.h;
-// largest wins, ties that overlap are ambiguous), then requantize Identities, passive
-// pass-through subgraphs, single-operator units, and finally Relu/Clip fusion tails attached to
-// the compute unit that feeds them.
+// rules (they read it and record their Q/DQ claims in checks' Ownership, never in a Unit). Patterns
+// of the pattern table first (patterns/patterns.h; largest wins, ties that overlap are ambiguous),
+// then requantize Identities, passive pass-through subgraphs, single-operator units, and finally
+// Relu/Clip fusion tails attached to the compute unit that feeds them.
 #pragma once
 
 #include <string>

@@ -34,7 +34,8 @@ void CheckGrid(Context& c, int unit, int node) {
   const auto& n = c.g.node(node);
   if (n.input_size() < 2 || n.input(1).empty()) return;
   const auto& t = n.input(1);
-  int dq = c.q.DqProducing(t);
+  const int tid = c.g.InputId(node, 1);
+  int dq = c.q.DqProducing(tid);
   const std::string who = "GridSample '" + c.Name(node) + "'";
   if (dq >= 0) {
     c.ClaimDq(dq, unit);
@@ -62,7 +63,7 @@ void CheckGrid(Context& c, int unit, int node) {
                 .group_key = "static GridSample grid not an initializer",
                 .tensors = {t},
                 .more_nodes = {k}});
-  } else if (const auto* init = c.g.Initializer(t); init && !IsFloatType(init->data_type())) {
+  } else if (const auto* init = c.g.InitializerOf(tid); init && !IsFloatType(init->data_type())) {
     c.out.Emit({.rule = rules::kQdqConstForm,
                 .node = node,
                 .message = "grid '" + t + "' of " + who +
@@ -76,7 +77,8 @@ void CheckExponent(Context& c, int node) {
   const auto& n = c.g.node(node);
   if (n.input_size() < 2 || n.input(1).empty()) return;
   const auto& t = n.input(1);
-  int dq = c.q.DqProducing(t);
+  const int tid = c.g.InputId(node, 1);
+  int dq = c.q.DqProducing(tid);
   const int k = ConstantProducer(c, t);
   if (dq >= 0) {
     c.Touch(dq);
@@ -189,7 +191,7 @@ void CheckComputeUnits(Context& c) {
     for (int node : u.nodes) CheckNode(c, u, node, internal);
     // Designated outputs of main nodes (tails are checked by the Relu/Clip rules).
     for (auto out : u.outputs) {
-      int p = c.g.Producer(out);
+      int p = c.g.ProducerOf(c.g.TensorId(out));
       if (p < 0 || c.units.IsTail(p)) continue;
       CheckOutputQuantized(c, u.id, p, out, rules::kOpOutputNotQuantized);
     }
