@@ -236,7 +236,7 @@ Units::Units(const GraphIndex& g, const QuantTable& q) {
     if (ru < 0 || units_[static_cast<std::size_t>(ru)].kind != UnitKind::kOp) continue;
     const auto* spec = FindOp(g.node(i).op_type(), g.node(i).domain());
     if (!spec || spec->cls != OpClass::kReluLike || !TailCandidate(g, q, i, nullptr)) continue;
-    int p = g.ProducerOf(g.TensorId(g.node(i).input(0)));
+    int p = g.ProducerOf(g.InputId(i, 0));
     int pu = unit_of_[static_cast<std::size_t>(p)];
     if (pu < 0 || is_tail_[static_cast<std::size_t>(p)]) continue;
     auto& owner = units_[static_cast<std::size_t>(pu)];
