@@ -175,7 +175,6 @@ void CheckSplitExits(Context& c, int entry_dq, const std::vector<Exit>& exits, i
 
 void CheckPassiveUnit(Context& c, const Unit& u) {
   const int root = u.nodes.front();
-  const auto& rn = c.g.node(root);
   if (u.mode != UnitMode::kQuantized) return;
   const int entry_dq = c.q.DqProducing(c.g.InputId(root, 0));
   c.ClaimDq(entry_dq, u.id);
