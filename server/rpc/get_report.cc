@@ -95,12 +95,103 @@ void WaitAndLookAgain(const std::shared_ptr<Lookup>& lk, bool poll_store_only) {
   });
 }
 
+// What the report cache and the check registries said about a lookup's key.
+struct Probe {
+  bool answered = false;  // the call got its answer (a report, or UNAVAILABLE)
+  bool unreadable = false;
+  bool local_busy = false;  // a check of this model runs on this server
+  bool peer_busy = false;   // ... on another server sharing the store
+};
+
+void StoreUnavailable(const ServiceDeps& d, CheckCall& call, const StoreError& e) {
+  d.metrics->CountStoreError();
+  call.Finish(
+      grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string("store unavailable: ") + e.what()));
+}
+
+// The report cache (memory, then store); answers the call on a hit.
+Probe ProbeCache(const std::shared_ptr<Lookup>& lk) {
+  ServiceContext& s = *lk->s;
+  const ServiceDeps& d = s.d;
+  Probe p;
+  try {
+    auto found = d.reports->Get(lk->key, lk->sha256);
+    if (found.report != nullptr) {
+      RespondLookup(d, lk->call, lk->grpc_resp, std::move(found.report),
+                    lk->waited ? v1::CACHE_RESULT_SHARED : found.where);
+      p.answered = true;
+      return p;
+    }
+    // An unreadable stored report is a miss, like for Check and Upload: a check in progress is
+    // waited for, a hash-first client is asked to upload the model (which checks it again).
+    p.unreadable = found.unreadable;
+    p.local_busy = s.watch.Busy(lk->key);
+    p.peer_busy = !p.local_busy && d.store->ClaimedElsewhere(lk->key);
+  } catch (const StoreError& e) {
+    StoreUnavailable(d, *lk->call, e);
+    p.answered = true;
+  }
+  return p;
+}
+
+// Nobody checks this model: reserve its key for this client's upload, here and in the shared
+// store, so that identical lookups meanwhile wait for it. False when the lookup goes on later
+// (another request took the key, it waits again) or was answered (store unavailable); true
+// when it is to be answered NOT_FOUND now.
+bool ReserveUpload(const std::shared_ptr<Lookup>& lk, bool can_wait) {
+  ServiceContext& s = *lk->s;
+  const ServiceDeps& d = s.d;
+  const auto expiry = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(kReservationSeconds));
+  if (!s.watch.Reserve(lk->key, expiry)) {  // another request here took the key just now
+    boost::asio::post(*d.io, [lk] { LookupStep(lk); });
+    return false;
+  }
+  bool reserved = false;
+  try {
+    reserved = d.store->TryReserve(lk->key, kReservationSeconds);
+  } catch (const StoreError& e) {
+    s.watch.Unreserve(lk->key);
+    StoreUnavailable(d, *lk->call, e);
+    return false;
+  }
+  if (!reserved) {  // another server sharing the store took it just now
+    s.watch.Unreserve(lk->key);
+    if (can_wait) {
+      WaitAndLookAgain(lk, true);
+      return false;
+    }
+  } else if (lk->waited_for_peer) {
+    // The server this lookup waited for ended its claim without a report, or stopped renewing
+    // it (died): the check runs here, after this client's upload.
+    d.metrics->CountClaimTakeover();
+    d.logger->Info("claim taken after waiting: checking here",
+                   {{"request_id", lk->call->request_id}, {"model_sha256", lk->sha256}});
+  }
+  return true;
+}
+
+void AnswerNotFound(const ServiceDeps& d, CheckCall& call, const Probe& p) {
+  d.metrics->CountReportLookup("not_found");
+  std::string message =
+      p.unreadable ? "the stored report for this sha256 with these options and rule set " +
+                         std::string(kRuleSetVersion) +
+                         " is unreadable; send the model (Check or Upload) to check it again"
+                   : "no report for this sha256 with these options and rule set " +
+                         std::string(kRuleSetVersion);
+  if (p.local_busy || p.peer_busy) {
+    std::ostringstream text;
+    text << "; a check of this model is still in progress after " << d.config->lookup_wait_seconds
+         << " s (lookup-wait-seconds): upload it to join that check";
+    message += text.str();
+  }
+  call.Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, message));
+}
+
 // One step of a GetReport: report cache, then wait for a check in progress, reserve the upload of
 // a hash-first client, or answer NOT_FOUND.
 void LookupStep(const std::shared_ptr<Lookup>& lk) {
-  ServiceContext& s = *lk->s;
-  const ServiceDeps& d = s.d;
-  const auto& call = lk->call;
+  const ServiceDeps& d = lk->s->d;
   // Every way out of this step except waiting again ends the wait (gauge).
   struct EndWait {
     const ServiceDeps& d;
@@ -112,80 +203,17 @@ void LookupStep(const std::shared_ptr<Lookup>& lk) {
     }
   } end_wait{d, lk.get()};
   lk->still_waiting = false;
-  if (call->cancelled.load() || call->finished()) return;
-  auto unavailable = [&](const StoreError& e) {
-    d.metrics->CountStoreError();
-    call->Finish(
-        grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string("store unavailable: ") + e.what()));
-  };
-  bool local_busy = false;
-  bool peer_busy = false;
-  bool unreadable = false;
-  try {
-    auto found = d.reports->Get(lk->key, lk->sha256);
-    if (found.report != nullptr) {
-      RespondLookup(d, call, lk->grpc_resp, std::move(found.report),
-                    lk->waited ? v1::CACHE_RESULT_SHARED : found.where);
-      return;
-    }
-    // An unreadable stored report is a miss, like for Check and Upload: a check in progress is
-    // waited for, a hash-first client is asked to upload the model (which checks it again).
-    unreadable = found.unreadable;
-    local_busy = s.watch.Busy(lk->key);
-    peer_busy = !local_busy && d.store->ClaimedElsewhere(lk->key);
-  } catch (const StoreError& e) {
-    unavailable(e);
-    return;
-  }
+  if (lk->call->cancelled.load() || lk->call->finished()) return;
+  const Probe p = ProbeCache(lk);
+  if (p.answered) return;
+  const bool busy = p.local_busy || p.peer_busy;
   const bool can_wait = Clock::now() < lk->wait_until;
-  if ((local_busy || peer_busy) && can_wait) {
-    WaitAndLookAgain(lk, peer_busy);
+  if (busy && can_wait) {
+    WaitAndLookAgain(lk, p.peer_busy);
     return;
   }
-  if (!local_busy && !peer_busy && lk->record) {
-    // Nobody checks this model: this client uploads it. Identical lookups meanwhile wait for that.
-    const auto expiry = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(kReservationSeconds));
-    if (!s.watch.Reserve(lk->key, expiry)) {  // another request here took the key just now
-      boost::asio::post(*d.io, [lk] { LookupStep(lk); });
-      return;
-    }
-    bool reserved = false;
-    try {
-      reserved = d.store->TryReserve(lk->key, kReservationSeconds);
-    } catch (const StoreError& e) {
-      s.watch.Unreserve(lk->key);
-      unavailable(e);
-      return;
-    }
-    if (!reserved) {  // another server sharing the store took it just now
-      s.watch.Unreserve(lk->key);
-      if (can_wait) {
-        WaitAndLookAgain(lk, true);
-        return;
-      }
-    } else if (lk->waited_for_peer) {
-      // The server this lookup waited for ended its claim without a report, or stopped renewing
-      // it (died): the check runs here, after this client's upload.
-      d.metrics->CountClaimTakeover();
-      d.logger->Info("claim taken after waiting: checking here",
-                     {{"request_id", call->request_id}, {"model_sha256", lk->sha256}});
-    }
-  }
-  d.metrics->CountReportLookup("not_found");
-  std::string message =
-      unreadable ? "the stored report for this sha256 with these options and rule set " +
-                       std::string(kRuleSetVersion) +
-                       " is unreadable; send the model (Check or Upload) to check it again"
-                 : "no report for this sha256 with these options and rule set " +
-                       std::string(kRuleSetVersion);
-  if (local_busy || peer_busy) {
-    std::ostringstream text;
-    text << "; a check of this model is still in progress after " << d.config->lookup_wait_seconds
-         << " s (lookup-wait-seconds): upload it to join that check";
-    message += text.str();
-  }
-  call->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, message));
+  if (!busy && lk->record && !ReserveUpload(lk, can_wait)) return;
+  AnswerNotFound(d, *lk->call, p);
 }
 
 }  // namespace
