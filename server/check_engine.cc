@@ -107,6 +107,10 @@ void CheckEngine::Run(const std::shared_ptr<Flight>& flight) {
     service::ToProto(report, proto.get());
     outcome.kind = CheckOutcome::Kind::kReport;
     outcome.report = std::move(proto);
+  } catch (const CheckerFailure& e) {
+    outcome.kind = CheckOutcome::Kind::kCheckerFailed;
+    outcome.cause = e.cause();
+    outcome.error = e.what();
   } catch (const InputError& e) {
     outcome.kind = CheckOutcome::Kind::kInputError;
     outcome.error = e.what();

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -27,6 +28,19 @@ namespace axqc::server {
 using CheckFn =
     std::function<Report(std::string_view bytes, const std::string& name, const CheckOptions&)>;
 
+// Thrown by a CheckFn whose checker ran in a worker process that failed on the model
+// (--isolation process): the request is answered with the cause (check_pipeline.cc).
+class CheckerFailure : public std::runtime_error {
+ public:
+  enum class Cause { kCrashed, kMemory, kCpuTime, kDeadline, kWorker };
+  CheckerFailure(Cause cause, const std::string& message)
+      : std::runtime_error(message), cause_(cause) {}
+  Cause cause() const { return cause_; }
+
+ private:
+  Cause cause_;
+};
+
 struct CheckJob {
   std::string key;  // cache key
   std::string sha256;
@@ -37,10 +51,11 @@ struct CheckJob {
 };
 
 struct CheckOutcome {
-  enum class Kind { kReport, kInputError, kInternalError, kShutdown };
+  enum class Kind { kReport, kInputError, kInternalError, kShutdown, kCheckerFailed };
   Kind kind = Kind::kInternalError;
-  std::shared_ptr<const v1::Report> report;  // kReport
-  std::string error;                         // otherwise
+  std::shared_ptr<const v1::Report> report;                       // kReport
+  std::string error;                                              // otherwise
+  CheckerFailure::Cause cause = CheckerFailure::Cause::kCrashed;  // kCheckerFailed
   bool shared = false;  // this waiter joined a check started by another request
 };
 
