@@ -117,7 +117,12 @@ std::string FindWorkerProgram() {
 std::uint64_t DefaultMemoryLimit(unsigned workers) {
   const auto pages = static_cast<std::uint64_t>(std::max(0L, ::sysconf(_SC_PHYS_PAGES)));
   const auto page = static_cast<std::uint64_t>(std::max(0L, ::sysconf(_SC_PAGESIZE)));
-  const std::uint64_t per_worker = pages * page / std::max(1u, workers);
+  std::uint64_t memory = pages * page;
+  // In a container the cgroup's limit (cgroup v2) is the machine.
+  std::ifstream cgroup("/sys/fs/cgroup/memory.max");
+  std::uint64_t cgroup_max = 0;
+  if (cgroup >> cgroup_max && cgroup_max > 0) memory = std::min(memory, cgroup_max);
+  const std::uint64_t per_worker = memory / std::max(1u, workers);
   return std::max<std::uint64_t>(per_worker, 1ull << 30);
 }
 

@@ -78,7 +78,8 @@ std::string FailureMessage(const CheckResult& r);
 // else ../server/axqc-worker from it (build tree). Empty when none exists.
 std::string FindWorkerProgram();
 
-// Default hard address-space limit per worker: physical memory / workers, at least 1 GiB.
+// Default hard address-space limit per worker: physical memory (or the cgroup v2 memory.max,
+// when lower) / workers, at least 1 GiB.
 std::uint64_t DefaultMemoryLimit(unsigned workers);
 
 class WorkerPool {
