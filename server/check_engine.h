@@ -27,6 +27,12 @@ namespace axqc::server {
 // The checker; axqc::CheckBytes in production, replaceable in tests.
 using CheckFn =
     std::function<Report(std::string_view bytes, const std::string& name, const CheckOptions&)>;
+// A checker that answers with the report in its protobuf form, the form the engine keeps (worker
+// processes send that form: no conversion to the core's Report and back).
+using ProtoCheckFn =
+    std::function<v1::Report(std::string_view bytes, const std::string& name, const CheckOptions&)>;
+// `check` followed by the conversion to protobuf.
+ProtoCheckFn ToProtoCheck(CheckFn check);
 
 // Thrown by a CheckFn whose checker ran in a worker process that failed on the model
 // (--isolation process): the request is answered with the cause (check_pipeline.cc).
@@ -68,8 +74,12 @@ using FlightEnd = std::function<void(const std::string& key)>;
 
 class CheckEngine {
  public:
-  CheckEngine(unsigned workers, std::size_t queue_capacity, CheckFn check, ResultSink sink,
+  CheckEngine(unsigned workers, std::size_t queue_capacity, ProtoCheckFn check, ResultSink sink,
               Metrics* metrics, FlightEnd flight_end = {});
+  CheckEngine(unsigned workers, std::size_t queue_capacity, CheckFn check, ResultSink sink,
+              Metrics* metrics, FlightEnd flight_end = {})
+      : CheckEngine(workers, queue_capacity, ToProtoCheck(std::move(check)), std::move(sink),
+                    metrics, std::move(flight_end)) {}
   ~CheckEngine();
   CheckEngine(const CheckEngine&) = delete;
   CheckEngine& operator=(const CheckEngine&) = delete;
@@ -110,7 +120,7 @@ class CheckEngine {
 
   const unsigned workers_;
   const std::size_t capacity_;
-  CheckFn check_;
+  ProtoCheckFn check_;
   ResultSink sink_;
   Metrics* metrics_;
   FlightEnd flight_end_;

@@ -3,12 +3,11 @@
 #include <memory>
 #include <stdexcept>
 
-#include "report_proto.h"
 #include "worker_pool.h"
 
 namespace axqc::server {
 
-CheckFn MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Logger* logger) {
+ProtoCheckFn MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Logger* logger) {
   isolate::PoolOptions options;
   options.program =
       config.worker_program.empty() ? isolate::FindWorkerProgram() : config.worker_program;
@@ -34,7 +33,7 @@ CheckFn MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Logger* 
   auto pool = std::make_shared<isolate::WorkerPool>(std::move(options));
   metrics->SetWorkerResidentBytes(0, 0);
   return [pool, metrics](std::string_view bytes, const std::string& name,
-                         const CheckOptions& check_options) -> Report {
+                         const CheckOptions& check_options) -> v1::Report {
     isolate::CheckInput input;
     input.bytes = bytes;
     input.name = name;
@@ -69,7 +68,7 @@ CheckFn MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Logger* 
         if (!proto.ParseFromString(r.report)) {
           throw std::runtime_error("the worker's report does not parse");
         }
-        return service::FromProto(proto);
+        return proto;
       }
       case isolate::ResultKind::kInputError:
         metrics->CountWorkerCheck("input_error");

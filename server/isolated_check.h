@@ -10,8 +10,9 @@
 
 namespace axqc::server {
 
-// Starts the pool (config.workers processes) and returns the CheckFn that uses it; the pool lives
-// as long as the function. Throws std::runtime_error when the workers cannot start.
-CheckFn MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Logger* logger);
+// Starts the pool (config.workers processes) and returns the checker that uses it (the worker's
+// report is parsed, not converted); the pool lives as long as the function. Throws
+// std::runtime_error when the workers cannot start.
+ProtoCheckFn MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Logger* logger);
 
 }  // namespace axqc::server

@@ -106,15 +106,15 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
 
   deps.failures = std::make_shared<FailureMemory>(
       c.isolation == "process" ? c.worker_failure_memory_seconds : 0);
-  CheckFn check;
+  ProtoCheckFn check;
   if (hooks.check) {
-    check = hooks.check;
+    check = ToProtoCheck(hooks.check);
   } else if (c.isolation == "process") {
     check = MakeIsolatedCheck(c, s->metrics_.get(), s->logger_.get());
   } else {
-    check = [](std::string_view bytes, const std::string& name, const CheckOptions& options) {
-      return CheckBytes(bytes, name, options);
-    };
+    check =
+        ToProtoCheck([](std::string_view bytes, const std::string& name,
+                        const CheckOptions& options) { return CheckBytes(bytes, name, options); });
   }
   if (c.test_check_delay_seconds > 0) {
     s->logger_->Warn("test-check-delay-seconds is set: every check is slowed down (testing only)",

@@ -33,7 +33,8 @@ TEST(IsolateCli, ReportsAndExitCodesAreTheSameAsInProcess) {
   ModelBuilder b(17, 10, "g_ext");
   b.Input("x", onnx::TensorProto::FLOAT, {1, 4, 8, 8});
   const std::string x = b.QDQ("x", "x", QParams::U8(0.02f, 128));
-  const std::string w = b.WeightQDQ("w", {8, 4, 3, 3}, QParams::PerChannel(QType::kS8, ChannelScales(8), 0));
+  const std::string w =
+      b.WeightQDQ("w", {8, 4, 3, 3}, QParams::PerChannel(QType::kS8, ChannelScales(8), 0));
   b.Node("Conv", {x, w}, {"conv_out"}, {}, "conv");
   b.Output(b.QDQ("conv_out", "y", QParams::U8(0.05f, 0)));
   b.SaveWithExternalData((dir / "ext.onnx").string(), "ext.onnx.data", 16);
@@ -67,8 +68,8 @@ TEST(IsolateCli, ReportsAndExitCodesAreTheSameAsInProcess) {
   // The error of a non-model names it the same way.
   std::string err_in;
   std::string err_iso;
-  const std::string junk = std::string(AXQC_BIN_PATH) + " check --no-config " +
-                           Quote((dir / "junk.onnx").string());
+  const std::string junk =
+      std::string(AXQC_BIN_PATH) + " check --no-config " + Quote((dir / "junk.onnx").string());
   EXPECT_EQ(Exec(junk + " 2>&1 >/dev/null", &err_in), 2);
   EXPECT_EQ(Exec(junk + " --isolate 2>&1 >/dev/null", &err_iso), 2);
   EXPECT_EQ(err_iso, err_in);
@@ -77,9 +78,8 @@ TEST(IsolateCli, ReportsAndExitCodesAreTheSameAsInProcess) {
 TEST(IsolateCli, AMissingWorkerIsAnError) {
   std::string out;
   const int rc = Exec("AXQC_WORKER_PROGRAM=/nonexistent/axqc-worker " + std::string(AXQC_BIN_PATH) +
-                          " check --no-config --isolate " + Quote(std::string(AXQC_EXAMPLES_PATH) +
-                                                                  "/conformant_cnn.onnx") +
-                          " 2>&1",
+                          " check --no-config --isolate " +
+                          Quote(std::string(AXQC_EXAMPLES_PATH) + "/conformant_cnn.onnx") + " 2>&1",
                       &out);
   EXPECT_EQ(rc, 2);
   EXPECT_NE(out.find("--isolate: cannot start /nonexistent/axqc-worker"), std::string::npos) << out;
