@@ -140,6 +140,7 @@ std::string Encode(const CheckResultMsg& m) {
   StageTimings t = m.timings;
   w.U8(t.thread_cpu ? 1 : 0);
   for (std::size_t i = 0; i < kTimingCount; ++i) w.F64(*TimingFields(t, i));
+  w.F64(m.cpu_seconds);
   return w.Take();
 }
 
@@ -178,7 +179,7 @@ std::optional<CheckResultMsg> DecodeResult(std::string_view data) {
   for (std::size_t i = 0; i < kTimingCount; ++i) {
     if (!r.F64(TimingFields(m.timings, i))) return std::nullopt;
   }
-  if (!r.AtEnd()) return std::nullopt;
+  if (!r.F64(&m.cpu_seconds) || !r.AtEnd()) return std::nullopt;
   return m;
 }
 

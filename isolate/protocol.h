@@ -49,6 +49,7 @@ struct CheckResultMsg {
   std::string error;
   std::uint64_t report_bytes = 0;
   StageTimings timings;
+  double cpu_seconds = 0;  // CPU time (user + system) the worker spent on this check
 };
 
 // Encoding and decoding. Decode returns nullopt on a malformed or truncated record (trailing

@@ -1,6 +1,7 @@
 #include "worker.h"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +28,13 @@ void OnAllocationFailure() {
   g_allocation_failed.store(true);
   std::set_new_handler(nullptr);  // the next failure of this allocation throws std::bad_alloc
   throw std::bad_alloc();
+}
+
+double ProcessCpuSeconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
 struct Args {
@@ -120,6 +128,7 @@ std::string WarmUpModel() {
 
 CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, int* report_fd,
                         const TestHook& hook) {
+  const double cpu_start = ProcessCpuSeconds();
   CheckResultMsg result;
   CheckOptions options;
   options.check_value = req.check_value;
@@ -180,6 +189,7 @@ CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, int* report_fd
     result.kind = ResultKind::kMemoryExhausted;
     result.error = "an allocation failed under the worker's memory limit";
   }
+  result.cpu_seconds = ProcessCpuSeconds() - cpu_start;
   return result;
 }
 

@@ -334,7 +334,7 @@ CheckResult WorkerPool::Exchange(Worker& w, const CheckInput& input) {
   const bool sent = SendMessage(w.sock, Encode(req), fd);
   if (fd >= 0) ::close(fd);
   double deadline = options_.deadline_seconds;
-  if (deadline <= 0 && options_.cpu_seconds > 0) deadline = 2.0 * options_.cpu_seconds + 10;
+  if (deadline <= 0 && options_.cpu_seconds > 0) deadline = 2.0 * options_.cpu_seconds + 60;
   std::string payload;
   int report_fd = -1;
   RecvStatus st = RecvStatus::kClosed;
@@ -356,6 +356,7 @@ CheckResult WorkerPool::Exchange(Worker& w, const CheckInput& input) {
     }
     out.kind = result->kind;
     out.error = std::move(result->error);
+    out.worker_cpu_seconds = result->cpu_seconds;
     if (result->kind == ResultKind::kMemoryExhausted) out.failure = Failure::kMemory;
     if (report_fd >= 0) {
       const bool ok = ReadAll(report_fd, result->report_bytes, &out.report);

@@ -46,7 +46,8 @@ struct PoolOptions {
   std::uint64_t memory_headroom = 512ull << 20;
   unsigned memory_factor = 8;
   std::uint32_t cpu_seconds = 0;    // CPU-time limit per check; 0 = none
-  double deadline_seconds = 0;      // wall-clock limit per check; 0 = 2 x cpu_seconds + 10
+  double deadline_seconds = 0;      // wall-clock limit per check; 0 = 2 x cpu_seconds + 60 (a busy
+                                    // machine gives a worker less than a core)
   unsigned max_checks = 0;          // recycle a worker after this many checks; 0 = never
   std::uint64_t max_rss_bytes = 0;  // recycle a worker whose RSS exceeds this; 0 = never
   double start_timeout_seconds = 30;
@@ -69,6 +70,7 @@ struct CheckResult {
   std::string error;                             // kInputError, kInternalError, failures
   Failure failure = Failure::kNone;              // set: the worker failed (kind is meaningless)
   int signal = 0;                                // kCrashed: the signal
+  double worker_cpu_seconds = 0;                 // CPU time the worker spent (answered checks)
 };
 
 // "the checker crashed on this model (signal 11: SIGSEGV)" etc.

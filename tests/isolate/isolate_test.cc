@@ -53,6 +53,7 @@ TEST(IsolateProtocol, ResultAndReadyRoundTrip) {
   r.report_bytes = 99;
   r.timings.parse_s = 0.25;
   r.timings.report_s = 1.5;
+  r.cpu_seconds = 0.125;
   const auto back = isolate::DecodeResult(isolate::Encode(r));
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->kind, ResultKind::kInputError);
@@ -60,6 +61,7 @@ TEST(IsolateProtocol, ResultAndReadyRoundTrip) {
   EXPECT_EQ(back->report_bytes, 99u);
   EXPECT_EQ(back->timings.parse_s, 0.25);
   EXPECT_EQ(back->timings.report_s, 1.5);
+  EXPECT_EQ(back->cpu_seconds, 0.125);
 
   isolate::ReadyMsg ready;
   ready.pid = 4242;
