@@ -8,7 +8,8 @@
 # of N runs, wall and thread-CPU clocks, peak RSS), prints the tables and writes
 # bench/results/<date>-<host>.json; then runs axqc-bench-service against axqc-server processes it
 # starts itself (GetReport/Upload latency with 1, 8 and 32 clients, upload throughput against a
-# raw loopback copy, an overload burst) and writes bench/results/<date>-<host>-service.json.
+# raw loopback copy, an overload burst) and writes bench/results/<date>-<host>-service.json; then
+# axqc-bench-isolate (per-check cost of process isolation) -> <date>-<host>-isolation.json.
 #
 # Environment: AXQC_BENCH_REPEAT (runs per model, default 5), AXQC_BENCH_SCALES (node counts,
 # default "1000 10000 100000"), AXQC_BENCH_JOBS (build jobs, default 2), AXQC_BENCH_SECONDS
@@ -26,7 +27,7 @@ if [[ ! -f $build/CMakeCache.txt ]]; then
   (cd "$root" && cmake --preset release ${AXQC_ONNX_PREFIX:+-DCMAKE_PREFIX_PATH=$AXQC_ONNX_PREFIX})
 fi
 targets=(axqc axqc-bench-gen axqc-bench-check)
-if [[ ${AXQC_BENCH_SERVICE:-1} != 0 ]]; then targets+=(axqc-server axqc-bench-service); fi
+if [[ ${AXQC_BENCH_SERVICE:-1} != 0 ]]; then targets+=(axqc-server axqc-bench-service axqc-bench-isolate); fi
 cmake --build "$build" -j"${AXQC_BENCH_JOBS:-2}" --target "${targets[@]}"
 
 gen=$build/bench/axqc-bench-gen
@@ -83,4 +84,12 @@ if [[ ${AXQC_BENCH_SERVICE:-1} != 0 ]]; then
     --small "$work/mixed-1k.onnx" --large "$work/cnn-w256-1k.onnx" \
     --seconds "${AXQC_BENCH_SECONDS:-3}" --machine "$machine" --json "$service_out"
   echo "service results: $service_out"
+
+  # Process isolation: per-check cost of a worker process against the in-process checker, on a
+  # 1k-node model and a 65 MB weight-heavy one (docs/performance.md, "Process isolation").
+  isolation_out=${out%.json}-isolation.json
+  "$build/bench/axqc-bench-isolate" --worker "$build/server/axqc-worker" \
+    --repeat "${AXQC_BENCH_ISOLATE_REPEAT:-30}" --json "$isolation_out" \
+    "$work/mixed-1k.onnx" "$work/cnn-w256-1k.onnx"
+  echo "isolation results: $isolation_out"
 fi

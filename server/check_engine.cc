@@ -9,7 +9,14 @@
 
 namespace axqc::server {
 
-CheckEngine::CheckEngine(unsigned workers, std::size_t queue_capacity, CheckFn check,
+ProtoCheckFn ToProtoCheck(CheckFn check) {
+  return [check = std::move(check)](std::string_view bytes, const std::string& name,
+                                    const CheckOptions& options) {
+    return service::ToProto(check(bytes, name, options));
+  };
+}
+
+CheckEngine::CheckEngine(unsigned workers, std::size_t queue_capacity, ProtoCheckFn check,
                          ResultSink sink, Metrics* metrics, FlightEnd flight_end)
     : workers_(std::max(1u, workers)),
       capacity_(queue_capacity),
@@ -100,13 +107,17 @@ void CheckEngine::Run(const std::shared_ptr<Flight>& flight) {
   CheckOptions options = flight->job.options;
   options.timings = &timings;
   try {
-    Report report = check_(*flight->job.bytes, flight->job.name, options);
-    if (report.model.sha256.empty()) report.model.sha256 = flight->job.sha256;
-    if (report.model.size_bytes == 0) report.model.size_bytes = flight->job.bytes->size();
-    auto proto = std::make_shared<v1::Report>();
-    service::ToProto(report, proto.get());
+    auto proto =
+        std::make_shared<v1::Report>(check_(*flight->job.bytes, flight->job.name, options));
+    auto* model = proto->mutable_model();
+    if (model->sha256().empty()) model->set_sha256(flight->job.sha256);
+    if (model->size_bytes() == 0) model->set_size_bytes(flight->job.bytes->size());
     outcome.kind = CheckOutcome::Kind::kReport;
     outcome.report = std::move(proto);
+  } catch (const CheckerFailure& e) {
+    outcome.kind = CheckOutcome::Kind::kCheckerFailed;
+    outcome.cause = e.cause();
+    outcome.error = e.what();
   } catch (const InputError& e) {
     outcome.kind = CheckOutcome::Kind::kInputError;
     outcome.error = e.what();

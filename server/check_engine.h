@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -26,6 +27,25 @@ namespace axqc::server {
 // The checker; axqc::CheckBytes in production, replaceable in tests.
 using CheckFn =
     std::function<Report(std::string_view bytes, const std::string& name, const CheckOptions&)>;
+// A checker that answers with the report in its protobuf form, the form the engine keeps (worker
+// processes send that form: no conversion to the core's Report and back).
+using ProtoCheckFn =
+    std::function<v1::Report(std::string_view bytes, const std::string& name, const CheckOptions&)>;
+// `check` followed by the conversion to protobuf.
+ProtoCheckFn ToProtoCheck(CheckFn check);
+
+// Thrown by a CheckFn whose checker ran in a worker process that failed on the model
+// (--isolation process): the request is answered with the cause (check_pipeline.cc).
+class CheckerFailure : public std::runtime_error {
+ public:
+  enum class Cause { kCrashed, kMemory, kCpuTime, kDeadline, kWorker };
+  CheckerFailure(Cause cause, const std::string& message)
+      : std::runtime_error(message), cause_(cause) {}
+  Cause cause() const { return cause_; }
+
+ private:
+  Cause cause_;
+};
 
 struct CheckJob {
   std::string key;  // cache key
@@ -37,10 +57,11 @@ struct CheckJob {
 };
 
 struct CheckOutcome {
-  enum class Kind { kReport, kInputError, kInternalError, kShutdown };
+  enum class Kind { kReport, kInputError, kInternalError, kShutdown, kCheckerFailed };
   Kind kind = Kind::kInternalError;
-  std::shared_ptr<const v1::Report> report;  // kReport
-  std::string error;                         // otherwise
+  std::shared_ptr<const v1::Report> report;                       // kReport
+  std::string error;                                              // otherwise
+  CheckerFailure::Cause cause = CheckerFailure::Cause::kCrashed;  // kCheckerFailed
   bool shared = false;  // this waiter joined a check started by another request
 };
 
@@ -53,8 +74,12 @@ using FlightEnd = std::function<void(const std::string& key)>;
 
 class CheckEngine {
  public:
-  CheckEngine(unsigned workers, std::size_t queue_capacity, CheckFn check, ResultSink sink,
+  CheckEngine(unsigned workers, std::size_t queue_capacity, ProtoCheckFn check, ResultSink sink,
               Metrics* metrics, FlightEnd flight_end = {});
+  CheckEngine(unsigned workers, std::size_t queue_capacity, CheckFn check, ResultSink sink,
+              Metrics* metrics, FlightEnd flight_end = {})
+      : CheckEngine(workers, queue_capacity, ToProtoCheck(std::move(check)), std::move(sink),
+                    metrics, std::move(flight_end)) {}
   ~CheckEngine();
   CheckEngine(const CheckEngine&) = delete;
   CheckEngine& operator=(const CheckEngine&) = delete;
@@ -95,7 +120,7 @@ class CheckEngine {
 
   const unsigned workers_;
   const std::size_t capacity_;
-  CheckFn check_;
+  ProtoCheckFn check_;
   ResultSink sink_;
   Metrics* metrics_;
   FlightEnd flight_end_;

@@ -162,8 +162,34 @@ const std::vector<Opt>& Options() {
       StringOpt("ready-file",
                 "file written once serving, JSON {\"grpc_port\":N,\"metrics_port\":M}",
                 &ServerConfig::ready_file),
-      UintOpt("workers", "check worker threads; 0 = number of hardware cores",
+      UintOpt("workers",
+              "checks that run at once: worker processes (isolation process) or threads "
+              "(isolation off); 0 = number of hardware cores",
               &ServerConfig::workers, 1024),
+      StringOpt("isolation",
+                "process: every check runs in a sandboxed worker process (a crash or runaway "
+                "model ends only that check); off: checks run on threads in the server",
+                &ServerConfig::isolation),
+      StringOpt("worker-program", "the worker executable; empty = axqc-worker next to axqc-server",
+                &ServerConfig::worker_program),
+      BytesOpt("worker-memory-limit",
+               "address-space limit of each worker process (e.g. 4GiB); 0 = physical memory / "
+               "workers, at least 1GiB. Each check gets at most its start-up size + 512MiB + 8 x "
+               "the model size of it",
+               &ServerConfig::worker_memory_limit),
+      UintOpt("worker-cpu-seconds",
+              "CPU time one check may use in a worker (then DEADLINE_EXCEEDED); 0 = unlimited",
+              &ServerConfig::worker_cpu_seconds, 86400),
+      UintOpt("worker-max-checks", "a worker process is replaced after this many checks; 0 = never",
+              &ServerConfig::worker_max_checks, 100000000),
+      BytesOpt("worker-max-rss",
+               "a worker process whose resident size exceeds this after a check is replaced; 0 = "
+               "never",
+               &ServerConfig::worker_max_rss),
+      SecondsOpt("worker-failure-memory-seconds",
+                 "a model that crashed a worker or exceeded its limits is answered with the same "
+                 "error at once for this long, without checking it again; 0 = not remembered",
+                 &ServerConfig::worker_failure_memory_seconds),
       UintOpt("queue-capacity",
               "checks that may wait for a worker; beyond it requests get RESOURCE_EXHAUSTED",
               &ServerConfig::queue_capacity, 1000000),
@@ -396,6 +422,15 @@ std::vector<OptionDoc> OptionDocs() {
 void FinalizeConfig(ServerConfig& c) {
   if (c.workers == 0) c.workers = std::max(1u, std::thread::hardware_concurrency());
   if (c.io_threads == 0) throw ConfigError("io-threads must be at least 1");
+  if (c.isolation != "process" && c.isolation != "off") {
+    throw ConfigError("isolation must be process or off, not '" + c.isolation + "'");
+  }
+  if (c.worker_memory_limit != 0 && c.worker_memory_limit < (64ull << 20)) {
+    throw ConfigError("worker-memory-limit must be at least 64MiB (or 0 for the default)");
+  }
+  if (c.worker_failure_memory_seconds < 0) {
+    throw ConfigError("worker-failure-memory-seconds must not be negative");
+  }
   if (c.listen.empty()) throw ConfigError("listen must not be empty");
   if (c.max_inline_bytes > (1ull << 30)) throw ConfigError("max-inline-bytes is at most 1GiB");
   if (c.max_inline_bytes > c.max_model_bytes) {

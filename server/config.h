@@ -18,9 +18,20 @@ struct ServerConfig {
   std::string ready_file;  // written once serving: {"grpc_port":N,"metrics_port":M}
 
   // Workers.
-  unsigned workers = 0;             // check threads; 0 = hardware cores
+  unsigned workers = 0;             // checks at once (worker processes or threads); 0 = cores
   std::size_t queue_capacity = 64;  // checks waiting for a worker before RESOURCE_EXHAUSTED
   unsigned io_threads = 4;          // threads reading files, fetching URLs, serving lookups
+  // Isolation (docs/security.md): "process" runs every check in a sandboxed worker process
+  // (axqc-worker, one per worker); "off" runs checks on threads inside the server.
+  std::string isolation = "process";
+  std::string worker_program;             // "" = axqc-worker next to axqc-server
+  std::uint64_t worker_memory_limit = 0;  // address space per worker; 0 = RAM / workers, >= 1GiB
+  unsigned worker_cpu_seconds = 300;      // CPU time per check; 0 = unlimited
+  unsigned worker_max_checks = 1000;      // a worker is replaced after this many checks; 0 = never
+  std::uint64_t worker_max_rss = 1ull
+                                 << 30;  // ... or once its resident size exceeds this; 0 = never
+  double worker_failure_memory_seconds = 600;  // a model that made a worker fail is answered at
+                                               // once for this long; 0 = not remembered
 
   // Limits.
   std::uint64_t max_inline_bytes = 4ull << 20;    // CheckRequest.content

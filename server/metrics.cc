@@ -152,6 +152,24 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                             .Help("Upload streams still being received")
                             .Register(r)
                             .Add({});
+  worker_restarts_ = &prometheus::BuildCounter()
+                          .Name("axqc_worker_restarts_total")
+                          .Help(
+                              "Worker processes replaced (--isolation process), by cause: crashed, "
+                              "memory, cpu_time, deadline, protocol, max_checks, max_rss")
+                          .Register(r);
+  worker_checks_ = &prometheus::BuildCounter()
+                        .Name("axqc_worker_checks_total")
+                        .Help(
+                            "Checks run by worker processes, by outcome: ok, input_error, crashed, "
+                            "memory, cpu_time, deadline, protocol")
+                        .Register(r);
+  auto& worker_rss = prometheus::BuildGauge()
+                         .Name("axqc_worker_resident_bytes")
+                         .Help("Resident set size of the worker processes: sum and largest (max)")
+                         .Register(r);
+  worker_rss_sum_ = &worker_rss.Add({{"stat", "sum"}});
+  worker_rss_max_ = &worker_rss.Add({{"stat", "max"}});
   prometheus::BuildGauge()
       .Name("axqc_build_info")
       .Help("Always 1; labels carry the checker version and rule-set version")
@@ -195,5 +213,18 @@ void Metrics::AddUploadBytes(double bytes) { upload_bytes_->Increment(bytes); }
 void Metrics::CountStoreError() { store_errors_->Increment(); }
 
 void Metrics::CountClaimTakeover() { claim_takeovers_->Increment(); }
+
+void Metrics::CountWorkerRestart(const std::string& cause) {
+  worker_restarts_->Add({{"cause", cause}}).Increment();
+}
+
+void Metrics::CountWorkerCheck(const std::string& outcome) {
+  worker_checks_->Add({{"outcome", outcome}}).Increment();
+}
+
+void Metrics::SetWorkerResidentBytes(double sum, double max) {
+  worker_rss_sum_->Set(sum);
+  worker_rss_max_->Set(max);
+}
 
 }  // namespace axqc::server

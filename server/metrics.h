@@ -45,6 +45,13 @@ class Metrics {
   // A server that waited for another server's check claimed the model itself (the other server
   // released its claim without a report, or stopped renewing it).
   void CountClaimTakeover();
+  // Process isolation (--isolation process): a worker process replaced, by cause ("crashed",
+  // "memory", "cpu_time", "deadline", "protocol", "max_checks", "max_rss"); a check a worker ran,
+  // by outcome ("ok", "input_error", "crashed", "memory", "cpu_time", "deadline", "protocol");
+  // the workers' resident set size (sum and largest).
+  void CountWorkerRestart(const std::string& cause);
+  void CountWorkerCheck(const std::string& outcome);
+  void SetWorkerResidentBytes(double sum, double max);
 
   prometheus::Gauge& queue_depth() { return *queue_depth_; }
   prometheus::Gauge& busy_workers() { return *busy_workers_; }
@@ -84,6 +91,10 @@ class Metrics {
   prometheus::Gauge* inflight_upload_bytes_;
   prometheus::Gauge* lookup_waits_;
   prometheus::Gauge* uploads_in_flight_;
+  prometheus::Family<prometheus::Counter>* worker_restarts_;
+  prometheus::Family<prometheus::Counter>* worker_checks_;
+  prometheus::Gauge* worker_rss_sum_;
+  prometheus::Gauge* worker_rss_max_;
 };
 
 }  // namespace axqc::server

@@ -22,6 +22,8 @@
 #include "auth.h"
 #include "axqc/catalog.h"
 #include "axqc/checker.h"
+#include "failure_memory.h"
+#include "isolated_check.h"
 #include "memory.h"
 #include "model_source.h"
 #include "process_metrics.h"
@@ -102,10 +104,18 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
   deps.draining = &s->draining_;
   deps.auth_token = token;
 
-  CheckFn check =
-      hooks.check ? hooks.check
-                  : [](std::string_view bytes, const std::string& name,
-                       const CheckOptions& options) { return CheckBytes(bytes, name, options); };
+  deps.failures = std::make_shared<FailureMemory>(
+      c.isolation == "process" ? c.worker_failure_memory_seconds : 0);
+  ProtoCheckFn check;
+  if (hooks.check) {
+    check = ToProtoCheck(hooks.check);
+  } else if (c.isolation == "process") {
+    check = MakeIsolatedCheck(c, s->metrics_.get(), s->logger_.get());
+  } else {
+    check =
+        ToProtoCheck([](std::string_view bytes, const std::string& name,
+                        const CheckOptions& options) { return CheckBytes(bytes, name, options); });
+  }
   if (c.test_check_delay_seconds > 0) {
     s->logger_->Warn("test-check-delay-seconds is set: every check is slowed down (testing only)",
                      {{"seconds", c.test_check_delay_seconds}});
@@ -165,6 +175,7 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
                                {"metrics_listen", c.metrics_listen},
                                {"store", s->store_->Describe()},
                                {"workers", c.workers},
+                               {"isolation", hooks.check ? "test" : c.isolation},
                                {"queue_capacity", c.queue_capacity},
                                {"allowed_roots", c.allowed_roots},
                                {"url_allow_hosts", c.url_allow_hosts},

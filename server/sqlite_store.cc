@@ -223,6 +223,9 @@ void VerdictTally::Add(const std::string& verdict, std::uint64_t n) {
     non_conformant += n;
   } else if (verdict == "not_applicable") {
     not_applicable += n;
+  } else if (verdict == "checker_failed") {
+    // The worker process failed on the model (isolation): no verdict about the model; these rows
+    // are in the history and in axqc_checks_total, not in the stats' verdict counts.
   } else {
     invalid_input += n;
   }

@@ -54,6 +54,7 @@ struct CheckArgs {
   std::string write_baseline;  // --write-baseline FILE
   std::string fail_on;         // --fail-on error|warn; "" = the configuration's, else error
   bool github_annotations = false;  // --github-annotations: workflow commands on stderr too
+  bool isolate = false;             // --isolate: local checks run in a sandboxed worker process
   // Remote only.
   RemoteArgs remote;
   std::vector<std::string> refs;              // --ref PATH|URL (server-side references)

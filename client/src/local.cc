@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -13,8 +14,9 @@
 #include "axqc/gate.h"
 #include "axqc/render.h"
 #include "cli.h"
-#include "exit_codes.h"
 #include "config.h"
+#include "exit_codes.h"
+#include "isolated.h"
 
 namespace axqc::cli {
 
@@ -262,12 +264,21 @@ int RunLocalCheck(const CheckArgs& args, GateSetup& gate) {
   CheckOptions opts;
   opts.check_value = args.check_value;
   opts.max_locations = args.max_locations;
+  std::unique_ptr<IsolatedChecker> isolated;
+  if (args.isolate) {
+    try {
+      isolated = MakeIsolatedChecker();
+    } catch (const std::exception& e) {
+      std::cerr << "axqc: --isolate: " << e.what() << "\n";
+      return kExitError;
+    }
+  }
   std::vector<ModelResult> results;
   for (const auto& path : args.models) {
     ModelResult m;
     m.file = path;
     try {
-      m.report = CheckFile(path, opts);
+      m.report = isolated != nullptr ? isolated->Check(path, opts) : CheckFile(path, opts);
       m.ok = true;
       m.exit_code = ExitCodeFor(m.report.verdict);
     } catch (const InputError& e) {

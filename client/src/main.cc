@@ -151,6 +151,10 @@ int Main(int argc, char** argv) {
       ->needs("--server");
   bool local = false;
   cmd->add_flag("--local", local, "Check locally even when AXQC_SERVER is set");
+  cmd->add_flag("--isolate", check.isolate,
+                "Local: run the checker in a sandboxed worker process (axqc-worker) with memory "
+                "and CPU limits, as axqc-server does; a crash is then reported as an error for "
+                "that model");
   cmd->add_option("--progress", check.progress, "Remote: upload progress on stderr")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
@@ -239,6 +243,10 @@ int Main(int argc, char** argv) {
         return kExitError;
       }
       check.remote.server.clear();
+    }
+    if (check.isolate && !check.remote.server.empty()) {
+      std::cerr << "axqc: --isolate applies to local checks (the server isolates its own)\n";
+      return kExitError;
     }
     if (check.remote.server.empty()) {
       if (check.models.empty()) {

@@ -30,6 +30,12 @@ void SubmitCheck(ServiceContext& s, const std::shared_ptr<CheckCall>& call, Chec
           case CheckOutcome::Kind::kShutdown:
             call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, o.error));
             break;
+          case CheckOutcome::Kind::kCheckerFailed:
+            if (d.failures != nullptr) {
+              d.failures->Remember(call->Snapshot().sha256, o.cause, o.error);
+            }
+            RespondCheckerFailure(d, call, o.cause, o.error, false);
+            break;
           case CheckOutcome::Kind::kInternalError:
             call->Finish(grpc::Status(grpc::StatusCode::INTERNAL, "checker failed: " + o.error));
             break;
@@ -157,6 +163,16 @@ void CheckModel(ServiceContext& s, const std::shared_ptr<CheckCall>& call, Loade
   } catch (const StoreError& e) {
     d.metrics->CountStoreError();
     d.logger->Warn("store read failed", {{"error", e.what()}, {"model_sha256", model.sha256}});
+  }
+
+  // A model that made a worker fail a moment ago is not run again (isolation).
+  if (d.failures != nullptr) {
+    if (auto failed = d.failures->Find(model.sha256)) {
+      model.bytes.reset();
+      d.metrics->CountCacheLookup("failure_memory");
+      RespondCheckerFailure(d, call, failed->cause, failed->message, true);
+      return;
+    }
   }
 
   CheckJob job;

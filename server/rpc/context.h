@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <boost/asio/thread_pool.hpp>
+#include <memory>
 #include <string>
 
 #include "check_engine.h"
 #include "config.h"
+#include "failure_memory.h"
 #include "idle_watchdog.h"
 #include "key_watch.h"
 #include "logger.h"
@@ -30,6 +32,8 @@ struct ServiceDeps {
   boost::asio::thread_pool* io = nullptr;
   const std::atomic<bool>* draining = nullptr;
   std::string auth_token;  // empty: no authentication
+  // Models that made a worker process fail, answered at once for a while (isolation).
+  std::shared_ptr<FailureMemory> failures;
 };
 
 struct ServiceContext {

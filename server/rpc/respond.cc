@@ -131,3 +131,35 @@ void RespondInputError(const ServiceDeps& d, const std::shared_ptr<CheckCall>& c
 }
 
 }  // namespace axqc::server
+
+namespace axqc::server {
+
+void RespondCheckerFailure(const ServiceDeps& d, const std::shared_ptr<CheckCall>& call,
+                           CheckerFailure::Cause cause, const std::string& message,
+                           bool remembered) {
+  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
+  if (cause == CheckerFailure::Cause::kMemory) code = grpc::StatusCode::RESOURCE_EXHAUSTED;
+  if (cause == CheckerFailure::Cause::kCpuTime || cause == CheckerFailure::Cause::kDeadline) {
+    code = grpc::StatusCode::DEADLINE_EXCEEDED;
+  }
+  call->Update([remembered](CallBase::Fields& f) {
+    f.verdict = "checker_failed";
+    f.cache = remembered ? "failure_memory" : "miss";
+  });
+  if (!call->Claim()) return;
+  RecordHistory(d, *call, nullptr);
+  d.metrics->CountCheck("checker_failed", call->Snapshot().source);
+  std::string text = message;
+  if (remembered) {
+    text += "; remembered from an earlier check of this model, not checked again for up to " +
+            std::to_string(static_cast<long long>(d.failures->seconds())) +
+            " s (worker-failure-memory-seconds)";
+  }
+  d.logger->Warn("check failed in the worker process", {{"request_id", call->request_id},
+                                                        {"model_sha256", call->Snapshot().sha256},
+                                                        {"error", message},
+                                                        {"remembered", remembered}});
+  call->Complete(grpc::Status(code, text));
+}
+
+}  // namespace axqc::server

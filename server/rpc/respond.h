@@ -32,4 +32,11 @@ void RespondWithReport(const ServiceDeps& d, const std::shared_ptr<CheckCall>& c
 void RespondInputError(const ServiceDeps& d, const std::shared_ptr<CheckCall>& call,
                        const std::string& message);
 
+// Answers a Check or Upload whose check made the worker process fail (crash: INTERNAL, memory
+// limit: RESOURCE_EXHAUSTED, CPU time or deadline: DEADLINE_EXCEEDED), or a model remembered for
+// such a failure (`remembered`): a history row with the verdict checker_failed.
+void RespondCheckerFailure(const ServiceDeps& d, const std::shared_ptr<CheckCall>& call,
+                           CheckerFailure::Cause cause, const std::string& message,
+                           bool remembered);
+
 }  // namespace axqc::server

@@ -164,7 +164,8 @@ def validate_dockerfile(root, binaries, image_cfg):
     brun = " ".join(r for w, r in builder["ins"] if w == "RUN")
     check("scripts/setup" in brun, "builder runs scripts/setup")
     check("--preset release" in brun, "builder uses the CMake release preset")
-    check("--target axqc axqc-server" in brun, "builder builds only axqc and axqc-server")
+    check("--target axqc axqc-server axqc-worker" in brun,
+          "builder builds only axqc, axqc-server and its worker axqc-worker")
 
     rins = runtime["ins"]
     users = [r for w, r in rins if w == "USER"]
@@ -493,7 +494,9 @@ def main(argv):
     root, server_bin, client_bin, tmpdir = argv[1:]
     image_cfg = server_config(server_bin, os.path.join(root, "deploy/docker/server.conf"))
     check(True, "axqc-server accepts deploy/docker/server.conf")
-    uid = validate_dockerfile(root, [server_bin, client_bin], image_cfg)
+    # The worker processes' executable (isolation) is built and shipped beside the server.
+    worker_bin = os.path.join(os.path.dirname(server_bin), "axqc-worker")
+    uid = validate_dockerfile(root, [server_bin, worker_bin, client_bin], image_cfg)
     validate_compose(root, image_cfg)
     validate_k8s(root, server_bin, uid, tmpdir)
     validate_compose_postgres(root, server_bin, image_cfg)

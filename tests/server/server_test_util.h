@@ -294,6 +294,7 @@ class TestServer {
     fs::create_directories(dir / "root");
     config_.allowed_roots = {(dir / "root").string()};
     config_.workers = 2;
+    config_.isolation = "off";  // in-process checks (the isolation tests use the binary)
     config_.queue_capacity = 8;
     config_.io_threads = 2;
     config_.grace_period_seconds = 5;

@@ -15,6 +15,7 @@
 #include "axqc/render.h"
 #include "check_engine.h"
 #include "config.h"
+#include "failure_memory.h"
 #include "lru_cache.h"
 #include "metrics.h"
 #include "model_source.h"
@@ -805,6 +806,58 @@ TEST(CheckEngine, InputErrorsAndShutdownOfQueuedChecks) {
   EXPECT_EQ(out_bad->kind, server::CheckOutcome::Kind::kInputError);
   ASSERT_TRUE(out_queued);
   EXPECT_EQ(out_queued->kind, server::CheckOutcome::Kind::kShutdown);
+}
+
+// Isolation settings: defaults, parsing, refusals.
+TEST(Config, IsolationOptions) {
+  const auto defaults = server::LoadConfig({"axqc-server"}, Env({}));
+  EXPECT_EQ(defaults.config.isolation, "process");
+  EXPECT_EQ(defaults.config.worker_cpu_seconds, 300u);
+  EXPECT_EQ(defaults.config.worker_max_checks, 1000u);
+  EXPECT_EQ(defaults.config.worker_max_rss, 1ull << 30);
+  EXPECT_EQ(defaults.config.worker_memory_limit, 0u);
+  EXPECT_EQ(defaults.config.worker_failure_memory_seconds, 600);
+  const auto set =
+      server::LoadConfig({"axqc-server", "--isolation", "off", "--worker-memory-limit", "2GiB",
+                          "--worker-cpu-seconds", "30", "--worker-failure-memory-seconds", "0"},
+                         Env({{"AXQC_WORKER_MAX_CHECKS", "50"}}));
+  EXPECT_EQ(set.config.isolation, "off");
+  EXPECT_EQ(set.config.worker_memory_limit, 2ull << 30);
+  EXPECT_EQ(set.config.worker_cpu_seconds, 30u);
+  EXPECT_EQ(set.config.worker_max_checks, 50u);
+  EXPECT_EQ(set.config.worker_failure_memory_seconds, 0);
+  server::ServerConfig bad;
+  bad.isolation = "container";
+  EXPECT_THROW(server::FinalizeConfig(bad), server::ConfigError);
+  server::ServerConfig tiny;
+  tiny.worker_memory_limit = 1 << 20;
+  EXPECT_THROW(server::FinalizeConfig(tiny), server::ConfigError);
+}
+
+// Models that made a worker fail are remembered for the configured time, then forgotten; the
+// oldest go first when the memory is full.
+TEST(FailureMemory, RemembersForItsTimeAndBoundsItsSize) {
+  using Cause = server::CheckerFailure::Cause;
+  const auto t0 = server::FailureMemory::Clock::now();
+  server::FailureMemory memory(60, 2);
+  memory.Remember("aa", Cause::kCrashed, "crashed (signal 11: SIGSEGV)", t0);
+  auto found = memory.Find("aa", t0 + std::chrono::seconds(59));
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->cause, Cause::kCrashed);
+  EXPECT_EQ(found->message, "crashed (signal 11: SIGSEGV)");
+  EXPECT_FALSE(memory.Find("aa", t0 + std::chrono::seconds(61)).has_value());
+  EXPECT_FALSE(memory.Find("bb", t0).has_value());
+
+  memory.Remember("a", Cause::kMemory, "m", t0);
+  memory.Remember("b", Cause::kCpuTime, "c", t0 + std::chrono::seconds(1));
+  memory.Remember("c", Cause::kCrashed, "s", t0 + std::chrono::seconds(2));
+  EXPECT_FALSE(memory.Find("a", t0 + std::chrono::seconds(3)).has_value());
+  EXPECT_EQ(memory.Find("b", t0 + std::chrono::seconds(3))->cause, Cause::kCpuTime);
+  EXPECT_EQ(memory.Find("c", t0 + std::chrono::seconds(3))->cause, Cause::kCrashed);
+
+  server::FailureMemory off(0);
+  off.Remember("aa", Cause::kCrashed, "x", t0);
+  EXPECT_FALSE(off.Find("aa", t0).has_value());
 }
 
 }  // namespace

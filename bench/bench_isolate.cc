@@ -1,0 +1,163 @@
+// axqc-bench-isolate: per-check cost of process isolation (isolate/worker_pool.h) against the
+// in-process checker, as axqc-server runs them.
+//
+//   axqc-bench-isolate --worker PATH [--repeat N] [--json OUT.json] MODEL...
+//
+// For each model (bytes read once): in-process = CheckBytes + conversion to the axqc.v1.Report
+// the server caches; isolated = the same bytes through one pre-started worker (sealed memfd,
+// check, report memfd) + parsing the report into the axqc.v1.Report (what axqc-server does with
+// a worker's answer). Runs alternate between the two (so load changes hit both alike), N runs
+// each after one warm-up run of each. Two clocks: wall, and CPU time (in-process: the thread's;
+// isolated: the calling thread's + the worker's own user + system time for the check, which it
+// reports), the steadier one on a loaded machine.
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "axqc/checker.h"
+#include "report_proto.h"
+#include "worker_pool.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ThreadCpuMs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+struct Sample {
+  double wall_ms = 0;
+  double cpu_ms = 0;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string worker;
+  std::string json_out;
+  int repeat = 20;
+  std::vector<std::string> models;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--worker" && i + 1 < argc) {
+      worker = argv[++i];
+    } else if (a == "--repeat" && i + 1 < argc) {
+      repeat = std::max(1, std::stoi(argv[++i]));
+    } else if (a == "--json" && i + 1 < argc) {
+      json_out = argv[++i];
+    } else {
+      models.push_back(a);
+    }
+  }
+  if (worker.empty() || models.empty()) {
+    std::cerr << "usage: axqc-bench-isolate --worker PATH [--repeat N] [--json OUT] MODEL...\n";
+    return 2;
+  }
+  axqc::isolate::PoolOptions options;
+  options.program = worker;
+  options.size = 1;
+  options.memory_limit = axqc::isolate::DefaultMemoryLimit(1);
+  options.cpu_seconds = 300;
+  axqc::isolate::WorkerPool pool(options);
+
+  nlohmann::json results = nlohmann::json::array();
+  std::cout << "| model | file MB | in-process CPU ms (min / median) | isolated CPU ms (min / "
+               "median) | CPU overhead (median) | wall ms in-process / isolated (median) | wall "
+               "overhead |\n|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& path : models) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string bytes = ss.str();
+    const std::string name = path.substr(path.find_last_of('/') + 1);
+    axqc::StageTimings t_in;
+    axqc::StageTimings t_iso;
+    axqc::CheckOptions check_options;
+    auto in_process = [&] {
+      const auto t0 = Clock::now();
+      const double c0 = ThreadCpuMs();
+      axqc::CheckOptions o = check_options;
+      o.timings = &t_in;
+      t_in = axqc::StageTimings{};
+      const axqc::Report r = axqc::CheckBytes(bytes, name, o);
+      axqc::v1::Report proto;
+      axqc::service::ToProto(r, &proto);
+      return Sample{std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
+                    ThreadCpuMs() - c0};
+    };
+    auto isolated = [&] {
+      const auto t0 = Clock::now();
+      const double c0 = ThreadCpuMs();
+      axqc::isolate::CheckInput input;
+      input.bytes = bytes;
+      input.name = name;
+      input.options = check_options;
+      input.options.timings = &t_iso;
+      t_iso = axqc::StageTimings{};
+      const auto result = pool.Check(input);
+      if (result.failure != axqc::isolate::Failure::kNone ||
+          result.kind != axqc::isolate::ResultKind::kReport) {
+        throw std::runtime_error(path + ": " + axqc::isolate::FailureMessage(result));
+      }
+      axqc::v1::Report parsed;
+      parsed.ParseFromString(result.report);
+      return Sample{std::chrono::duration<double, std::milli>(Clock::now() - t0).count(),
+                    ThreadCpuMs() - c0 + result.worker_cpu_seconds * 1e3};
+    };
+    in_process();
+    isolated();
+    std::vector<double> a_wall, a_cpu, b_wall, b_cpu;
+    for (int i = 0; i < repeat; ++i) {
+      const Sample a = in_process();
+      const Sample b = isolated();
+      a_wall.push_back(a.wall_ms);
+      a_cpu.push_back(a.cpu_ms);
+      b_wall.push_back(b.wall_ms);
+      b_cpu.push_back(b.cpu_ms);
+    }
+    auto pct = [](double x, double y) { return (y / x - 1) * 100; };
+    const double overhead_wall = pct(Median(a_wall), Median(b_wall));
+    const double overhead_cpu = pct(Median(a_cpu), Median(b_cpu));
+    auto min = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
+    std::cout << std::fixed << std::setprecision(2) << "| " << name << " | "
+              << static_cast<double>(bytes.size()) / 1e6 << " | " << min(a_cpu) << " / "
+              << Median(a_cpu) << " | " << min(b_cpu) << " / " << Median(b_cpu) << " | "
+              << std::setprecision(1) << overhead_cpu << "% | " << std::setprecision(2)
+              << Median(a_wall) << " / " << Median(b_wall) << " | " << std::setprecision(1)
+              << overhead_wall << "% |\n";
+    // The checker's own stages in the last run of each (where the time went).
+    auto stages = [](const axqc::StageTimings& t) {
+      return nlohmann::json{{"sha256_ms", t.sha256_s * 1e3},
+                            {"parse_ms", t.parse_s * 1e3},
+                            {"onnx_check_ms", t.onnx_check_s * 1e3}};
+    };
+    std::cerr << name << ": last isolated run's stages " << stages(t_iso).dump() << "\n";
+    results.push_back({{"model", name},
+                       {"bytes", bytes.size()},
+                       {"repeat", repeat},
+                       {"in_process_wall_ms", a_wall},
+                       {"in_process_cpu_ms", a_cpu},
+                       {"isolated_wall_ms", b_wall},
+                       {"isolated_cpu_ms", b_cpu},
+                       {"overhead_cpu_median_pct", overhead_cpu},
+                       {"overhead_wall_median_pct", overhead_wall}});
+  }
+  if (!json_out.empty()) std::ofstream(json_out) << results.dump(1) << "\n";
+  return 0;
+}

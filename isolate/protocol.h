@@ -1,0 +1,81 @@
+// The messages between a checking process (axqc-server, `axqc check --isolate`) and a worker
+// process (axqc-worker): fixed little-endian binary records, one per SOCK_SEQPACKET message, with
+// at most one descriptor passed alongside (SCM_RIGHTS). The model travels as a sealed memfd (or,
+// for a file the worker may read itself, as a path); the report comes back as a memfd holding the
+// serialized axqc.v1.Report. No model or report bytes go through the socket itself.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "axqc/timing.h"
+
+namespace axqc::isolate {
+
+inline constexpr std::uint32_t kProtocolVersion = 1;
+
+// Worker -> parent, once, after the sandbox is in place.
+struct ReadyMsg {
+  std::uint32_t version = kProtocolVersion;
+  std::int32_t pid = 0;
+  std::uint64_t baseline_vm_bytes = 0;  // address space after start-up (before any check)
+};
+
+// Parent -> worker: one check. With a descriptor: the model bytes (`model_bytes` of them);
+// without: the worker checks the file at `path` (external data resolves next to it).
+struct CheckRequestMsg {
+  std::string name;  // model name in the report (descriptor form)
+  std::string path;  // file form
+  std::uint64_t model_bytes = 0;
+  bool check_value = false;
+  bool include_units = true;
+  std::uint32_t max_locations = 5;
+  std::uint32_t cpu_seconds = 0;   // CPU-time limit of this check; 0 = none
+  std::uint64_t memory_bytes = 0;  // address-space limit of this check; 0 = the worker's own
+};
+
+enum class ResultKind : std::uint8_t {
+  kReport = 1,          // descriptor: memfd with the serialized axqc.v1.Report
+  kInputError = 2,      // `error`: not a readable model (axqc::InputError)
+  kInternalError = 3,   // `error`: the checker threw something else
+  kMemoryExhausted = 4  // an allocation failed under the address-space limit; the worker exits
+};
+
+// Worker -> parent: the outcome of one check.
+struct CheckResultMsg {
+  ResultKind kind = ResultKind::kInternalError;
+  std::string error;
+  std::uint64_t report_bytes = 0;
+  StageTimings timings;
+  double cpu_seconds = 0;  // CPU time (user + system) the worker spent on this check
+};
+
+// Encoding and decoding. Decode returns nullopt on a malformed or truncated record (trailing
+// bytes included), never reads past `data`.
+std::string Encode(const ReadyMsg& m);
+std::string Encode(const CheckRequestMsg& m);
+std::string Encode(const CheckResultMsg& m);
+std::optional<ReadyMsg> DecodeReady(std::string_view data);
+std::optional<CheckRequestMsg> DecodeRequest(std::string_view data);
+std::optional<CheckResultMsg> DecodeResult(std::string_view data);
+
+// Largest message on the control socket (no bulk data travels there).
+inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;
+
+// Sends one message with an optional descriptor (fd < 0: none). Returns false on error (errno).
+bool SendMessage(int sock, std::string_view payload, int fd = -1);
+
+enum class RecvStatus { kMessage, kClosed, kTimeout, kError };
+// Receives one message and the descriptor sent with it (*fd = -1 when none; the caller owns it).
+// timeout_ms < 0 waits forever. A message with more than one descriptor, or truncated, is kError
+// (descriptors received are closed).
+RecvStatus RecvMessage(int sock, std::string* payload, int* fd, int timeout_ms = -1);
+
+// A sealed (read-only, fixed-size) memfd holding `bytes`; -1 on error (errno).
+int SealedMemfd(const char* name, std::string_view bytes);
+// Reads all of `fd` (`size` bytes) into a string; false on short read.
+bool ReadAll(int fd, std::uint64_t size, std::string* out);
+
+}  // namespace axqc::isolate

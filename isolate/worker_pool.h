@@ -1,0 +1,135 @@
+// The parent's side: a pool of pre-started worker processes (axqc-worker), each confined by its
+// own sandbox (sandbox.h), that run one check at a time. A worker that dies, overruns its limits
+// or reaches its recycling point is replaced by a background thread; the check it was running
+// fails with the cause. Shared by axqc-server (--isolation process) and `axqc check --isolate`.
+#pragma once
+
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "axqc/checker.h"
+#include "protocol.h"
+
+namespace axqc::isolate {
+
+// Why a check ended without an answer from its worker (the worker is gone or being replaced).
+enum class Failure {
+  kNone,
+  kCrashed,   // killed by a signal (SIGSEGV, SIGABRT, SIGSYS from the seccomp filter, SIGKILL...)
+  kMemory,    // an allocation failed under the address-space limit
+  kCpuTime,   // the CPU-time limit (SIGXCPU)
+  kDeadline,  // the wall-clock deadline passed (the worker was killed)
+  kProtocol,  // the worker broke the protocol or could not be reached
+};
+const char* FailureName(Failure f);  // "crashed", "memory", "cpu_time", "deadline", "protocol"
+
+// Why a worker was replaced (metrics): a failure above, or recycling.
+enum class RestartCause { kFailure, kMaxChecks, kMaxRss };
+
+struct PoolOptions {
+  std::string program;             // the worker executable (FindWorkerProgram)
+  bool allow_read = false;         // path checks (the CLI); the server sends memfds only
+  unsigned size = 1;               // worker processes
+  std::uint64_t memory_limit = 0;  // hard address-space limit per worker; 0 = none
+  // Per check: the soft address-space limit is the worker's start-up size + headroom +
+  // factor x model bytes, at most memory_limit.
+  std::uint64_t memory_headroom = 512ull << 20;
+  unsigned memory_factor = 8;
+  std::uint32_t cpu_seconds = 0;    // CPU-time limit per check; 0 = none
+  double deadline_seconds = 0;      // wall-clock limit per check; 0 = 2 x cpu_seconds + 60 (a busy
+                                    // machine gives a worker less than a core)
+  unsigned max_checks = 0;          // recycle a worker after this many checks; 0 = never
+  std::uint64_t max_rss_bytes = 0;  // recycle a worker whose RSS exceeds this; 0 = never
+  double start_timeout_seconds = 30;
+  // Called (on any thread, without the pool's lock) when a worker is replaced: `failure` is the
+  // failure for kFailure; and after every check with the workers' RSS (sum, max).
+  std::function<void(RestartCause cause, Failure failure)> on_restart;
+  std::function<void(std::uint64_t rss_sum, std::uint64_t rss_max)> on_rss;
+};
+
+struct CheckInput {
+  std::string_view bytes;  // the model (sent as a sealed memfd) ...
+  std::string name;        // ... and its name in the report
+  std::string path;        // or, when not empty, a file the worker reads itself (allow_read)
+  CheckOptions options;    // timings: filled from the worker's
+};
+
+struct CheckResult {
+  ResultKind kind = ResultKind::kInternalError;  // kReport, kInputError, kInternalError
+  std::string report;                            // serialized axqc.v1.Report (kReport)
+  std::string error;                             // kInputError, kInternalError, failures
+  Failure failure = Failure::kNone;              // set: the worker failed (kind is meaningless)
+  int signal = 0;                                // kCrashed: the signal
+  double worker_cpu_seconds = 0;                 // CPU time the worker spent (answered checks)
+};
+
+// "the checker crashed on this model (signal 11: SIGSEGV)" etc.
+std::string FailureMessage(const CheckResult& r);
+
+// The worker executable: $AXQC_WORKER when set, else axqc-worker next to the running program,
+// else ../server/axqc-worker from it (build tree). Empty when none exists.
+std::string FindWorkerProgram();
+
+// Default hard address-space limit per worker: physical memory (or the cgroup v2 memory.max,
+// when lower) / workers, at least 1 GiB.
+std::uint64_t DefaultMemoryLimit(unsigned workers);
+
+class WorkerPool {
+ public:
+  // Starts `size` workers and waits for them. Throws std::runtime_error when the first cannot
+  // start (program missing, sandbox refused by the kernel...).
+  explicit WorkerPool(PoolOptions options);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // Runs one check on an idle worker (waits for one). Never throws for worker failures.
+  CheckResult Check(const CheckInput& input);
+
+  // Process ids of the live workers (tests, logs).
+  std::vector<pid_t> Pids() const;
+  unsigned size() const { return options_.size; }
+
+ private:
+  struct Worker {
+    pid_t pid = -1;
+    int sock = -1;
+    unsigned checks = 0;
+    std::uint64_t baseline_vm = 0;
+  };
+  enum class SlotState { kIdle, kBusy, kDead };
+  struct Slot {
+    SlotState state = SlotState::kDead;
+    Worker worker;
+    RestartCause cause = RestartCause::kFailure;
+    Failure failure = Failure::kNone;
+  };
+
+  void Shutdown();
+  Worker Spawn(std::string* error);
+  void Respawner();
+  static void Stop(Worker& w, bool kill_now);
+  CheckResult Exchange(Worker& w, const CheckInput& input);
+  void ReportRss();
+
+  const PoolOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable idle_cv_;  // a slot became idle
+  std::condition_variable dead_cv_;  // a slot died (respawner)
+  std::vector<Slot> slots_;
+  std::string start_error_;
+  bool stopping_ = false;
+  std::thread respawner_;
+};
+
+}  // namespace axqc::isolate

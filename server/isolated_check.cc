@@ -1,0 +1,83 @@
+#include "isolated_check.h"
+
+#include <memory>
+#include <stdexcept>
+
+#include "worker_pool.h"
+
+namespace axqc::server {
+
+ProtoCheckFn MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Logger* logger) {
+  isolate::PoolOptions options;
+  options.program =
+      config.worker_program.empty() ? isolate::FindWorkerProgram() : config.worker_program;
+  options.size = config.workers;
+  options.memory_limit = config.worker_memory_limit != 0
+                             ? config.worker_memory_limit
+                             : isolate::DefaultMemoryLimit(config.workers);
+  options.cpu_seconds = config.worker_cpu_seconds;
+  options.max_checks = config.worker_max_checks;
+  options.max_rss_bytes = config.worker_max_rss;
+  options.on_restart = [metrics, logger](isolate::RestartCause cause, isolate::Failure failure) {
+    const char* label = cause == isolate::RestartCause::kMaxChecks ? "max_checks"
+                        : cause == isolate::RestartCause::kMaxRss  ? "max_rss"
+                                                                   : isolate::FailureName(failure);
+    metrics->CountWorkerRestart(label);
+    if (cause == isolate::RestartCause::kFailure) {
+      logger->Warn("worker process replaced", {{"cause", label}});
+    }
+  };
+  options.on_rss = [metrics](std::uint64_t sum, std::uint64_t max) {
+    metrics->SetWorkerResidentBytes(static_cast<double>(sum), static_cast<double>(max));
+  };
+  auto pool = std::make_shared<isolate::WorkerPool>(std::move(options));
+  metrics->SetWorkerResidentBytes(0, 0);
+  return [pool, metrics](std::string_view bytes, const std::string& name,
+                         const CheckOptions& check_options) -> v1::Report {
+    isolate::CheckInput input;
+    input.bytes = bytes;
+    input.name = name;
+    input.options = check_options;
+    isolate::CheckResult r = pool->Check(input);
+    using isolate::Failure;
+    if (r.failure != Failure::kNone) {
+      metrics->CountWorkerCheck(isolate::FailureName(r.failure));
+      CheckerFailure::Cause cause = CheckerFailure::Cause::kWorker;
+      switch (r.failure) {
+        case Failure::kCrashed:
+          cause = CheckerFailure::Cause::kCrashed;
+          break;
+        case Failure::kMemory:
+          cause = CheckerFailure::Cause::kMemory;
+          break;
+        case Failure::kCpuTime:
+          cause = CheckerFailure::Cause::kCpuTime;
+          break;
+        case Failure::kDeadline:
+          cause = CheckerFailure::Cause::kDeadline;
+          break;
+        default:
+          break;
+      }
+      throw CheckerFailure(cause, isolate::FailureMessage(r));
+    }
+    switch (r.kind) {
+      case isolate::ResultKind::kReport: {
+        metrics->CountWorkerCheck("ok");
+        v1::Report proto;
+        if (!proto.ParseFromString(r.report)) {
+          throw std::runtime_error("the worker's report does not parse");
+        }
+        return proto;
+      }
+      case isolate::ResultKind::kInputError:
+        metrics->CountWorkerCheck("input_error");
+        throw InputError(r.error);
+      default:
+        metrics->CountWorkerCheck("internal_error");
+        throw std::runtime_error(r.error);
+    }
+  };
+}
+
+}  // namespace axqc::server

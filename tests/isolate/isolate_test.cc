@@ -1,0 +1,338 @@
+// Process isolation: the control protocol's framing, and the worker pool with the real
+// axqc-worker (reports identical to in-process checks) and with the test-only worker
+// (tests/isolate/test_worker_main.cc) that violates the sandbox or the limits on request.
+#include <google/protobuf/util/message_differencer.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "report_proto.h"
+#include "server_test_util.h"
+#include "worker_pool.h"
+
+namespace axqc::test {
+namespace {
+
+using isolate::CheckInput;
+using isolate::CheckResult;
+using isolate::Failure;
+using isolate::PoolOptions;
+using isolate::ResultKind;
+using isolate::WorkerPool;
+
+// ------------------------------------------------------------------------------------------------
+// Framing.
+
+TEST(IsolateProtocol, RequestRoundTripsEveryField) {
+  isolate::CheckRequestMsg m;
+  m.name = "models/m.onnx";
+  m.path = "/data/m.onnx";
+  m.model_bytes = 123456789012ull;
+  m.check_value = true;
+  m.include_units = false;
+  m.max_locations = 17;
+  m.cpu_seconds = 42;
+  m.memory_bytes = 5ull << 30;
+  const auto back = isolate::DecodeRequest(isolate::Encode(m));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->name, m.name);
+  EXPECT_EQ(back->path, m.path);
+  EXPECT_EQ(back->model_bytes, m.model_bytes);
+  EXPECT_TRUE(back->check_value);
+  EXPECT_FALSE(back->include_units);
+  EXPECT_EQ(back->max_locations, 17u);
+  EXPECT_EQ(back->cpu_seconds, 42u);
+  EXPECT_EQ(back->memory_bytes, 5ull << 30);
+}
+
+TEST(IsolateProtocol, ResultAndReadyRoundTrip) {
+  isolate::CheckResultMsg r;
+  r.kind = ResultKind::kInputError;
+  r.error = "not a model";
+  r.report_bytes = 99;
+  r.timings.parse_s = 0.25;
+  r.timings.report_s = 1.5;
+  r.cpu_seconds = 0.125;
+  const auto back = isolate::DecodeResult(isolate::Encode(r));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->kind, ResultKind::kInputError);
+  EXPECT_EQ(back->error, "not a model");
+  EXPECT_EQ(back->report_bytes, 99u);
+  EXPECT_EQ(back->timings.parse_s, 0.25);
+  EXPECT_EQ(back->timings.report_s, 1.5);
+  EXPECT_EQ(back->cpu_seconds, 0.125);
+
+  isolate::ReadyMsg ready;
+  ready.pid = 4242;
+  ready.baseline_vm_bytes = 1ull << 33;
+  const auto rb = isolate::DecodeReady(isolate::Encode(ready));
+  ASSERT_TRUE(rb.has_value());
+  EXPECT_EQ(rb->pid, 4242);
+  EXPECT_EQ(rb->baseline_vm_bytes, 1ull << 33);
+  EXPECT_EQ(rb->version, isolate::kProtocolVersion);
+}
+
+TEST(IsolateProtocol, MalformedRecordsAreRejected) {
+  isolate::CheckRequestMsg m;
+  m.name = "m.onnx";
+  const std::string good = isolate::Encode(m);
+  // Every truncation, trailing bytes, another record's tag, a bad bool, an oversized string.
+  for (std::size_t n = 0; n < good.size(); ++n) {
+    EXPECT_FALSE(isolate::DecodeRequest(good.substr(0, n)).has_value()) << n;
+  }
+  EXPECT_FALSE(isolate::DecodeRequest(good + "x").has_value());
+  EXPECT_FALSE(isolate::DecodeResult(good).has_value());
+  EXPECT_FALSE(isolate::DecodeReady(good).has_value());
+  std::string bad_bool = good;
+  bad_bool[bad_bool.size() - 8 - 4 - 4 - 1 - 1] = 2;  // check_value (then units, 3 numbers)
+  EXPECT_FALSE(isolate::DecodeRequest(bad_bool).has_value());
+  std::string huge = good;
+  huge[4] = '\xff';  // name length low byte
+  huge[7] = '\x7f';  // name length high byte: 2 GiB
+  EXPECT_FALSE(isolate::DecodeRequest(huge).has_value());
+  isolate::CheckResultMsg r;
+  std::string bad_kind = isolate::Encode(r);
+  bad_kind[4] = 9;
+  EXPECT_FALSE(isolate::DecodeResult(bad_kind).has_value());
+}
+
+TEST(IsolateProtocol, MessagesCarryOneDescriptor) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  const int memfd = isolate::SealedMemfd("t", "model bytes");
+  ASSERT_GE(memfd, 0);
+  // Sealed: neither writable nor growable.
+  EXPECT_LT(::write(memfd, "x", 1), 0);
+  ASSERT_TRUE(isolate::SendMessage(sv[0], "first", memfd));
+  ASSERT_TRUE(isolate::SendMessage(sv[0], "second"));
+  ::close(memfd);
+  std::string payload;
+  int fd = -1;
+  ASSERT_EQ(isolate::RecvMessage(sv[1], &payload, &fd, 1000), isolate::RecvStatus::kMessage);
+  EXPECT_EQ(payload, "first");
+  ASSERT_GE(fd, 0);
+  std::string bytes;
+  ASSERT_TRUE(isolate::ReadAll(fd, 11, &bytes));
+  EXPECT_EQ(bytes, "model bytes");
+  ::close(fd);
+  ASSERT_EQ(isolate::RecvMessage(sv[1], &payload, &fd, 1000), isolate::RecvStatus::kMessage);
+  EXPECT_EQ(payload, "second");
+  EXPECT_EQ(fd, -1);
+  EXPECT_EQ(isolate::RecvMessage(sv[1], &payload, &fd, 50), isolate::RecvStatus::kTimeout);
+  ::close(sv[0]);
+  EXPECT_EQ(isolate::RecvMessage(sv[1], &payload, &fd, 1000), isolate::RecvStatus::kClosed);
+  ::close(sv[1]);
+}
+
+// ------------------------------------------------------------------------------------------------
+// The pool.
+
+PoolOptions Options(const char* program, unsigned size = 1) {
+  PoolOptions o;
+  o.program = program;
+  o.size = size;
+  o.memory_limit = 2ull << 30;
+  o.cpu_seconds = 60;
+  return o;
+}
+
+v1::Report ParseReport(const CheckResult& r) {
+  v1::Report proto;
+  EXPECT_TRUE(proto.ParseFromString(r.report));
+  return proto;
+}
+
+CheckResult RunCheck(WorkerPool& pool, const std::string& bytes, const std::string& name) {
+  CheckInput in;
+  in.bytes = bytes;
+  in.name = name;
+  return pool.Check(in);
+}
+
+TEST(WorkerPool, ReportsAreIdenticalToInProcessChecks) {
+  WorkerPool pool(Options(AXQC_WORKER_BIN, 2));
+  for (const auto& [bytes, name] : {std::pair{ConformantModel("iso1"), "good.onnx"},
+                                    std::pair{NonConformantModel("iso2"), "bad.onnx"}}) {
+    const CheckResult r = RunCheck(pool, bytes, name);
+    ASSERT_EQ(r.failure, Failure::kNone) << r.error;
+    ASSERT_EQ(r.kind, ResultKind::kReport) << r.error;
+    const v1::Report got = ParseReport(r);
+    const v1::Report want = service::ToProto(DirectReport(bytes, name));
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(got, want))
+        << got.DebugString() << "\n---\n"
+        << want.DebugString();
+  }
+  // An input error comes back as one, with the checker's message.
+  const CheckResult bad = RunCheck(pool, NotOnnxBytes(), "junk.onnx");
+  EXPECT_EQ(bad.failure, Failure::kNone);
+  EXPECT_EQ(bad.kind, ResultKind::kInputError);
+  std::string direct;
+  try {
+    (void)DirectReport(NotOnnxBytes(), "junk.onnx");
+  } catch (const InputError& e) {
+    direct = e.what();
+  }
+  EXPECT_EQ(bad.error, direct);
+  EXPECT_EQ(pool.Pids().size(), 2u);
+}
+
+TEST(WorkerPool, PathChecksReadTheFileAndItsDirectory) {
+  TempDir dir;
+  const std::string model = NonConformantModel("iso-path");
+  WriteFile(dir / "m.onnx", model);
+  PoolOptions o = Options(AXQC_WORKER_BIN);
+  o.allow_read = true;
+  WorkerPool pool(o);
+  CheckInput in;
+  in.path = (dir / "m.onnx").string();
+  const CheckResult r = pool.Check(in);
+  ASSERT_EQ(r.kind, ResultKind::kReport) << r.error;
+  CheckOptions opts;
+  const v1::Report want = service::ToProto(CheckFile(in.path, opts));
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(ParseReport(r), want));
+}
+
+// The worker's failure, then the pool's replacement of it (a new process that checks).
+void ExpectFailureThenRecovery(WorkerPool& pool, const std::string& name, Failure failure,
+                               int signal) {
+  const auto before = pool.Pids();
+  ASSERT_EQ(before.size(), 1u);
+  const CheckResult r = RunCheck(pool, ConformantModel("victim-" + name), name);
+  EXPECT_EQ(r.failure, failure) << isolate::FailureMessage(r);
+  EXPECT_EQ(r.signal, signal) << isolate::FailureMessage(r);
+  ASSERT_TRUE(WaitFor([&] { return pool.Pids().size() == 1; }, std::chrono::seconds(20)));
+  EXPECT_NE(pool.Pids(), before);
+  const CheckResult next = RunCheck(pool, ConformantModel("after"), "after.onnx");
+  EXPECT_EQ(next.failure, Failure::kNone) << isolate::FailureMessage(next);
+  EXPECT_EQ(next.kind, ResultKind::kReport);
+}
+
+TEST(WorkerPool, SeccompKillsNetworkExecForkAndThreads) {
+  std::vector<std::pair<isolate::RestartCause, Failure>> restarts;
+  std::mutex mu;
+  PoolOptions o = Options(AXQC_TEST_WORKER_BIN);
+  o.on_restart = [&](isolate::RestartCause c, Failure f) {
+    std::lock_guard<std::mutex> lock(mu);
+    restarts.emplace_back(c, f);
+  };
+  WorkerPool pool(o);
+  for (const char* what :
+       {"axqc-test:socket", "axqc-test:exec", "axqc-test:fork", "axqc-test:thread"}) {
+    SCOPED_TRACE(what);
+    ExpectFailureThenRecovery(pool, what, Failure::kCrashed, SIGSYS);
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(restarts.size(), 4u);
+  for (const auto& [cause, failure] : restarts) {
+    EXPECT_EQ(cause, isolate::RestartCause::kFailure);
+    EXPECT_EQ(failure, Failure::kCrashed);
+  }
+  CheckResult r;
+  r.failure = Failure::kCrashed;
+  r.signal = SIGSYS;
+  EXPECT_EQ(isolate::FailureMessage(r),
+            "the checker crashed on this model (signal 31: SIGSYS, a system call the sandbox "
+            "refuses)");
+}
+
+TEST(WorkerPool, OpeningForWritingIsRefusedOrFatal) {
+  {
+    // Server mode: no opens at all (EACCES); the check fails without killing the worker.
+    WorkerPool pool(Options(AXQC_TEST_WORKER_BIN));
+    const auto pids = pool.Pids();
+    const CheckResult r = RunCheck(pool, ConformantModel("w1"), "axqc-test:write");
+    EXPECT_EQ(r.failure, Failure::kNone);
+    EXPECT_EQ(r.kind, ResultKind::kInternalError);
+    EXPECT_EQ(r.error, "open for writing: Permission denied");
+    EXPECT_EQ(pool.Pids(), pids);
+  }
+  // Path mode: read-only opens allowed, a write open kills.
+  PoolOptions o = Options(AXQC_TEST_WORKER_BIN);
+  o.allow_read = true;
+  WorkerPool pool(o);
+  ExpectFailureThenRecovery(pool, "axqc-test:write", Failure::kCrashed, SIGSYS);
+  EXPECT_FALSE(fs::exists("/tmp/axqc-test-worker-write"));
+}
+
+TEST(WorkerPool, CrashesAreReportedWithTheSignal) {
+  WorkerPool pool(Options(AXQC_TEST_WORKER_BIN));
+  ExpectFailureThenRecovery(pool, "axqc-test:segv", Failure::kCrashed, SIGSEGV);
+  CheckResult r;
+  r.failure = Failure::kCrashed;
+  r.signal = SIGSEGV;
+  EXPECT_EQ(isolate::FailureMessage(r), "the checker crashed on this model (signal 11: SIGSEGV)");
+}
+
+TEST(WorkerPool, MemoryLimitEndsTheCheck) {
+  PoolOptions o = Options(AXQC_TEST_WORKER_BIN);
+  o.memory_limit = 768ull << 20;
+  o.memory_headroom = 128ull << 20;
+  WorkerPool pool(o);
+  ExpectFailureThenRecovery(pool, "axqc-test:alloc", Failure::kMemory, 0);
+}
+
+TEST(WorkerPool, CpuTimeLimitEndsTheCheck) {
+  PoolOptions o = Options(AXQC_TEST_WORKER_BIN);
+  o.cpu_seconds = 1;
+  o.deadline_seconds = 60;
+  WorkerPool pool(o);
+  ExpectFailureThenRecovery(pool, "axqc-test:spin", Failure::kCpuTime, SIGXCPU);
+}
+
+TEST(WorkerPool, DeadlineKillsAWorkerThatDoesNotAnswer) {
+  PoolOptions o = Options(AXQC_TEST_WORKER_BIN);
+  o.cpu_seconds = 0;
+  o.deadline_seconds = 1;
+  WorkerPool pool(o);
+  ExpectFailureThenRecovery(pool, "axqc-test:spin", Failure::kDeadline, 0);
+}
+
+TEST(WorkerPool, WorkersAreRecycledAfterMaxChecks) {
+  std::atomic<int> recycled{0};
+  PoolOptions o = Options(AXQC_WORKER_BIN);
+  o.max_checks = 2;
+  o.on_restart = [&](isolate::RestartCause c, Failure) {
+    if (c == isolate::RestartCause::kMaxChecks) ++recycled;
+  };
+  WorkerPool pool(o);
+  const auto first = pool.Pids();
+  const std::string model = ConformantModel("recycle");
+  EXPECT_EQ(RunCheck(pool, model, "a.onnx").kind, ResultKind::kReport);
+  EXPECT_EQ(pool.Pids(), first);
+  EXPECT_EQ(RunCheck(pool, model, "b.onnx").kind, ResultKind::kReport);
+  EXPECT_EQ(recycled.load(), 1);
+  ASSERT_TRUE(WaitFor([&] { return pool.Pids().size() == 1; }, std::chrono::seconds(20)));
+  EXPECT_NE(pool.Pids(), first);
+  EXPECT_EQ(RunCheck(pool, model, "c.onnx").kind, ResultKind::kReport);
+}
+
+TEST(WorkerPool, MissingProgramIsAStartupError) {
+  PoolOptions o = Options("/nonexistent/axqc-worker");
+  o.start_timeout_seconds = 5;
+  try {
+    WorkerPool pool(o);
+    FAIL() << "the pool started";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/axqc-worker"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(WorkerPool, WorkersInheritNoDescriptorsAndDieWithTheirParent) {
+  WorkerPool pool(Options(AXQC_WORKER_BIN));
+  const pid_t pid = pool.Pids().at(0);
+  // 0, 1, 2 (/dev/null) and the control socket (3): nothing else.
+  std::vector<std::string> fds;
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+    fds.push_back(e.path().filename().string());
+  }
+  std::sort(fds.begin(), fds.end());
+  EXPECT_EQ(fds, (std::vector<std::string>{"0", "1", "2", "3"}));
+  const std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status");
+  EXPECT_NE(status.find("NoNewPrivs:\t1"), std::string::npos) << status;
+  EXPECT_NE(status.find("Seccomp:\t2"), std::string::npos) << status;
+}
+
+}  // namespace
+}  // namespace axqc::test

@@ -1,0 +1,315 @@
+// Process isolation with the real axqc-server binary (--isolation process): a worker killed with
+// SIGKILL during a check, a check over the memory limit, over the CPU-time limit, a seccomp
+// violation, the memory of failed models, the metrics and history rows of all of them. The
+// misbehaving worker is the test-only axqc-test-worker (tests/isolate/), given with
+// --worker-program; the production axqc-worker has no way to misbehave on request.
+#include <signal.h>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include "report_proto.h"
+#include "server_test_util.h"
+
+extern char** environ;
+
+namespace axqc::test {
+namespace {
+
+class ServerProcess {
+ public:
+  ServerProcess(std::vector<std::string> args, const fs::path& stderr_path) {
+    args.insert(args.begin(), AXQC_SERVER_BIN);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_s;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::string(*e).rfind("AXQC_", 0) != 0) env_s.emplace_back(*e);
+    }
+    std::vector<char*> envp;
+    for (auto& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    const int rc = posix_spawn(&pid_, AXQC_SERVER_BIN, &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) throw std::runtime_error("posix_spawn failed");
+  }
+  ~ServerProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  int Stop() {
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// Field `index` (1-based, after the command) of /proc/PID/stat.
+std::optional<unsigned long long> StatField(pid_t pid, int index) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= index && (rest >> field); ++i) {
+    if (i == index) return std::stoull(field == "R" || field == "S" ? "0" : field);
+  }
+  return std::nullopt;
+}
+
+// The worker processes: children of `parent`.
+std::vector<pid_t> Children(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = std::stoi(name);
+    if (StatField(pid, 4) == static_cast<unsigned long long>(parent)) out.push_back(pid);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// User CPU ticks of `pid` (field 14).
+unsigned long long CpuTicks(pid_t pid) { return StatField(pid, 14).value_or(0); }
+
+class IsolatedServer {
+ public:
+  IsolatedServer(const TempDir& dir, std::vector<std::string> extra)
+      : dir_(dir), err_(dir / "stderr.log") {
+    const fs::path ready = dir / "ready.json";
+    std::vector<std::string> args = {"--listen",         "127.0.0.1:0",
+                                     "--metrics-listen", "127.0.0.1:0",
+                                     "--ready-file",     ready.string(),
+                                     "--store-path",     (dir / "store.sqlite3").string(),
+                                     "--workers",        "2",
+                                     "--worker-program", AXQC_TEST_WORKER_BIN};
+    args.insert(args.end(), extra.begin(), extra.end());
+    proc_ = std::make_unique<ServerProcess>(args, err_);
+    if (!WaitFor([&] { return fs::exists(ready); }, std::chrono::seconds(30))) {
+      throw std::runtime_error("server did not start: " + ReadFile(err_));
+    }
+    const auto ports = nlohmann::json::parse(ReadFile(ready));
+    metrics_port_ = ports.at("metrics_port");
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(ports.at("grpc_port").get<int>()),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = v1::Checker::NewStub(channel_);
+  }
+  ~IsolatedServer() { Stop(); }
+
+  grpc::Status Check(const std::string& bytes, const std::string& name,
+                     v1::CheckResponse* resp = nullptr) {
+    v1::CheckResponse local;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    v1::CheckRequest req;
+    req.set_content(bytes);
+    req.set_name(name);
+    return stub_->Check(&ctx, req, resp != nullptr ? resp : &local);
+  }
+  Scrape Metrics() const { return ScrapeMetrics(metrics_port_); }
+  pid_t pid() const { return proc_->pid(); }
+  std::string Log() const { return ReadFile(err_); }
+  int Stop() {
+    if (proc_ == nullptr) return -1;
+    stub_.reset();
+    channel_.reset();
+    const int rc = proc_->Stop();
+    proc_.reset();
+    return rc;
+  }
+  // verdict, cache of every history row (oldest first); call after Stop().
+  std::vector<std::pair<std::string, std::string>> History() const {
+    std::vector<std::pair<std::string, std::string>> rows;
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2((dir_ / "store.sqlite3").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) ==
+        SQLITE_OK) {
+      sqlite3_stmt* st = nullptr;
+      sqlite3_prepare_v2(db, "SELECT verdict, cache FROM history ORDER BY id", -1, &st, nullptr);
+      while (st != nullptr && sqlite3_step(st) == SQLITE_ROW) {
+        rows.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
+                          reinterpret_cast<const char*>(sqlite3_column_text(st, 1)));
+      }
+      sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return rows;
+  }
+
+ private:
+  const TempDir& dir_;
+  fs::path err_;
+  std::unique_ptr<ServerProcess> proc_;
+  int metrics_port_ = 0;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Checker::Stub> stub_;
+};
+
+TEST(ServerIsolation, AWorkerKilledDuringACheckFailsOnlyThatRequest) {
+  TempDir dir;
+  IsolatedServer server(dir, {"--worker-cpu-seconds", "120"});
+  const std::vector<pid_t> workers = Children(server.pid());
+  ASSERT_EQ(workers.size(), 2u);
+
+  // A check that spins in its worker until killed.
+  const std::string victim = ConformantModel("victim");
+  grpc::Status victim_status;
+  std::thread victim_thread([&] { victim_status = server.Check(victim, "axqc-test:spin"); });
+  // The spinning worker is the one whose CPU time grows.
+  pid_t busy = -1;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        std::map<pid_t, unsigned long long> before;
+        for (pid_t p : workers) before[p] = CpuTicks(p);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        for (pid_t p : workers) {
+          if (CpuTicks(p) > before[p] + 5) busy = p;
+        }
+        return busy > 0;
+      },
+      std::chrono::seconds(20)));
+
+  // Meanwhile the other worker answers.
+  v1::CheckResponse resp;
+  grpc::Status s = server.Check(NonConformantModel("concurrent"), "concurrent.onnx", &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_NON_CONFORMANT);
+
+  ASSERT_EQ(::kill(busy, SIGKILL), 0);
+  victim_thread.join();
+  EXPECT_EQ(victim_status.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(victim_status.error_message(), "the checker crashed on this model (signal 9: SIGKILL)");
+
+  // A new worker replaces it; the next checks succeed.
+  ASSERT_TRUE(
+      WaitFor([&] { return Children(server.pid()).size() == 2; }, std::chrono::seconds(20)));
+  const auto now = Children(server.pid());
+  EXPECT_EQ(std::count(now.begin(), now.end(), busy), 0);
+  s = server.Check(ConformantModel("next"), "next.onnx", &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
+
+  // The failed model is remembered: answered at once, without a worker.
+  const auto t0 = std::chrono::steady_clock::now();
+  s = server.Check(victim, "axqc-test:spin");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(s.error_message().rfind("the checker crashed on this model (signal 9: SIGKILL); "
+                                    "remembered from an earlier check",
+                                    0),
+            0u)
+      << s.error_message();
+
+  const Scrape m = server.Metrics();
+  EXPECT_EQ(m.Value("axqc_worker_restarts_total", {{"cause", "crashed"}}), 1);
+  EXPECT_EQ(m.Value("axqc_worker_checks_total", {{"outcome", "crashed"}}), 1);
+  EXPECT_EQ(m.Value("axqc_worker_checks_total", {{"outcome", "ok"}}), 2);
+  EXPECT_EQ(m.Value("axqc_checks_total", {{"verdict", "checker_failed"}, {"source", "inline"}}), 2);
+  EXPECT_EQ(m.Value("axqc_requests_total", {{"method", "Check"}, {"code", "INTERNAL"}}), 2);
+  EXPECT_GT(m.Value("axqc_worker_resident_bytes", {{"stat", "sum"}}), 0);
+  EXPECT_GT(m.Value("axqc_worker_resident_bytes", {{"stat", "max"}}), 0);
+
+  EXPECT_EQ(server.Stop(), 0);
+  using Row = std::pair<std::string, std::string>;
+  const std::vector<Row> want = {{"non_conformant", "miss"},
+                                 {"checker_failed", "miss"},
+                                 {"conformant", "miss"},
+                                 {"checker_failed", "failure_memory"}};
+  EXPECT_EQ(server.History(), want);
+}
+
+TEST(ServerIsolation, LimitsAndSandboxViolationsGetTheirStatus) {
+  TempDir dir;
+  IsolatedServer server(dir, {"--worker-cpu-seconds", "3", "--worker-memory-limit", "768MiB",
+                              "--worker-failure-memory-seconds", "0"});
+  struct Case {
+    const char* name;
+    grpc::StatusCode code;
+    std::string message;
+    const char* outcome;
+  };
+  const Case cases[] = {
+      {"axqc-test:alloc", grpc::StatusCode::RESOURCE_EXHAUSTED,
+       "the check of this model ran out of memory (the worker's address-space limit, "
+       "worker-memory-limit)",
+       "memory"},
+      {"axqc-test:spin", grpc::StatusCode::DEADLINE_EXCEEDED,
+       "the check of this model used up its CPU time (worker-cpu-seconds)", "cpu_time"},
+      {"axqc-test:socket", grpc::StatusCode::INTERNAL,
+       "the checker crashed on this model (signal 31: SIGSYS, a system call the sandbox refuses)",
+       "crashed"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    // One model per case: the successful check below caches its report.
+    const std::string model = ConformantModel(std::string("limits-") + c.name);
+    const grpc::Status s = server.Check(model, c.name);
+    EXPECT_EQ(s.error_code(), c.code) << s.error_message();
+    EXPECT_EQ(s.error_message(), c.message);
+    // Not remembered (worker-failure-memory-seconds 0): the same model is checked again.
+    v1::CheckResponse resp;
+    const grpc::Status ok = server.Check(model, "fine.onnx", &resp);
+    ASSERT_TRUE(ok.ok()) << ok.error_message();
+    EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
+  }
+  const Scrape m = server.Metrics();
+  for (const auto& c : cases) {
+    EXPECT_EQ(m.Value("axqc_worker_restarts_total", {{"cause", c.outcome}}), 1) << c.outcome;
+    EXPECT_EQ(m.Value("axqc_worker_checks_total", {{"outcome", c.outcome}}), 1) << c.outcome;
+  }
+  EXPECT_EQ(m.Value("axqc_requests_total", {{"method", "Check"}, {"code", "RESOURCE_EXHAUSTED"}}),
+            1);
+  EXPECT_EQ(m.Value("axqc_requests_total", {{"method", "Check"}, {"code", "DEADLINE_EXCEEDED"}}),
+            1);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(ServerIsolation, TheProductionWorkerChecksAndIsolationCanBeTurnedOff) {
+  TempDir dir;
+  for (const char* isolation : {"process", "off"}) {
+    SCOPED_TRACE(isolation);
+    const fs::path ready = dir / (std::string(isolation) + ".json");
+    ServerProcess proc(
+        {"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--ready-file",
+         ready.string(), "--store-path", ":memory:", "--workers", "2", "--isolation", isolation},
+        dir / "stderr.log");
+    ASSERT_TRUE(WaitFor([&] { return fs::exists(ready); }, std::chrono::seconds(30)))
+        << ReadFile(dir / "stderr.log");
+    EXPECT_EQ(Children(proc.pid()).size(), std::string(isolation) == "process" ? 2u : 0u);
+    const auto ports = nlohmann::json::parse(ReadFile(ready));
+    auto stub = v1::Checker::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(ports.at("grpc_port").get<int>()),
+                            grpc::InsecureChannelCredentials()));
+    const std::string model = NonConformantModel(std::string("prod-") + isolation);
+    v1::CheckResponse resp;
+    const grpc::Status s = CheckInline(*stub, model, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    const v1::Report want = service::ToProto(DirectReport(model, "model.onnx"));
+    EXPECT_EQ(resp.report().SerializeAsString(), want.SerializeAsString());
+    const Scrape m = ScrapeMetrics(ports.at("metrics_port"));
+    EXPECT_EQ(m.Value("axqc_worker_checks_total", {{"outcome", "ok"}}),
+              std::string(isolation) == "process" ? 1 : 0);
+    stub.reset();
+    EXPECT_EQ(proc.Stop(), 0);
+  }
+}
+
+}  // namespace
+}  // namespace axqc::test
