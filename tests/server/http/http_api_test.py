@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -380,11 +381,65 @@ def main():
               f"metric axqc_requests_total{{method={method},code={code}}}")
     SERVER_PROC.send_signal(signal.SIGTERM)
     SERVER_PROC.wait(timeout=30)
+    check(SERVER_PROC.returncode == 0, "axqc-server exits 0 on SIGTERM")
     log = [json.loads(l) for l in open(os.path.join(WORK, "server.log")) if l.startswith("{")]
     reqs = [l for l in log if l.get("msg") == "request" and l.get("request_id") == "rules-req-1"]
     check(len(reqs) == 1 and reqs[0].get("transport") == "http" and reqs[0].get("method") == "ListRules",
           "one request log line per HTTP request, transport http")
+    tls_checks()
     return finish(0)
+
+
+def make_pki(d):
+    def ossl(*args):
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+    ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+         "-days", "2", "-subj", "/CN=axqc-test-ca")
+    with open(os.path.join(d, "ext"), "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    for name, cn in (("srv", "localhost"), ("cli", "client")):
+        ossl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", name + ".key", "-out", name + ".csr",
+             "-subj", "/CN=" + cn)
+        ossl("x509", "-req", "-in", name + ".csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+             "-CAcreateserial", "-out", name + ".pem", "-days", "2", "-extfile", "ext")
+
+
+def tls_checks():
+    """The HTTP port with the gRPC port's TLS files and client CA: mutual TLS, as on gRPC."""
+    global SERVER_PROC
+    if shutil.which("openssl") is None:
+        print("skip: TLS checks need openssl")
+        return
+    d = os.path.join(WORK, "pki")
+    os.makedirs(d)
+    make_pki(d)
+    ready = os.path.join(WORK, "ready-tls.json")
+    SERVER_PROC = subprocess.Popen(
+        [SERVER, "--listen", "127.0.0.1:0", "--metrics-listen", "", "--http-listen", "127.0.0.1:0",
+         "--ready-file", ready, "--store-path", ":memory:",
+         "--tls-cert-file", os.path.join(d, "srv.pem"), "--tls-key-file", os.path.join(d, "srv.key"),
+         "--tls-client-ca-file", os.path.join(d, "ca.pem")],
+        stdout=open(os.path.join(WORK, "server.log"), "a"), stderr=subprocess.STDOUT)
+    wait_for(lambda: os.path.exists(ready) and os.path.getsize(ready) > 0, "TLS server ready", 30)
+    port = json.load(open(ready))["http_port"]
+
+    def get(with_cert):
+        ctx = ssl.create_default_context(cafile=os.path.join(d, "ca.pem"))
+        if with_cert:
+            ctx.load_cert_chain(os.path.join(d, "cli.pem"), os.path.join(d, "cli.key"))
+        conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=30)
+        try:
+            conn.request("GET", "/v1/rules")
+            r = conn.getresponse()
+            return r.status, json.loads(r.read())
+        except (ssl.SSLError, OSError) as e:
+            return None, str(e)
+        finally:
+            conn.close()
+    st, j = get(True)
+    check(st == 200 and j["rules"], f"HTTPS with a client certificate signed by the client CA: 200 (got {st})")
+    st, j = get(False)
+    check(st is None, f"HTTPS without a client certificate: refused in the handshake (got {st} {j})")
 
 
 if __name__ == "__main__":
