@@ -49,13 +49,13 @@ std::optional<std::int64_t> ParseDurationMs(const std::string& text) {
   } else if (unit == "ms") {
     ms = 1;
   } else if (unit == "m") {
-    ms = 60 * 1000;
+    ms = std::int64_t{60} * 1000;
   } else if (unit == "h") {
-    ms = 3600 * 1000;
+    ms = std::int64_t{3600} * 1000;
   } else if (unit == "d") {
-    ms = 86400 * 1000;
+    ms = std::int64_t{86400} * 1000;
   } else if (unit == "w") {
-    ms = 7 * 86400 * 1000;
+    ms = std::int64_t{7} * 86400 * 1000;
   } else {
     return std::nullopt;
   }

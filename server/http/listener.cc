@@ -214,7 +214,6 @@ class Session : public std::enable_shared_from_this<Session<kTls>> {
   }
 
   void BodyDone() {
-    body_complete_ = true;
     if (sink_ != nullptr) {
       auto sink = std::move(sink_);
       sink->End();
@@ -226,7 +225,6 @@ class Session : public std::enable_shared_from_this<Session<kTls>> {
 
   // A reply that any thread may call; it is written on this connection's strand.
   Reply MakeReply() {
-    body_complete_ = parser_->is_done();
     return [self = this->shared_from_this(), gen = generation_](Response r) {
       net::post(self->stream_.get_executor(), [self, gen, r = std::move(r)]() mutable {
         if (gen != self->generation_) return;
@@ -253,9 +251,29 @@ class Session : public std::enable_shared_from_this<Session<kTls>> {
     beast::get_lowest_layer(stream_).expires_after(kIdle);
     bh::async_write(stream_, *res,
                     [self = this->shared_from_this(), res](beast::error_code ec, std::size_t) {
-                      if (ec || !self->keep_alive_) return self->Close();
+                      if (ec) return self->Close();
+                      if (!self->parser_->is_done()) return self->Linger();
+                      if (!self->keep_alive_) return self->Close();
                       self->ReadHeader();
                     });
+  }
+
+  // After an early answer (the body was refused): stop sending, read and discard what the client
+  // is still sending for a moment, then close. Closing with unread bytes would reset the
+  // connection and could destroy the answer before the client reads it.
+  void Linger() {
+    if (!lingering_) {  // at most 2 s in all
+      lingering_ = true;
+      beast::error_code ec;
+      beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_send, ec);
+      beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(2));
+    }
+    chunk_.resize(kChunk);
+    beast::get_lowest_layer(stream_).async_read_some(
+        net::buffer(chunk_), [self = this->shared_from_this()](beast::error_code e, std::size_t) {
+          if (e) return self->Close();
+          self->Linger();
+        });
   }
 
   void Fail() {
@@ -291,7 +309,7 @@ class Session : public std::enable_shared_from_this<Session<kTls>> {
   std::unique_ptr<BodySink> sink_;
   bool keep_alive_ = true;
   bool replied_ = false;
-  bool body_complete_ = false;
+  bool lingering_ = false;
   std::uint64_t generation_ = 0;  // replies of an earlier request on this connection are dropped
 };
 

@@ -230,7 +230,7 @@ def main():
           f"garbage bytes: 400 INVALID_ARGUMENT (got {st} {j})")
 
     # --- limits ---
-    st, _, j = api.call("POST", "/v1/check", body=b"\0" * (2 << 20))
+    st, _, j = api.call("POST", "/v1/check", body=b"\0" * (2 << 20), headers={"Expect": "100-continue"})
     check(st == 413 and error_code(j) == "RESOURCE_EXHAUSTED" and "1048576" in j["error"]["message"],
           f"2 MiB body over max-model-bytes 1MiB: 413 RESOURCE_EXHAUSTED (got {st} {j})")
     # Chunked (no Content-Length): refused once the received bytes pass the limit.
