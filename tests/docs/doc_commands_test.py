@@ -166,8 +166,8 @@ EXPECTED = {
         ("id=0f8a2c4e-delivery-1", 0),
         ("ts=$(date +%s)", 0),
         ("""sig=$(printf '%s' "$id.$ts.$body" | openssl dgst -sha256 -hmac "$(cat mlflow-secret)" -binary | base64 -w0)""", 0),
-        ("""curl -s -X POST http://127.0.0.1:8080/v1/hooks/mlflow -H 'Content-Type: application/json' \\
-  -H "X-MLflow-Delivery-Id: $id" -H "X-MLflow-Timestamp: $ts" -H "X-MLflow-Signature: v1,$sig" -d "$body"""", 0),
+        ('curl -s -X POST http://127.0.0.1:8080/v1/hooks/mlflow -H \'Content-Type: application/json\' \\\n'
+         '  -H "X-MLflow-Delivery-Id: $id" -H "X-MLflow-Timestamp: $ts" -H "X-MLflow-Signature: v1,$sig" -d "$body"', 0),
         ("""curl -s -X POST http://127.0.0.1:8080/v1/hooks/huggingface -H "X-Webhook-Secret: $(cat hf-secret)" \\
   -H 'Content-Type: application/json' \\
   -d '{"event":{"action":"update","scope":"repo.content"},"repo":{"type":"model","name":"org/classifier","headSha":"main"}}'""", 0),
