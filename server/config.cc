@@ -129,6 +129,24 @@ Opt StringOpt(std::string name, std::string help, std::string ServerConfig::*fie
              [field](const ServerConfig& c) { return c.*field; }};
 }
 
+Opt BoolOpt(std::string name, std::string help, bool ServerConfig::*field) {
+  return Opt{std::move(name),
+             std::move(help),
+             false,
+             "BOOL",
+             [field](ServerConfig& c, const Values& v) {
+               const std::string t = Trim(Last(v));
+               if (t == "true" || t == "1" || t == "yes") {
+                 c.*field = true;
+               } else if (t == "false" || t == "0" || t == "no") {
+                 c.*field = false;
+               } else {
+                 throw ConfigError("not a boolean (true or false): '" + Last(v) + "'");
+               }
+             },
+             [field](const ServerConfig& c) { return std::string(c.*field ? "true" : "false"); }};
+}
+
 Opt SecondsOpt(std::string name, std::string help, double ServerConfig::*field) {
   return Opt{std::move(name),
              std::move(help),
@@ -273,6 +291,44 @@ const std::vector<Opt>& Options() {
                 "PEM CA certificates; when set, clients must present a certificate signed by one "
                 "of them (mutual TLS)",
                 &ServerConfig::tls_client_ca_file),
+      StringOpt("http-listen",
+                "HTTP/JSON API listen address host:port (port 0 picks a free port); empty "
+                "disables. Same token, TLS/mTLS, limits and metrics as the gRPC port",
+                &ServerConfig::http_listen),
+      BytesOpt("http-max-json-bytes",
+               "largest JSON request body of the HTTP API (e.g. 1MiB); model bytes sent to "
+               "POST /v1/check are limited by max-model-bytes",
+               &ServerConfig::http_max_json_bytes),
+      StringOpt("mlflow-webhook-secret-file",
+                "file holding the secret of the MLflow model-registry webhook (HMAC signature); "
+                "empty disables POST /v1/hooks/mlflow",
+                &ServerConfig::mlflow_webhook_secret_file),
+      StringOpt("mlflow-url",
+                "MLflow tracking server the webhook downloads model versions from (and writes "
+                "tags to), e.g. http://mlflow:5000; its host must be in url-allow-host",
+                &ServerConfig::mlflow_url),
+      StringOpt("mlflow-token-file", "file holding a bearer token for MLflow's REST API; optional",
+                &ServerConfig::mlflow_token_file),
+      StringOpt("mlflow-model-file",
+                "file of the model version's artifacts that is checked (the ONNX flavor's "
+                "model.onnx)",
+                &ServerConfig::mlflow_model_file),
+      BoolOpt("mlflow-write-back",
+              "write each webhook check's verdict to MLflow as model-version tags axqc.*",
+              &ServerConfig::mlflow_write_back),
+      StringOpt("huggingface-webhook-secret-file",
+                "file holding the Hugging Face webhook secret (X-Webhook-Secret); empty disables "
+                "POST /v1/hooks/huggingface",
+                &ServerConfig::huggingface_webhook_secret_file),
+      StringOpt("huggingface-url", "Hugging Face Hub the webhook downloads model files from",
+                &ServerConfig::huggingface_url),
+      StringOpt("huggingface-token-file",
+                "file holding a Hugging Face access token (private repos); optional",
+                &ServerConfig::huggingface_token_file),
+      StringOpt("huggingface-model-file", "file of the repo that is checked",
+                &ServerConfig::huggingface_model_file),
+      BoolOpt("webhook-check-value", "run the value checks (check_value) in webhook checks",
+              &ServerConfig::webhook_check_value),
       SecondsOpt("test-check-delay-seconds",
                  "TESTING ONLY: every check sleeps this long first (simulates slow checks in "
                  "tests); keep 0 in production",

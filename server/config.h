@@ -15,7 +15,7 @@ struct ServerConfig {
   // Network.
   std::string listen = "127.0.0.1:50051";         // gRPC address; port 0 picks a free port
   std::string metrics_listen = "127.0.0.1:9464";  // Prometheus /metrics; "" disables
-  std::string ready_file;  // written once serving: {"grpc_port":N,"metrics_port":M}
+  std::string ready_file;  // written once serving: {"grpc_port":N,"metrics_port":M,"http_port":H}
 
   // Workers.
   unsigned workers = 0;             // checks at once (worker processes or threads); 0 = cores
@@ -81,6 +81,22 @@ struct ServerConfig {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
+
+  // HTTP/JSON API (server/http/): host:port; "" disables. Same authentication (bearer token,
+  // TLS and mutual TLS with the files above), limits and handlers as the gRPC service.
+  std::string http_listen;
+  std::uint64_t http_max_json_bytes = 1ull << 20;  // JSON request bodies (413 above)
+  // Registry webhooks (server/http/hooks.h): secrets, registry addresses, write-back.
+  std::string mlflow_webhook_secret_file;  // "" disables POST /v1/hooks/mlflow
+  std::string mlflow_url;                  // MLflow tracking server, e.g. http://mlflow:5000
+  std::string mlflow_token_file;           // bearer token of its REST API
+  std::string mlflow_model_file = "model.onnx";
+  bool mlflow_write_back = false;               // write the verdict as model-version tags
+  std::string huggingface_webhook_secret_file;  // "" disables POST /v1/hooks/huggingface
+  std::string huggingface_url = "https://huggingface.co";
+  std::string huggingface_token_file;
+  std::string huggingface_model_file = "model.onnx";
+  bool webhook_check_value = false;  // check_value for webhook checks
 };
 
 class ConfigError : public std::runtime_error {

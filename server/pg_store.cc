@@ -84,6 +84,11 @@ ALTER TABLE axqc_history ADD COLUMN baselined_errors bigint;
 ALTER TABLE axqc_history ADD COLUMN baselined_warnings bigint;
 CREATE INDEX axqc_history_request_id ON axqc_history (request_id);
 )sql",
+    // 4: the model's display name (ListModels) and the latest row per model.
+    R"sql(
+ALTER TABLE axqc_history ADD COLUMN name text NOT NULL DEFAULT '';
+CREATE INDEX axqc_history_sha256 ON axqc_history (sha256, id);
+)sql",
 };
 
 // The gate columns of the stats queries (after the verdict count): rows with an outcome, passed
@@ -407,12 +412,12 @@ void PgStore::AppendHistory(const HistoryRow& row) {
     const Result id = Run(
         c,
         "INSERT INTO axqc_history (ts_ms, request_id, replica, method, source, sha256, verdict, "
-        "cache, errors, warnings, duration_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
-        "$11) RETURNING id",
+        "cache, errors, warnings, duration_ms, name) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+        "$10, $11, $12) RETURNING id",
         {Int(row.time_ms), Text(row.request_id), Text(replica_id_), Text(row.method),
          Text(row.source), Text(row.sha256), Text(row.verdict), Text(row.cache),
          Int(static_cast<std::int64_t>(row.errors)), Int(static_cast<std::int64_t>(row.warnings)),
-         Text(FormatDouble(row.duration_ms))});
+         Text(FormatDouble(row.duration_ms)), Text(row.name)});
     const std::string history_id = id.Text(0, 0);
     for (const auto& [k, v] : row.labels) {
       Run(c, "INSERT INTO axqc_history_labels (history_id, key, value) VALUES ($1, $2, $3)",
@@ -505,14 +510,83 @@ StatsResult PgStore::QueryStats(const StatsQuery& q) {
       auto params = common;
       params.push_back(Int(q.top_rules));
       const Result r = Run(c,
-                           "SELECT r.rule COLLATE \"C\", COUNT(*), SUM(r.count) FROM "
-                           "axqc_history_rules r JOIN axqc_history h ON h.id = r.history_id WHERE "
-                           "r.severity = 'error' AND " +
+                           "SELECT r.rule COLLATE \"C\", COUNT(*), SUM(r.count), COUNT(DISTINCT "
+                           "h.sha256) FROM axqc_history_rules r JOIN axqc_history h ON h.id = "
+                           "r.history_id WHERE r.severity = 'error' AND " +
                                where + " GROUP BY 1 ORDER BY 2 DESC, 3 DESC, 1 ASC LIMIT " + next,
                            params);
       for (int i = 0; i < r.rows(); ++i) {
-        out.top_failing_rules.push_back(RuleStat{r.Text(i, 0), r.Count(i, 1), r.Count(i, 2)});
+        out.top_failing_rules.push_back(
+            RuleStat{r.Text(i, 0), r.Count(i, 1), r.Count(i, 2), r.Count(i, 3)});
       }
+    }
+    if (q.step_ms > 0) {
+      auto params = common;
+      params.push_back(Int(q.step_ms));
+      const Result r = Run(c,
+                           "SELECT h.ts_ms - (h.ts_ms % " + next +
+                               "::bigint), h.verdict, COUNT(*), " + std::string(kGateColumns) +
+                               " FROM axqc_history h WHERE " + where + " GROUP BY 1, 2 ORDER BY 1",
+                           params);
+      for (int i = 0; i < r.rows(); ++i) {
+        const std::int64_t start = r.Int(i, 0);
+        if (out.series.empty() || out.series.back().first != start) {
+          out.series.emplace_back(start, VerdictTally{});
+        }
+        out.series.back().second.Add(r.Text(i, 1), r.Count(i, 2));
+        out.series.back().second.AddGate(r.Count(i, 3), r.Count(i, 4), r.Count(i, 5),
+                                         r.Count(i, 6));
+      }
+    }
+    Run(c, "COMMIT");
+    return out;
+  });
+}
+
+std::vector<ModelRow> PgStore::LatestModels(const ModelsQuery& q) {
+  std::string where = "h.sha256 <> '' AND h.ts_ms >= $1";
+  std::vector<Param> params = {Int(q.since_ms.value_or(std::numeric_limits<std::int64_t>::min()))};
+  for (const auto& [k, v] : q.label_filter) {
+    const std::size_t n = params.size();
+    where +=
+        " AND EXISTS (SELECT 1 FROM axqc_history_labels f WHERE f.history_id = h.id AND "
+        "f.key = $" +
+        std::to_string(n + 1) + " AND f.value = $" + std::to_string(n + 2) + ")";
+    params.push_back(Text(k));
+    params.push_back(Text(v));
+  }
+  params.push_back(Int(q.limit));
+  const std::string limit = "$" + std::to_string(params.size());
+  return With([&](PGconn* c) {
+    std::vector<ModelRow> out;
+    Run(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    std::vector<std::string> ids;
+    {
+      const Result r = Run(c,
+                           "SELECT id, sha256, name, verdict, ts_ms, errors, warnings, request_id "
+                           "FROM (SELECT DISTINCT ON (h.sha256) h.* FROM axqc_history h WHERE " +
+                               where +
+                               " ORDER BY h.sha256, h.id DESC) latest ORDER BY ts_ms DESC, id "
+                               "DESC LIMIT " +
+                               limit,
+                           params);
+      for (int i = 0; i < r.rows(); ++i) {
+        ids.push_back(r.Text(i, 0));
+        ModelRow row;
+        row.sha256 = r.Text(i, 1);
+        row.name = r.Text(i, 2);
+        row.verdict = r.Text(i, 3);
+        row.time_ms = r.Int(i, 4);
+        row.errors = r.Count(i, 5);
+        row.warnings = r.Count(i, 6);
+        row.request_id = r.Text(i, 7);
+        out.push_back(std::move(row));
+      }
+    }
+    for (std::size_t n = 0; n < ids.size(); ++n) {
+      const Result r = Run(c, "SELECT key, value FROM axqc_history_labels WHERE history_id = $1",
+                           {Text(ids[n])});
+      for (int i = 0; i < r.rows(); ++i) out[n].labels[r.Text(i, 0)] = r.Text(i, 1);
     }
     Run(c, "COMMIT");
     return out;

@@ -46,6 +46,7 @@ class PgStore final : public ReportStore {
   bool RecordGate(const std::string& request_id, const std::string& sha256,
                   const GateRecord& gate) override;
   StatsResult QueryStats(const StatsQuery& query) override;
+  std::vector<ModelRow> LatestModels(const ModelsQuery& query) override;
   void Flush() override {}  // every write is committed (durable) when the call returns
   std::string Describe() const override { return described_; }
 

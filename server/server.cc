@@ -24,6 +24,9 @@
 #include "axqc/checker.h"
 #include "failure_memory.h"
 #include "isolated_check.h"
+#include "http/api.h"
+#include "http/hooks.h"
+#include "http/listener.h"
 #include "memory.h"
 #include "model_source.h"
 #include "process_metrics.h"
@@ -38,11 +41,12 @@ namespace {
 
 constexpr const char* kServiceName = "axqc.v1.Checker";
 
-void WriteReadyFile(const std::string& path, int grpc_port, int metrics_port) {
+void WriteReadyFile(const std::string& path, int grpc_port, int metrics_port, int http_port) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << "{\"grpc_port\":" << grpc_port << ",\"metrics_port\":" << metrics_port << "}\n";
+    out << "{\"grpc_port\":" << grpc_port << ",\"metrics_port\":" << metrics_port
+        << ",\"http_port\":" << http_port << "}\n";
     if (!out) throw std::runtime_error("cannot write ready file " + path);
   }
   std::filesystem::rename(tmp, path);
@@ -167,10 +171,34 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
     health->SetServingStatus(true);
     health->SetServingStatus(kServiceName, true);
   }
-  if (!c.ready_file.empty()) WriteReadyFile(c.ready_file, s->grpc_port_, s->metrics_port_);
+  if (!c.http_listen.empty()) {
+    // The HTTP/JSON API: the same admission layer, handlers and state as the gRPC service.
+    http::Api api;
+    api.admission = &s->service_->admission();
+    api.s = &s->service_->context();
+    http::HookSettings hook_settings = http::LoadHookSettings(c);
+    if (!hook_settings.mlflow_secret.empty() || !hook_settings.huggingface_secret.empty()) {
+      s->hooks_ = std::make_unique<http::Hooks>(std::move(hook_settings), api.admission,
+                                                &s->config_, s->logger_.get());
+      api.hooks = s->hooks_.get();
+    }
+    http::ListenerOptions options;
+    options.listen = c.http_listen;
+    options.max_json_body = c.http_max_json_bytes;
+    options.tls_cert_file = c.tls_cert_file;
+    options.tls_key_file = c.tls_key_file;
+    options.tls_client_ca_file = c.tls_client_ca_file;
+    // On failure ~Server shuts the started parts down.
+    s->http_ = std::make_unique<http::Listener>(options, http::BuildRouter(api), s->logger_.get());
+    s->http_port_ = s->http_->port();
+  }
+  if (!c.ready_file.empty()) {
+    WriteReadyFile(c.ready_file, s->grpc_port_, s->metrics_port_, s->http_port_);
+  }
 
   s->logger_->Info("serving", {{"grpc_port", s->grpc_port_},
                                {"metrics_port", s->metrics_port_},
+                               {"http_port", s->http_port_},
                                {"listen", c.listen},
                                {"metrics_listen", c.metrics_listen},
                                {"store", s->store_->Describe()},
@@ -225,6 +253,8 @@ void Server::Shutdown() {
   const double checks_ms = lap();
   io_->join();
   const double io_ms = lap();
+  // Every HTTP request has been answered (its call finished with the I/O pool): close the port.
+  if (http_ != nullptr) http_->Stop();
   bool flushed = true;
   try {
     store_->Flush();
@@ -246,6 +276,8 @@ void Server::Shutdown() {
 
 Server::~Server() {
   Shutdown();
+  http_.reset();
+  hooks_.reset();
   grpc_.reset();
   reflection_v1_.reset();
   service_.reset();

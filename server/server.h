@@ -25,6 +25,11 @@ class thread_pool;
 
 namespace axqc::server {
 
+namespace http {
+class Hooks;
+class Listener;
+}  // namespace http
+
 class ReportStore;
 class ReportCache;
 class ByteBudget;
@@ -49,6 +54,7 @@ class Server {
 
   int grpc_port() const { return grpc_port_; }
   int metrics_port() const { return metrics_port_; }  // 0 when metrics are disabled
+  int http_port() const { return http_port_; }        // 0 when the HTTP API is disabled
   Metrics& metrics() { return *metrics_; }
   const ServerConfig& config() const { return config_; }
 
@@ -77,11 +83,14 @@ class Server {
   std::unique_ptr<CheckerService> service_;
   std::unique_ptr<ReflectionV1Service> reflection_v1_;
   std::unique_ptr<grpc::Server> grpc_;
+  std::unique_ptr<http::Hooks> hooks_;
+  std::unique_ptr<http::Listener> http_;
   std::atomic<bool> draining_{false};
   std::mutex shutdown_mu_;
   bool shut_down_ = false;
   int grpc_port_ = 0;
   int metrics_port_ = 0;
+  int http_port_ = 0;
 };
 
 }  // namespace axqc::server

@@ -44,4 +44,10 @@ grpc::ServerUnaryReactor* CheckerService::RecordGate(grpc::CallbackServerContext
   return admission_.Unary<RecordGateRpc>(ctx, req, resp);
 }
 
+grpc::ServerUnaryReactor* CheckerService::ListModels(grpc::CallbackServerContext* ctx,
+                                                     const v1::ListModelsRequest* req,
+                                                     v1::ListModelsResponse* resp) {
+  return admission_.Unary<ListModelsRpc>(ctx, req, resp);
+}
+
 }  // namespace axqc::server

@@ -7,6 +7,8 @@
 //   GetStats    rpc/get_stats.cc    request history
 //   ListRules   rpc/list_rules.cc   rule catalog
 //   RecordGate  rpc/record_gate.cc  gate outcome of a check in the history
+//   ListModels  rpc/list_models.cc  latest verdict per model from the history
+// The HTTP/JSON API (http/) goes through the same admission layer and handlers.
 // The check pipeline: source work on the I/O pool (read file / fetch URL / verify upload, sha256)
 // -> report cache (report_cache.h: memory LRU, then the store) -> claim in the store (single
 // flight across servers sharing it; wait for the claiming server's report) -> check engine
@@ -40,9 +42,15 @@ class CheckerService final : public v1::Checker::CallbackService {
   grpc::ServerUnaryReactor* RecordGate(grpc::CallbackServerContext* ctx,
                                        const v1::RecordGateRequest* req,
                                        v1::RecordGateResponse* resp) override;
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* ctx,
+                                       const v1::ListModelsRequest* req,
+                                       v1::ListModelsResponse* resp) override;
 
   // Keys with a check in progress on this server (GetReport waits for them).
   KeyWatch& watch() { return context_.watch; }
+  // The state and admission layer shared with the HTTP/JSON API.
+  ServiceContext& context() { return context_; }
+  Admission& admission() { return admission_; }
 
  private:
   ServiceContext context_;

@@ -153,6 +153,11 @@ ALTER TABLE history ADD COLUMN baselined_errors INTEGER;
 ALTER TABLE history ADD COLUMN baselined_warnings INTEGER;
 CREATE INDEX IF NOT EXISTS history_request_id ON history(request_id);
 )sql",
+    // 3: the model's display name (ListModels) and the latest row per model.
+    R"sql(
+ALTER TABLE history ADD COLUMN name TEXT NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS history_sha256 ON history(sha256, id);
+)sql",
 };
 static_assert(std::size(kMigrations) == SqliteStore::kSchemaVersion);
 
@@ -319,7 +324,8 @@ void SqliteStore::AppendHistory(const HistoryRow& row) {
     {
       Stmt s(writer_,
              "INSERT INTO history (ts_ms, request_id, method, source, sha256, verdict, cache, "
-             "errors, warnings, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+             "errors, warnings, duration_ms, name) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+             "?10, ?11)");
       s.Bind(1, row.time_ms)
           .Bind(2, row.request_id)
           .Bind(3, row.method)
@@ -329,7 +335,8 @@ void SqliteStore::AppendHistory(const HistoryRow& row) {
           .Bind(7, row.cache)
           .Bind(8, static_cast<std::int64_t>(row.errors))
           .Bind(9, static_cast<std::int64_t>(row.warnings))
-          .Bind(10, row.duration_ms);
+          .Bind(10, row.duration_ms)
+          .Bind(11, row.name);
       s.Step();
     }
     const std::int64_t id = sqlite3_last_insert_rowid(writer_);
@@ -437,14 +444,86 @@ StatsResult SqliteStore::QueryStats(const StatsQuery& q) {
     if (q.top_rules > 0) {
       const std::string limit_param = "?" + std::to_string(next);
       Stmt s(reader_,
-             "SELECT r.rule, COUNT(*), SUM(r.count) FROM history_rules r JOIN history h ON "
-             "h.id = r.history_id WHERE r.severity = 'error' AND " +
+             "SELECT r.rule, COUNT(*), SUM(r.count), COUNT(DISTINCT h.sha256) FROM history_rules "
+             "r JOIN history h ON h.id = r.history_id WHERE r.severity = 'error' AND " +
                  where + " GROUP BY r.rule ORDER BY 2 DESC, 3 DESC, 1 ASC LIMIT " + limit_param);
       const int i = bind_common(s);
       s.Bind(i, static_cast<std::int64_t>(q.top_rules));
       while (s.Step()) {
         out.top_failing_rules.push_back(RuleStat{s.Text(0), static_cast<std::uint64_t>(s.Int(1)),
-                                                 static_cast<std::uint64_t>(s.Int(2))});
+                                                 static_cast<std::uint64_t>(s.Int(2)),
+                                                 static_cast<std::uint64_t>(s.Int(3))});
+      }
+    }
+    if (q.step_ms > 0) {
+      const std::string step_param = "?" + std::to_string(next);
+      Stmt s(reader_, "SELECT h.ts_ms - (h.ts_ms % " + step_param +
+                          ") AS b, h.verdict, COUNT(*), " + std::string(kGateColumns) +
+                          " FROM history h WHERE " + where + " GROUP BY 1, 2 ORDER BY 1");
+      const int i = bind_common(s);
+      s.Bind(i, q.step_ms);
+      while (s.Step()) {
+        const std::int64_t start = s.Int(0);
+        if (out.series.empty() || out.series.back().first != start) {
+          out.series.emplace_back(start, VerdictTally{});
+        }
+        out.series.back().second.Add(s.Text(1), static_cast<std::uint64_t>(s.Int(2)));
+        AddGateColumns(s, 3, out.series.back().second);
+      }
+    }
+    Exec(reader_, "COMMIT");
+  } catch (...) {
+    sqlite3_exec(reader_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  return out;
+}
+
+std::vector<ModelRow> SqliteStore::LatestModels(const ModelsQuery& q) {
+  std::string where = "h.sha256 <> '' AND h.ts_ms >= ?1";
+  int next = 2;
+  for (std::size_t i = 0; i < q.label_filter.size(); ++i) {
+    where += " AND EXISTS (SELECT 1 FROM history_labels f WHERE f.history_id = h.id AND f.key = ?" +
+             std::to_string(next) + " AND f.value = ?" + std::to_string(next + 1) + ")";
+    next += 2;
+  }
+  std::vector<ModelRow> out;
+  std::vector<std::int64_t> ids;
+  std::lock_guard<std::mutex> lock(ReaderMutex());
+  Exec(reader_, "BEGIN");
+  try {
+    {
+      Stmt s(reader_,
+             "SELECT h.id, h.sha256, h.name, h.verdict, h.ts_ms, h.errors, h.warnings, "
+             "h.request_id FROM history h WHERE h.id IN (SELECT MAX(h.id) FROM history h WHERE " +
+                 where + " GROUP BY h.sha256) ORDER BY h.ts_ms DESC, h.id DESC LIMIT ?" +
+                 std::to_string(next));
+      s.Bind(1, q.since_ms.value_or(std::numeric_limits<std::int64_t>::min()));
+      int i = 2;
+      for (const auto& [k, v] : q.label_filter) {
+        s.Bind(i, k).Bind(i + 1, v);
+        i += 2;
+      }
+      s.Bind(i, static_cast<std::int64_t>(q.limit));
+      while (s.Step()) {
+        ids.push_back(s.Int(0));
+        ModelRow row;
+        row.sha256 = s.Text(1);
+        row.name = s.Text(2);
+        row.verdict = s.Text(3);
+        row.time_ms = s.Int(4);
+        row.errors = static_cast<std::uint64_t>(std::max<std::int64_t>(0, s.Int(5)));
+        row.warnings = static_cast<std::uint64_t>(std::max<std::int64_t>(0, s.Int(6)));
+        row.request_id = s.Text(7);
+        out.push_back(std::move(row));
+      }
+    }
+    {
+      Stmt s(reader_, "SELECT key, value FROM history_labels WHERE history_id = ?1");
+      for (std::size_t n = 0; n < ids.size(); ++n) {
+        s.Bind(1, ids[n]);
+        while (s.Step()) out[n].labels[s.Text(0)] = s.Text(1);
+        s.Reset();
       }
     }
     Exec(reader_, "COMMIT");

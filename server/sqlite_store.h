@@ -30,12 +30,13 @@ class SqliteStore final : public ReportStore {
   bool RecordGate(const std::string& request_id, const std::string& sha256,
                   const GateRecord& gate) override;
   StatsResult QueryStats(const StatsQuery& query) override;
+  std::vector<ModelRow> LatestModels(const ModelsQuery& query) override;
   void Flush() override;
   std::string Describe() const override { return "sqlite:" + path_; }
 
   // Schema version written to PRAGMA user_version: the number of migrations
   // (sqlite_store.cc, kMigrations).
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
  private:
   std::string path_;

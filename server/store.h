@@ -41,6 +41,7 @@ struct HistoryRow {
   std::int64_t time_ms = 0;  // Unix epoch milliseconds
   std::string request_id;
   std::string method;  // "Check", "Upload"
+  std::string name;    // display name of the model (file name, URL file name, registry name)
   std::string source;  // "path", "url", "inline", "upload"
   std::string sha256;
   std::string verdict;  // "conformant", "non_conformant", "not_applicable", "invalid_input"
@@ -70,6 +71,7 @@ struct StatsQuery {
   std::string group_by;                  // label key; "" = no groups
   std::map<std::string, std::string> label_filter;
   std::uint32_t top_rules = 10;
+  std::int64_t step_ms = 0;  // > 0: StatsResult.series in buckets of this width (epoch-aligned)
 };
 
 struct VerdictTally {
@@ -95,12 +97,34 @@ struct RuleStat {
   std::string rule;
   std::uint64_t requests = 0;  // requests with >= 1 error finding of the rule
   std::uint64_t findings = 0;  // error findings of the rule over those requests
+  std::uint64_t models = 0;    // distinct sha256 among those requests
 };
 
 struct StatsResult {
   VerdictTally total;
   std::vector<std::pair<std::string, VerdictTally>> groups;  // sorted by label value
   std::vector<RuleStat> top_failing_rules;
+  // With step_ms: (bucket start ms, counts) of the non-empty buckets, in time order (the service
+  // fills the empty ones in between).
+  std::vector<std::pair<std::int64_t, VerdictTally>> series;
+};
+
+struct ModelsQuery {
+  std::map<std::string, std::string> label_filter;
+  std::optional<std::int64_t> since_ms;  // inclusive
+  std::uint32_t limit = 100;
+};
+
+// The newest history row of one model (sha256).
+struct ModelRow {
+  std::string sha256;
+  std::string name;
+  std::string verdict;
+  std::int64_t time_ms = 0;
+  std::uint64_t errors = 0;
+  std::uint64_t warnings = 0;
+  std::string request_id;
+  std::map<std::string, std::string> labels;
 };
 
 // Settings of the backends that connect to a database server (PostgreSQL); SQLite ignores them.
@@ -126,6 +150,8 @@ class ReportStore {
                           const GateRecord& gate) = 0;
   // Throws StoreError.
   virtual StatsResult QueryStats(const StatsQuery& query) = 0;
+  // The newest history row of every sha256 matching the query, newest first. Throws StoreError.
+  virtual std::vector<ModelRow> LatestModels(const ModelsQuery& query) = 0;
   // Makes everything written so far durable (checkpoint). Throws StoreError.
   virtual void Flush() = 0;
   // Human-readable description for logs, e.g. "sqlite:/var/lib/axqc/axqc.sqlite3".

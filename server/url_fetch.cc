@@ -68,8 +68,10 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
   using Stream = std::conditional_t<kTls, beast::ssl_stream<beast::tcp_stream>, beast::tcp_stream>;
 
   GetOp(net::io_context& ioc, net::ssl::context* tls, ParsedUrl url,
-        std::chrono::steady_clock::time_point deadline, std::uint64_t max_bytes, Hop* out)
-      : resolver_(ioc),
+        std::chrono::steady_clock::time_point deadline, std::uint64_t max_bytes, Hop* out,
+        const UrlPolicy* extra)
+      : extra_(extra),
+        resolver_(ioc),
         stream_(MakeStream(ioc, tls)),
         url_(std::move(url)),
         deadline_(deadline),
@@ -143,6 +145,15 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
     req_.set(http::field::user_agent, "axqc-server");
     req_.set(http::field::accept, "*/*");
     req_.set(http::field::connection, "close");
+    if (extra_ != nullptr) {
+      req_.method_string(extra_->method);
+      for (const auto& [k, v] : extra_->headers) req_.set(k, v);
+      if (!extra_->content_type.empty()) req_.set(http::field::content_type, extra_->content_type);
+      if (extra_->method != "GET" || !extra_->body.empty()) {
+        req_.body() = extra_->body;
+        req_.prepare_payload();
+      }
+    }
     Tcp().expires_at(deadline_);
     http::async_write(
         stream_, req_,
@@ -209,6 +220,7 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
     }
   }
 
+  const UrlPolicy* extra_;  // method, body, headers; null: a plain GET
   tcp::resolver resolver_;
   Stream stream_;
   ParsedUrl url_;
@@ -216,12 +228,13 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
   std::uint64_t max_bytes_;
   Hop* out_;
   beast::flat_buffer buffer_;
-  http::request<http::empty_body> req_;
+  http::request<http::string_body> req_;
   http::response_parser<http::string_body> parser_;
 };
 
 Hop RunHop(const ParsedUrl& url, std::chrono::steady_clock::time_point deadline,
-           std::uint64_t max_bytes, ByteBudget& budget, const std::atomic<bool>& cancelled) {
+           std::uint64_t max_bytes, ByteBudget& budget, const std::atomic<bool>& cancelled,
+           const UrlPolicy* extra) {
   net::io_context ioc;
   Hop hop;
   hop.reservation = Reservation(&budget);
@@ -232,9 +245,9 @@ Hop RunHop(const ParsedUrl& url, std::chrono::steady_clock::time_point deadline,
     tls->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
                      net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
                      net::ssl::context::no_tlsv1_1);
-    std::make_shared<GetOp<true>>(ioc, &*tls, url, deadline, max_bytes, &hop)->Start();
+    std::make_shared<GetOp<true>>(ioc, &*tls, url, deadline, max_bytes, &hop, extra)->Start();
   } else {
-    std::make_shared<GetOp<false>>(ioc, nullptr, url, deadline, max_bytes, &hop)->Start();
+    std::make_shared<GetOp<false>>(ioc, nullptr, url, deadline, max_bytes, &hop, extra)->Start();
   }
   // Poll so that a cancelled request stops the fetch within ~50 ms.
   while (!ioc.stopped()) {
@@ -358,13 +371,18 @@ LoadedModel FetchUrl(const std::string& url_text, const UrlPolicy& policy, ByteB
                       "URL references are disabled on this server (no --url-allow-host)");
   }
   ParsedUrl url = ParseUrl(url_text);
+  const std::string first_authority = url.host + ":" + url.port;
+  const bool custom = policy.method != "GET" || !policy.body.empty() || !policy.headers.empty() ||
+                      !policy.content_type.empty();
   const auto deadline = std::chrono::steady_clock::now() + policy.timeout;
   for (unsigned redirects = 0;; ++redirects) {
     if (!HostAllowed(url, policy.allow_hosts)) {
       throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
                         "URL host " + url.HostHeader() + " is not in the server's allowlist");
     }
-    Hop hop = RunHop(url, deadline, policy.max_bytes, budget, cancelled);
+    const bool same_origin = url.host + ":" + url.port == first_authority;
+    Hop hop = RunHop(url, deadline, policy.max_bytes, budget, cancelled,
+                     custom && same_origin ? &policy : nullptr);
     if (!hop.budget_error.empty()) {
       throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED, hop.budget_error);
     }
@@ -392,7 +410,7 @@ LoadedModel FetchUrl(const std::string& url_text, const UrlPolicy& policy, ByteB
     }
     const bool redirect = hop.status == 301 || hop.status == 302 || hop.status == 303 ||
                           hop.status == 307 || hop.status == 308;
-    if (redirect && !hop.location.empty()) {
+    if (redirect && !hop.location.empty() && policy.method == "GET") {
       if (redirects >= policy.max_redirects) {
         throw SourceError(grpc::StatusCode::UNAVAILABLE,
                           "too many redirects fetching " + url.Redacted());

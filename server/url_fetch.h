@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model_source.h"
@@ -37,6 +38,13 @@ struct UrlPolicy {
   std::chrono::milliseconds timeout{60000};
   unsigned max_redirects = 3;
   std::uint64_t max_bytes = 0;
+  // Registry API calls (webhooks): the method, a body and its content type, and extra headers.
+  // The headers (e.g. Authorization) are sent to the first URL's host:port only, never to a
+  // redirect target elsewhere; only GET follows redirects.
+  std::string method = "GET";
+  std::string body;
+  std::string content_type;
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 // Fetches the URL. Throws SourceError: PERMISSION_DENIED (host or a redirect target not allowed,

@@ -5,13 +5,18 @@
 namespace axqc::server {
 
 grpc::Status Admission::Admit(const grpc::CallbackServerContext* ctx) const {
+  return Admit(MetadataValue(ctx, "authorization"), true);
+}
+
+grpc::Status Admission::Admit(std::string_view authorization, bool check_token,
+                              const char* carrier) const {
   if (s_.d.draining->load()) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
   }
-  if (!s_.d.auth_token.empty()) {
-    if (!BearerTokenMatches(MetadataValue(ctx, "authorization"), s_.d.auth_token)) {
+  if (check_token && !s_.d.auth_token.empty()) {
+    if (!BearerTokenMatches(authorization, s_.d.auth_token)) {
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                          "missing or wrong bearer token (authorization metadata)");
+                          std::string("missing or wrong bearer token (") + carrier + ")");
     }
   }
   return grpc::Status::OK;

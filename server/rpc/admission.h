@@ -10,12 +10,18 @@
 // CheckerService (service.cc) registers every RPC through Unary<Rpc>() or ClientStream<Rpc>();
 // handlers cannot create calls themselves (CallBase::Key). The test
 // ServerTest.EveryRpcIsAdmitted calls every method of the service descriptor without a token.
+//
+// The HTTP/JSON API (http/) enters through Http<Rpc>() and HttpStream<Rpc>() with the same steps
+// (its Authorization header in place of the metadata); the checks that registry webhooks start
+// after verifying the registry's signature enter through Internal<Rpc>() (no bearer token).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <utility>
 
 #include "rpc/call.h"
@@ -48,6 +54,88 @@ class Admission {
     Rpc::Run(s_, call, *req, resp);
     return reactor;
   }
+
+  // Called once per request with its id, its status and (on OK) its response.
+  template <typename Resp>
+  using Done = std::function<void(const std::string& request_id, const grpc::Status&, Resp&)>;
+
+  // Turns the HTTP request into the RPC's request (INVALID_ARGUMENT on malformed JSON or query
+  // parameters); runs after authentication, before Validate().
+  template <typename Req>
+  using Parse = std::function<grpc::Status(Req&)>;
+
+  // A unary RPC from the HTTP/JSON API; `authorization` is the Authorization header.
+  template <typename Rpc>
+  void Http(const CallOrigin& origin, std::string_view authorization,
+            Parse<typename Rpc::Request> parse, Done<typename Rpc::Response> done) {
+    auto call = NewHttpCall<Rpc>(origin, std::move(done));
+    typename Rpc::Request req;
+    grpc::Status status = Admit(authorization, true, kHttpCarrier);
+    if (status.ok()) status = parse(req);
+    if (status.ok()) status = Rpc::Validate(req);
+    if (!status.ok()) {
+      call->Finish(status);
+      return;
+    }
+    Rpc::Run(s_, call, req, nullptr);
+  }
+
+  // An HTTP request that carries its own proof of origin instead of the bearer token (registry
+  // webhooks: an HMAC signature, a shared secret). `verify_and_parse` checks it first
+  // (UNAUTHENTICATED when wrong), then as Http().
+  template <typename Rpc>
+  void HttpSigned(const CallOrigin& origin, Parse<typename Rpc::Request> verify_and_parse,
+                  Done<typename Rpc::Response> done) {
+    auto call = NewHttpCall<Rpc>(origin, std::move(done));
+    typename Rpc::Request req;
+    grpc::Status status = Admit({}, false);
+    if (status.ok()) status = verify_and_parse(req);
+    if (status.ok()) status = Rpc::Validate(req);
+    if (!status.ok()) {
+      call->Finish(status);
+      return;
+    }
+    Rpc::Run(s_, call, req, nullptr);
+  }
+
+  // A request of the HTTP/JSON API whose body the caller streams (the model bytes of POST
+  // /v1/check, method Upload): the admitted call, or null when it was refused (then `done` has
+  // run already).
+  template <typename Rpc>
+  std::shared_ptr<Call<typename Rpc::Response>> HttpStream(const CallOrigin& origin,
+                                                           std::string_view authorization,
+                                                           Done<typename Rpc::Response> done) {
+    auto call = NewHttpCall<Rpc>(origin, std::move(done));
+    if (auto st = Admit(authorization, true, kHttpCarrier); !st.ok()) {
+      call->Finish(st);
+      return nullptr;
+    }
+    return call;
+  }
+
+  // A unary RPC the server starts itself for an authenticated registry webhook (its signature
+  // was verified by HttpSigned): no bearer token, otherwise as Http().
+  template <typename Rpc>
+  void Internal(const CallOrigin& origin, const typename Rpc::Request& req,
+                Done<typename Rpc::Response> done) {
+    auto call = NewHttpCall<Rpc>(origin, std::move(done));
+    grpc::Status status = Admit({}, false);
+    if (status.ok()) status = Rpc::Validate(req);
+    if (!status.ok()) {
+      call->Finish(status);
+      return;
+    }
+    Rpc::Run(s_, call, req, nullptr);
+  }
+
+  static constexpr const char* kHttpCarrier = "Authorization: Bearer header";
+
+  // Draining, then (with `check_token`) the bearer token in `authorization`.
+  // `carrier` names where the token is expected (error message).
+  grpc::Status Admit(std::string_view authorization, bool check_token,
+                     const char* carrier = "authorization metadata") const;
+
+  ServiceContext& context() { return s_; }
 
   template <typename Rpc>
   grpc::ServerReadReactor<typename Rpc::Request>* ClientStream(grpc::CallbackServerContext* ctx,
@@ -84,6 +172,20 @@ class Admission {
    private:
     std::shared_ptr<CallBase> call_;
   };
+
+  template <typename Rpc>
+  std::shared_ptr<Call<typename Rpc::Response>> NewHttpCall(const CallOrigin& origin,
+                                                            Done<typename Rpc::Response> done) {
+    using Resp = typename Rpc::Response;
+    auto call =
+        std::make_shared<Call<Resp>>(CallBase::Key(), s_.d, &s_.watch, Rpc::kMethod, origin);
+    auto* raw = call.get();
+    call->finisher = [raw, done = std::move(done)](const grpc::Status& st) {
+      done(raw->request_id, st, raw->response);
+      if (raw->on_done) raw->on_done();
+    };
+    return call;
+  }
 
   // Draining and authentication.
   grpc::Status Admit(const grpc::CallbackServerContext* ctx) const;

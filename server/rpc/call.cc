@@ -69,6 +69,18 @@ CallBase::CallBase(Key /*key*/, const ServiceDeps& d, KeyWatch* key_watch, std::
   ctx->AddInitialMetadata("x-request-id", request_id);
 }
 
+CallBase::CallBase(Key /*key*/, const ServiceDeps& d, KeyWatch* key_watch, std::string method_name,
+                   const CallOrigin& origin)
+    : deps(d),
+      watch(key_watch),
+      method(std::move(method_name)),
+      start(Clock::now()),
+      deadline(std::chrono::system_clock::time_point::max()),
+      peer(origin.peer),
+      transport(origin.transport) {
+  request_id = ValidToken(origin.request_id, 64, true) ? origin.request_id : RandomRequestId();
+}
+
 void CallBase::Complete(const grpc::Status& status) {
   auto self = shared_from_this();
   const double seconds = SecondsSince(start);
@@ -80,6 +92,7 @@ void CallBase::Complete(const grpc::Status& status) {
                       {"code", code},
                       {"duration_ms", std::round(seconds * 1e6) / 1e3},
                       {"peer", peer}};
+  if (!transport.empty()) j["transport"] = transport;
   if (!f.source.empty()) j["source"] = f.source;
   if (!f.name.empty()) j["model_name"] = f.name;
   if (!f.url.empty()) j["url"] = f.url;

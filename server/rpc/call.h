@@ -37,6 +37,14 @@ std::int64_t NowMs();
 // The value of the client's metadata `key`, empty when absent.
 std::string MetadataValue(const grpc::CallbackServerContext* ctx, const char* key);
 
+// Where a request comes from when it is not a gRPC call: the HTTP/JSON API (http/) and the checks
+// its registry webhooks start.
+struct CallOrigin {
+  std::string request_id;          // the client's X-Request-Id; a new id when empty or invalid
+  std::string peer;                // e.g. "ipv4:127.0.0.1:40312"
+  std::string transport = "http";  // log field `transport`
+};
+
 class CallBase : public std::enable_shared_from_this<CallBase> {
  public:
   // Only the admission layer can make one.
@@ -63,6 +71,8 @@ class CallBase : public std::enable_shared_from_this<CallBase> {
 
   CallBase(Key key, const ServiceDeps& d, KeyWatch* key_watch, std::string method_name,
            grpc::CallbackServerContext* ctx);
+  CallBase(Key key, const ServiceDeps& d, KeyWatch* key_watch, std::string method_name,
+           const CallOrigin& origin);
   virtual ~CallBase() = default;
 
   template <typename F>
@@ -99,6 +109,7 @@ class CallBase : public std::enable_shared_from_this<CallBase> {
   const Clock::time_point start;
   const std::chrono::system_clock::time_point deadline;
   const std::string peer;
+  const std::string transport;  // "" for gRPC, "http" for the HTTP/JSON API
   std::string request_id;
   std::string expected_sha256;  // Check only; written before any asynchronous work starts
   std::mutex stream_mu;         // Upload: orders StartRead against Finish

@@ -15,6 +15,15 @@ using google::protobuf::util::TimeUtil;
 
 namespace {
 
+// Most buckets one GetStats answers with (GetStatsRequest.step).
+constexpr std::int64_t kMaxBuckets = 10000;
+
+// Start of the bucket of width `step` that holds `t` (epoch-aligned; t may be negative).
+std::int64_t BucketStart(std::int64_t t, std::int64_t step) {
+  const std::int64_t r = t % step;
+  return r < 0 ? t - r - step : t - r;
+}
+
 bool TimestampValid(const google::protobuf::Timestamp& t) {
   return t.seconds() >= TimeUtil::kTimestampMinSeconds &&
          t.seconds() <= TimeUtil::kTimestampMaxSeconds && t.nanos() >= 0 && t.nanos() < 1000000000;
@@ -74,6 +83,18 @@ grpc::Status GetStatsRpc::Validate(const Request& req) {
   }
   if (auto s = ValidateLabels(req.label_filter(), "label_filter"); !s.ok()) return s;
   if (req.top_rules() > 100) return Invalid("top_rules is at most 100");
+  if (req.has_step()) {
+    if (!DurationValid(req.step())) return Invalid("step is not a valid duration");
+    const std::int64_t step_ms = TimeUtil::DurationToMilliseconds(req.step());
+    if (step_ms != 0 && step_ms < 1000) return Invalid("step must be at least 1s");
+    if (step_ms > 0 && req.has_since()) {
+      const std::int64_t since_ms = TimeUtil::TimestampToMilliseconds(req.since());
+      if ((UntilMs(req) - since_ms) / step_ms >= kMaxBuckets) {
+        return Invalid("step gives more than " + std::to_string(kMaxBuckets) +
+                       " buckets in the window; use a larger step or a shorter window");
+      }
+    }
+  }
   return grpc::Status::OK;
 }
 
@@ -90,6 +111,7 @@ void GetStatsRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& 
   q.label_filter =
       std::map<std::string, std::string>(req.label_filter().begin(), req.label_filter().end());
   q.top_rules = req.top_rules() == 0 ? 10 : req.top_rules();
+  if (req.has_step()) q.step_ms = TimeUtil::DurationToMilliseconds(req.step());
 
   boost::asio::post(*s.d.io, [&d = s.d, call = call, q = std::move(q)]() {
     if (call->cancelled.load()) return;
@@ -116,6 +138,30 @@ void GetStatsRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& 
       rc->set_rule(rs.rule);
       rc->set_requests(rs.requests);
       rc->set_findings(rs.findings);
+      rc->set_models(rs.models);
+    }
+    if (q.step_ms > 0) {
+      // Every bucket from the window's start (or the first request's bucket) to the bucket that
+      // holds the window's last millisecond, empty ones included.
+      std::int64_t first = 0;
+      if (q.since_ms) {
+        first = BucketStart(*q.since_ms, q.step_ms);
+      } else if (!r.series.empty()) {
+        first = r.series.front().first;
+      } else {
+        first = BucketStart(q.until_ms - 1, q.step_ms);
+      }
+      const std::int64_t last = BucketStart(q.until_ms - 1, q.step_ms);
+      std::size_t next = 0;
+      for (std::int64_t start = first; start <= last; start += q.step_ms) {
+        auto* b = out.add_series();
+        *b->mutable_start() = TimeUtil::MillisecondsToTimestamp(start);
+        VerdictTally empty;
+        const bool has = next < r.series.size() && r.series[next].first == start;
+        Fill(has ? r.series[next].second : empty, b->mutable_counts());
+        if (has) ++next;
+        if (out.series_size() >= kMaxBuckets) break;
+      }
     }
     call->Finish(grpc::Status::OK);
   });

@@ -87,4 +87,14 @@ struct RecordGateRpc {
                   const Request& req, Response* grpc_resp);
 };
 
+// ListModels: the latest verdict per model from the request history (rpc/list_models.cc).
+struct ListModelsRpc {
+  static constexpr const char* kMethod = "ListModels";
+  using Request = v1::ListModelsRequest;
+  using Response = v1::ListModelsResponse;
+  static grpc::Status Validate(const Request& req);
+  static void Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& call,
+                  const Request& req, Response* grpc_resp);
+};
+
 }  // namespace axqc::server

@@ -81,6 +81,7 @@ void RecordHistory(const ServiceDeps& d, const CheckCall& call, const v1::Report
   row.time_ms = NowMs();
   row.request_id = call.request_id;
   row.method = call.method;
+  row.name = fields.name;
   row.source = fields.source;
   row.sha256 = fields.sha256;
   row.verdict = fields.verdict;

@@ -149,6 +149,28 @@ EXPECTED = {
         ("grpcurl -plaintext 127.0.0.1:50051 grpc.health.v1.Health/Check", skip(SKIP_GRPCURL)),
         ("""grpcurl -plaintext -d '{"service": "axqc.v1.Checker"}' 127.0.0.1:50051 grpc.health.v1.Health/Check""",
          skip(SKIP_GRPCURL)),
+        # The HTTP/JSON API and the webhooks (the session's server has --http-listen, both webhook
+        # secrets and the stub registry; tests/server/http asserts the answers in detail).
+        ("curl -s --data-binary @model.onnx 'http://127.0.0.1:8080/v1/check?name=model.onnx&label.project=detector'", 0),
+        ("""curl -s -H 'Content-Type: application/json' \\
+  -d '{"path": "detector/yolo-int8.onnx", "labels": {"project": "detector"}, "options": {"check_value": true}}' \\
+  http://127.0.0.1:8080/v1/check""", 0),
+        ('curl -s "http://127.0.0.1:8080/v1/reports/$sha"', 0),
+        ("curl -s http://127.0.0.1:8080/v1/rules", 0),
+        ("curl -s -H 'X-Request-Id: ci-1234' http://127.0.0.1:8080/v1/reports/0000000000000000000000000000000000000000000000000000000000000000", 0),
+        ("curl -s 'http://127.0.0.1:8080/v1/stats?window=1d&step=1h&label.project=detector'", 0),
+        ("curl -s 'http://127.0.0.1:8080/v1/stats?window=7d&group_by=project&top_rules=5'", 0),
+        ("curl -s 'http://127.0.0.1:8080/v1/models?label.project=detector'", 0),
+        ("curl -s http://127.0.0.1:8080/v1/openapi.json", 0),
+        ("""body='{"entity":"model_version","action":"created","timestamp":"2026-12-01T10:00:00Z","data":{"name":"detector","version":"3","run_id":"4f1c9a"}}'""", 0),
+        ("id=0f8a2c4e-delivery-1", 0),
+        ("ts=$(date +%s)", 0),
+        ("""sig=$(printf '%s' "$id.$ts.$body" | openssl dgst -sha256 -hmac "$(cat mlflow-secret)" -binary | base64 -w0)""", 0),
+        ('curl -s -X POST http://127.0.0.1:8080/v1/hooks/mlflow -H \'Content-Type: application/json\' \\\n'
+         '  -H "X-MLflow-Delivery-Id: $id" -H "X-MLflow-Timestamp: $ts" -H "X-MLflow-Signature: v1,$sig" -d "$body"', 0),
+        ("""curl -s -X POST http://127.0.0.1:8080/v1/hooks/huggingface -H "X-Webhook-Secret: $(cat hf-secret)" \\
+  -H 'Content-Type: application/json' \\
+  -d '{"event":{"action":"update","scope":"repo.content"},"repo":{"type":"model","name":"org/classifier","headSha":"main"}}'""", 0),
     ],
     "docs/operations.md": [
         ("cmake --preset release && cmake --build --preset release --target axqc-server axqc_examples",
@@ -356,6 +378,7 @@ class Session:
         self.grpc = free_port()
         self.metrics = free_port()
         self.tls = free_port()
+        self.http = free_port()
         self.servers = []  # (command, Popen, log path)
         self.vars = {}
         d = self.dir
@@ -384,6 +407,16 @@ class Session:
         # The registry's artifact store as the hook's machine sees it (registry_hook --fix-plan).
         shutil.copytree(root, os.path.join(d, "tmp", "models"))
         make_pki(d)
+        # The registry of the webhook examples (docs/api.md): a stub MLflow server and Hub on a
+        # thread, serving srvroot/registry (model "detector" version 3, repo org/classifier).
+        sys.path.insert(0, os.path.join(ROOT, "tests", "server", "http"))
+        import registry_stub
+        self.registry, self.registry_port = registry_stub.start(os.path.join(root, "registry"))
+        os.makedirs(os.path.join(root, "registry", "org", "classifier", "main"))
+        shutil.copy(ok, os.path.join(root, "registry", "org", "classifier", "main", "model.onnx"))
+        for fname, secret in (("mlflow-secret", "docs-mlflow-secret"), ("hf-secret", "docs-hf-secret")):
+            with open(os.path.join(d, fname), "w") as f:
+                f.write(secret + "\n")
         self.env = dict(os.environ)
         for k in list(self.env):
             if k.startswith("AXQC_") or k.startswith("GRPC_"):
@@ -395,6 +428,7 @@ class Session:
         for old, new in (("127.0.0.1:50051", f"127.0.0.1:{self.grpc}"),
                          ("axqc.internal:50051", f"127.0.0.1:{self.grpc}"),
                          ("127.0.0.1:9464", f"127.0.0.1:{self.metrics}"),
+                         ("127.0.0.1:8080", f"127.0.0.1:{self.http}"),
                          ("0.0.0.0:50443", f"127.0.0.1:{self.tls}"),
                          ("axqc.internal:50443", f"localhost:{self.tls}"),
                          ("/tmp/", self.dir + "/tmp/")):
@@ -417,6 +451,14 @@ class Session:
         if n == 0:  # the session's server: the documented default addresses
             env["AXQC_LISTEN"] = f"127.0.0.1:{self.grpc}"
             env["AXQC_METRICS_LISTEN"] = f"127.0.0.1:{self.metrics}"
+            # The HTTP API and the webhooks of docs/api.md, against the stub registry.
+            env["AXQC_HTTP_LISTEN"] = f"127.0.0.1:{self.http}"
+            env["AXQC_MLFLOW_WEBHOOK_SECRET_FILE"] = os.path.join(self.dir, "mlflow-secret")
+            env["AXQC_MLFLOW_URL"] = f"http://127.0.0.1:{self.registry_port}"
+            env["AXQC_MLFLOW_WRITE_BACK"] = "true"
+            env["AXQC_HUGGINGFACE_WEBHOOK_SECRET_FILE"] = os.path.join(self.dir, "hf-secret")
+            env["AXQC_HUGGINGFACE_URL"] = f"http://127.0.0.1:{self.registry_port}"
+            env.setdefault("AXQC_URL_ALLOW_HOST", f"127.0.0.1:{self.registry_port}")
         else:
             env["AXQC_METRICS_LISTEN"] = ""
         if own:
@@ -453,6 +495,7 @@ class Session:
             else:
                 fail(f"{self.name}: '{command}' exited early ({proc.returncode})\n"
                      f"{open(log_path).read()[-2000:]}")
+        self.registry.shutdown()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def run_command(self, where, command, expected):

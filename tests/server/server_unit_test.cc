@@ -509,6 +509,86 @@ TEST_P(StoreContract, StatsCountsGroupsFiltersAndTopRules) {
   EXPECT_EQ(s.QueryStats(all).total.requests(), 8u);
 }
 
+TEST_P(StoreContract, StatsSeriesBucketsAndFailingModels) {
+  auto store = Open();
+  auto& s = *store;
+  auto row = [](std::int64_t t, const std::string& verdict, char model,
+                std::vector<server::RuleTally> rules = {}) {
+    auto r = Row(t, verdict, {{"project", "a"}}, std::move(rules));
+    r.sha256 = std::string(64, model);
+    return r;
+  };
+  // Buckets of 1000 ms: [0,1000) two rows, [1000,2000) none, [2000,3000) two rows.
+  s.AppendHistory(row(100, "conformant", 'a'));
+  s.AppendHistory(row(999, "non_conformant", 'b', {{"r1", "error", 2}}));
+  s.AppendHistory(row(2000, "non_conformant", 'b', {{"r1", "error", 2}}));
+  s.AppendHistory(row(2500, "non_conformant", 'c', {{"r1", "error", 1}, {"r2", "error", 1}}));
+  s.AppendHistory(Row(2600, "conformant", {{"project", "other"}}));  // filtered out
+
+  server::StatsQuery q;
+  q.until_ms = 3000;
+  q.step_ms = 1000;
+  q.label_filter = {{"project", "a"}};
+  const auto r = s.QueryStats(q);
+  ASSERT_EQ(r.series.size(), 2u);  // non-empty buckets only; the service fills the gaps
+  EXPECT_EQ(r.series[0].first, 0);
+  EXPECT_EQ(r.series[0].second.conformant, 1u);
+  EXPECT_EQ(r.series[0].second.non_conformant, 1u);
+  EXPECT_EQ(r.series[1].first, 2000);
+  EXPECT_EQ(r.series[1].second.non_conformant, 2u);
+  EXPECT_EQ(r.series[1].second.conformant, 0u);
+  ASSERT_EQ(r.top_failing_rules.size(), 2u);
+  EXPECT_EQ(r.top_failing_rules[0].rule, "r1");
+  EXPECT_EQ(r.top_failing_rules[0].requests, 3u);
+  EXPECT_EQ(r.top_failing_rules[0].findings, 5u);
+  EXPECT_EQ(r.top_failing_rules[0].models, 2u);  // b twice, c once
+  EXPECT_EQ(r.top_failing_rules[1].rule, "r2");
+  EXPECT_EQ(r.top_failing_rules[1].models, 1u);
+}
+
+TEST_P(StoreContract, LatestModelsTakesTheNewestRowOfEachModel) {
+  auto store = Open();
+  auto& s = *store;
+  auto row = [](std::int64_t t, const std::string& verdict, char model, const std::string& name,
+                std::map<std::string, std::string> labels) {
+    auto r = Row(t, verdict, std::move(labels));
+    r.sha256 = std::string(64, model);
+    r.name = name;
+    r.errors = verdict == "non_conformant" ? 2 : 0;
+    return r;
+  };
+  s.AppendHistory(row(100, "non_conformant", 'a', "a-v1.onnx", {{"project", "p"}}));
+  s.AppendHistory(row(200, "conformant", 'b', "b.onnx", {{"project", "p"}, {"team", "t"}}));
+  s.AppendHistory(row(300, "conformant", 'a', "a-again.onnx", {{"project", "p"}}));
+  s.AppendHistory(row(400, "non_conformant", 'c', "c.onnx", {{"project", "q"}}));
+  auto invalid = row(500, "invalid_input", 'x', "x", {{"project", "p"}});
+  invalid.sha256.clear();  // no sha256: not a model
+  s.AppendHistory(invalid);
+
+  server::ModelsQuery q;
+  q.label_filter = {{"project", "p"}};
+  const auto m = s.LatestModels(q);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].sha256, std::string(64, 'a'));  // newest first
+  EXPECT_EQ(m[0].verdict, "conformant");
+  EXPECT_EQ(m[0].name, "a-again.onnx");
+  EXPECT_EQ(m[0].time_ms, 300);
+  EXPECT_EQ(m[0].request_id, "r300");
+  EXPECT_EQ(m[0].labels, (std::map<std::string, std::string>{{"project", "p"}}));
+  EXPECT_EQ(m[1].sha256, std::string(64, 'b'));
+  EXPECT_EQ(m[1].labels.at("team"), "t");
+
+  server::ModelsQuery all;
+  all.limit = 2;
+  const auto latest = s.LatestModels(all);
+  ASSERT_EQ(latest.size(), 2u);
+  EXPECT_EQ(latest[0].sha256, std::string(64, 'c'));
+  EXPECT_EQ(latest[0].errors, 2u);
+  server::ModelsQuery since;
+  since.since_ms = 250;
+  EXPECT_EQ(s.LatestModels(since).size(), 2u);  // a (300) and c (400)
+}
+
 TEST_P(StoreContract, GateOutcomesGoToTheirHistoryRowOnce) {
   auto store = Open();
   auto& s = *store;

@@ -1,0 +1,72 @@
+// The HTTP/JSON API: its routes, built on the gRPC service's admission layer and handlers (every
+// endpoint is an RPC of axqc.v1.Checker, or a registry webhook, with the same authentication,
+// limits, metrics and request log), one file per endpoint group:
+//   POST /v1/check                   check.cc     model bytes (Upload) or JSON (Check)
+//   GET  /v1/reports/{sha256}        lookup.cc    GetReport
+//   GET  /v1/rules                   lookup.cc    ListRules
+//   GET  /v1/stats                   stats.cc     GetStats (+ time series)
+//   GET  /v1/models                  stats.cc     ListModels
+//   GET  /v1/openapi.json            openapi.cc   the OpenAPI 3 document (docs/openapi.json)
+//   POST /v1/hooks/mlflow            hooks_mlflow.cc        MLflow model-registry webhooks
+//   POST /v1/hooks/huggingface       hooks_huggingface.cc   Hugging Face Hub webhooks
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "http/errors.h"
+#include "http/router.h"
+#include "rpc/admission.h"
+
+namespace axqc::server::http {
+
+class Hooks;
+
+struct Api {
+  Admission* admission = nullptr;
+  ServiceContext* s = nullptr;
+  Hooks* hooks = nullptr;  // null: webhooks not configured (404 with an explanation)
+};
+
+// Every route of the API.
+std::shared_ptr<Router> BuildRouter(Api api);
+
+// The route groups (one file each).
+void AddCheckRoutes(Router& router, Api api);
+void AddLookupRoutes(Router& router, Api api);
+void AddStatsRoutes(Router& router, Api api);
+void AddOpenApiRoutes(Router& router);
+void AddHookRoutes(Router& router, Api api);        // hooks_mlflow.cc
+void AddHuggingFaceRoute(Router& router, Api api);  // hooks_huggingface.cc
+
+// The OpenAPI document served at /v1/openapi.json (docs/openapi.json, embedded at build time).
+const std::string& OpenApiDocument();
+
+// --- helpers shared by the endpoints (api.cc) ---
+
+// The call origin of an HTTP request (its X-Request-Id, peer).
+CallOrigin OriginOf(const Request& request);
+
+// The Done callback of an RPC: OK -> `ok(request_id, response)`, errors -> the JSON error.
+template <typename Resp>
+Admission::Done<Resp> Answer(Reply reply, std::function<Response(const std::string&, Resp&)> ok) {
+  return [reply = std::move(reply), ok = std::move(ok)](const std::string& request_id,
+                                                        const grpc::Status& status, Resp& resp) {
+    reply(status.ok() ? ok(request_id, resp) : ErrorResponse(status, request_id));
+  };
+}
+
+// Query parameters "label.KEY=VALUE" -> labels.
+std::map<std::string, std::string> LabelParams(const Request& request);
+
+// "1h", "15m", "30s", "7d", "2w", "3600" (seconds) -> milliseconds; nullopt when malformed.
+std::optional<std::int64_t> ParseDurationMs(const std::string& text);
+// RFC 3339 ("2026-12-01T00:00:00Z") or Unix seconds -> milliseconds; nullopt when malformed.
+std::optional<std::int64_t> ParseTimeMs(const std::string& text);
+// "true"/"1"/"false"/"0"/"" -> bool; nullopt otherwise.
+std::optional<bool> ParseBool(const std::string& text);
+
+}  // namespace axqc::server::http

@@ -1,0 +1,198 @@
+// POST /v1/check: the model bytes as the request body (any content type but application/json;
+// method Upload: streamed into the upload assembler with the same size and in-flight budgets), or
+// a JSON CheckRequest {"url"|"path"|"content", "name", "labels", "options", "expected_sha256"}
+// (method Check). Answers the JSON report (schema axqc.report/v1).
+#include <atomic>
+#include <boost/asio/post.hpp>
+#include <charconv>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "http/api.h"
+#include "labels.h"
+#include "request_validation.h"
+#include "rpc/check_pipeline.h"
+#include "sha256.h"
+#include "upload_assembler.h"
+
+namespace axqc::server::http {
+
+namespace {
+
+bool IsJson(const Request& request) {
+  std::string type = request.Header("content-type");
+  for (auto& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return type.rfind("application/json", 0) == 0;
+}
+
+Response ReportResponse(const std::string& request_id, v1::CheckResponse& resp) {
+  Response r = JsonResponse(resp.report_json(), request_id);
+  r.headers.emplace_back("X-Axqc-Verdict", VerdictLabel(resp.verdict()));
+  r.headers.emplace_back("X-Axqc-Cache", CacheLabel(resp.cache()));
+  r.headers.emplace_back("X-Axqc-Sha256", resp.sha256());
+  return r;
+}
+
+// Options from the query string: check_value, max_locations.
+grpc::Status OptionsFromQuery(const Request& request, v1::CheckOptions* options) {
+  options->set_format(v1::REPORT_FORMAT_JSON);
+  if (auto v = request.Query("check_value")) {
+    auto b = ParseBool(*v);
+    if (!b) return Invalid("check_value must be true or false");
+    options->set_check_value(*b);
+  }
+  if (auto v = request.Query("max_locations")) {
+    unsigned n = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (ec != std::errc() || p != v->data() + v->size()) {
+      return Invalid("max_locations must be a number");
+    }
+    options->set_max_locations(n);
+  }
+  return grpc::Status::OK;
+}
+
+// The model bytes of one request, fed to the upload assembler as they arrive.
+class UploadSink final : public BodySink {
+ public:
+  UploadSink(ServiceContext& s, std::shared_ptr<CheckCall> call,
+             std::shared_ptr<std::atomic<unsigned>> http_status)
+      : s_(s),
+        call_(std::move(call)),
+        http_status_(std::move(http_status)),
+        assembler_(s.d.config->max_model_bytes, s.d.budget, &s.upload_budget) {
+    s_.d.metrics->uploads_in_flight().Increment();
+  }
+  ~UploadSink() override { EndReceiving(); }
+
+  // The metadata message; false when refused (the call is finished).
+  bool Begin(const v1::UploadMetadata& m) {
+    call_->Update([&](CallBase::Fields& f) {
+      f.source = "upload";
+      f.name = m.file_name();
+      f.labels = std::map<std::string, std::string>(m.labels().begin(), m.labels().end());
+      f.options = m.options();
+      f.size_bytes = m.size_bytes();
+    });
+    v1::UploadRequest msg;
+    *msg.mutable_metadata() = m;
+    return Add(msg);
+  }
+
+  bool Chunk(std::string_view data) override {
+    if (call_->finished()) return false;
+    s_.d.metrics->AddUploadBytes(static_cast<double>(data.size()));
+    v1::UploadRequest msg;
+    msg.set_chunk(std::string(data));
+    return Add(msg);
+  }
+
+  void End() override {
+    LoadedModel model;
+    grpc::Status st = assembler_.Finish(&model);
+    call_->Update([&](CallBase::Fields& f) {
+      if (!model.sha256.empty()) f.sha256 = model.sha256;
+      if (model.bytes != nullptr) f.size_bytes = model.bytes->size();
+    });
+    EndReceiving();
+    if (!st.ok()) {
+      call_->Finish(st);
+      return;
+    }
+    boost::asio::post(*s_.d.io, [&s = s_, call = call_, model = std::move(model)]() mutable {
+      CheckModel(s, call, std::move(model));
+    });
+  }
+
+  void Abort() override {
+    EndReceiving();
+    call_->OnCancelled();
+  }
+
+ private:
+  bool Add(const v1::UploadRequest& msg) {
+    grpc::Status st = assembler_.Add(msg);
+    if (st.ok()) return true;
+    // Over the per-model limit: 413; the in-flight budgets (busy server): 429.
+    if (st.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+        st.error_message().find("over the limit of") != std::string::npos) {
+      http_status_->store(413);
+    }
+    EndReceiving();
+    call_->Finish(st);
+    return false;
+  }
+
+  void EndReceiving() {
+    if (done_) return;
+    done_ = true;
+    assembler_.Abort();
+    s_.d.metrics->uploads_in_flight().Decrement();
+  }
+
+  ServiceContext& s_;
+  std::shared_ptr<CheckCall> call_;
+  std::shared_ptr<std::atomic<unsigned>> http_status_;
+  UploadAssembler assembler_;
+  bool done_ = false;
+};
+
+std::unique_ptr<BodySink> StreamModel(Api api, Request& request, Reply reply) {
+  auto http_status = std::make_shared<std::atomic<unsigned>>(0);
+  auto call = api.admission->HttpStream<UploadRpc>(
+      OriginOf(request), request.Header("authorization"),
+      [reply, http_status](const std::string& request_id, const grpc::Status& status,
+                           v1::CheckResponse& resp) {
+        reply(status.ok() ? ReportResponse(request_id, resp)
+                          : ErrorResponse(status, request_id, http_status->load()));
+      });
+  if (call == nullptr) return nullptr;
+  v1::UploadMetadata m;
+  m.set_file_name(request.Query("name").value_or("upload.onnx"));
+  const auto labels = LabelParams(request);
+  m.mutable_labels()->insert(labels.begin(), labels.end());
+  if (auto sha = request.Query("sha256")) m.set_sha256(*sha);
+  if (request.content_length) m.set_size_bytes(*request.content_length);
+  if (auto st = OptionsFromQuery(request, m.mutable_options()); !st.ok()) {
+    call->Finish(st);
+    return nullptr;
+  }
+  if (m.file_name().empty()) m.set_file_name("upload.onnx");
+  auto sink = std::make_unique<UploadSink>(*api.s, call, http_status);
+  if (!sink->Begin(m)) return nullptr;
+  return sink;
+}
+
+void CheckJson(Api api, Request& request, Reply reply) {
+  const std::string body = request.body;
+  api.admission->Http<CheckRpc>(
+      OriginOf(request), request.Header("authorization"),
+      [&body](v1::CheckRequest& req) {
+        grpc::Status st = FromJson(body, &req);
+        if (!st.ok()) return st;
+        if (req.options().format() == v1::REPORT_FORMAT_PROTOBUF) {
+          return Invalid("options.format: the HTTP API answers JSON reports only");
+        }
+        req.mutable_options()->set_format(v1::REPORT_FORMAT_JSON);
+        return grpc::Status::OK;
+      },
+      Answer<v1::CheckResponse>(std::move(reply), ReportResponse));
+}
+
+}  // namespace
+
+void AddCheckRoutes(Router& router, Api api) {
+  Route r;
+  r.method = "POST";
+  r.pattern = "/v1/check";
+  r.handle = [api](Request& request, Reply reply) { CheckJson(api, request, std::move(reply)); };
+  r.streams = [](const Request& request) { return !IsJson(request); };
+  r.stream = [api](Request& request, Reply reply) {
+    return StreamModel(api, request, std::move(reply));
+  };
+  router.Add(std::move(r));
+}
+
+}  // namespace axqc::server::http

@@ -1,0 +1,188 @@
+#include "http/hooks.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <array>
+#include <boost/asio/post.hpp>
+#include <stdexcept>
+
+#include "auth.h"
+#include "request_validation.h"
+#include "rpc/check_pipeline.h"
+#include "url_fetch.h"
+
+namespace axqc::server::http {
+
+namespace {
+
+// Deliveries remembered for idempotency (the oldest are forgotten first).
+constexpr std::size_t kRememberedDeliveries = 10000;
+
+std::string ReadOptional(const std::string& path) {
+  return path.empty() ? std::string() : ReadTokenFile(path);
+}
+
+}  // namespace
+
+HookSettings LoadHookSettings(const ServerConfig& c) {
+  HookSettings h;
+  h.mlflow_secret = ReadOptional(c.mlflow_webhook_secret_file);
+  h.mlflow_url = c.mlflow_url;
+  while (!h.mlflow_url.empty() && h.mlflow_url.back() == '/') h.mlflow_url.pop_back();
+  h.mlflow_token = ReadOptional(c.mlflow_token_file);
+  h.mlflow_model_file = c.mlflow_model_file;
+  h.mlflow_write_back = c.mlflow_write_back;
+  h.huggingface_secret = ReadOptional(c.huggingface_webhook_secret_file);
+  h.huggingface_url = c.huggingface_url;
+  while (!h.huggingface_url.empty() && h.huggingface_url.back() == '/') {
+    h.huggingface_url.pop_back();
+  }
+  h.huggingface_token = ReadOptional(c.huggingface_token_file);
+  h.huggingface_model_file = c.huggingface_model_file;
+  h.check_value = c.webhook_check_value;
+  if (!h.mlflow_secret.empty() && h.mlflow_url.empty()) {
+    throw std::runtime_error(
+        "mlflow-webhook-secret-file is set but mlflow-url is not: the MLflow webhook needs the "
+        "registry's address to download model versions");
+  }
+  return h;
+}
+
+std::string HmacSha256Base64(const std::string& key, const std::string& data) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac, &len);
+  std::string out(4 * ((len + 2) / 3) + 1, '\0');
+  const int n =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), mac, static_cast<int>(len));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+bool SecretsEqual(const std::string& a, const std::string& b) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> ha{};
+  std::array<unsigned char, EVP_MAX_MD_SIZE> hb{};
+  unsigned int la = 0;
+  unsigned int lb = 0;
+  EVP_Digest(a.data(), a.size(), ha.data(), &la, EVP_sha256(), nullptr);
+  EVP_Digest(b.data(), b.size(), hb.data(), &lb, EVP_sha256(), nullptr);
+  return CRYPTO_memcmp(ha.data(), hb.data(), ha.size()) == 0;
+}
+
+Hooks::Hooks(HookSettings settings, Admission* admission, const ServerConfig* config,
+             Logger* logger)
+    : settings_(std::move(settings)), admission_(admission), config_(config), logger_(logger) {}
+
+bool Hooks::Remember(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!seen_.insert(key).second) return false;
+  order_.push_back(key);
+  if (order_.size() > kRememberedDeliveries) {
+    seen_.erase(order_.front());
+    order_.pop_front();
+  }
+  return true;
+}
+
+void Hooks::StartCheck(HookCheck check) {
+  CallOrigin origin;
+  origin.request_id = ValidToken(check.delivery_id, 64, true) ? check.delivery_id : "";
+  origin.peer = check.registry + " webhook";
+  origin.transport = "webhook";
+  auto write_back = check.write_back;
+  auto* io = admission_->context().d.io;
+  admission_->Internal<HookCheckRpc>(
+      origin, check,
+      [write_back, io](const std::string& /*request_id*/, const grpc::Status& status,
+                       v1::CheckResponse& resp) {
+        if (!write_back) return;
+        // Off the thread that finished the check (a worker): the registry call may take seconds.
+        boost::asio::post(*io, [write_back, status, resp = resp] { write_back(status, resp); });
+      });
+}
+
+std::string Hooks::RegistryCall(
+    const std::string& method, const std::string& url, const std::string& body,
+    const std::vector<std::pair<std::string, std::string>>& headers) const {
+  UrlPolicy policy;
+  policy.allow_hosts = config_->url_allow_hosts;
+  policy.timeout = std::chrono::seconds(config_->url_timeout_seconds);
+  policy.max_redirects = config_->url_max_redirects;
+  policy.max_bytes = 16 << 20;
+  policy.method = method;
+  policy.body = body;
+  if (!body.empty()) policy.content_type = "application/json";
+  policy.headers = headers;
+  std::atomic<bool> never{false};
+  ByteBudget unlimited(1ull << 40, static_cast<prometheus::Gauge*>(nullptr));
+  LoadedModel out = FetchUrl(url, policy, unlimited, never);
+  return out.bytes == nullptr ? std::string() : std::string(*out.bytes);
+}
+
+grpc::Status HookCheckRpc::Validate(const Request& req) {
+  return ValidateLabels(req.labels, "labels");
+}
+
+void HookCheckRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& call,
+                       const Request& req, Response* /*grpc_resp*/) {
+  call->Update([&](CallBase::Fields& f) {
+    f.source = "webhook";
+    f.name = req.name;
+    f.labels = req.labels;
+    f.options = req.options;
+    f.options.set_format(v1::REPORT_FORMAT_PROTOBUF);
+  });
+  boost::asio::post(*s.d.io, [&s, call = call, req = req]() {
+    const ServiceDeps& deps = s.d;
+    const auto t0 = Clock::now();
+    try {
+      const std::string url = req.resolve_url();
+      const ParsedUrl parsed = ParseUrl(url);
+      call->Update([&](CallBase::Fields& f) { f.url = parsed.Redacted(); });
+      UrlPolicy policy;
+      policy.allow_hosts = deps.config->url_allow_hosts;
+      policy.timeout = std::chrono::seconds(deps.config->url_timeout_seconds);
+      policy.max_redirects = deps.config->url_max_redirects;
+      policy.max_bytes = deps.config->max_model_bytes;
+      policy.headers = req.headers;
+      LoadedModel model = FetchUrl(url, policy, *deps.budget, call->cancelled);
+      deps.metrics->ObserveStage("load", SecondsSince(t0));
+      CheckModel(s, call, std::move(model));
+    } catch (const SourceError& e) {
+      call->Finish(e.status());
+    }
+  });
+}
+
+template <const char* kName>
+void HookRpc<kName>::Run(ServiceContext& /*s*/, const std::shared_ptr<Call<Response>>& call,
+                         const Request& req, Response* /*grpc_resp*/) {
+  call->Update([&](CallBase::Fields& f) {
+    f.source = "webhook";
+    f.name = req.check.name;
+    f.labels = req.check.labels;
+  });
+  auto& out = call->response;
+  out["delivery_id"] = req.delivery_id;
+  out["event"] = req.event;
+  if (!req.ignore_reason.empty()) {
+    out["status"] = "ignored";
+    out["reason"] = req.ignore_reason;
+  } else if (!req.hooks->Remember(req.registry + ":" + req.delivery_id)) {
+    out["status"] = "duplicate";
+    out["reason"] = "this delivery was received before; its check is not repeated";
+  } else {
+    out["status"] = "accepted";
+    out["model"] = req.check.name;
+    req.hooks->StartCheck(req.check);
+  }
+  call->Finish(grpc::Status::OK);
+}
+
+template struct HookRpc<kMlflowWebhook>;
+template struct HookRpc<kHuggingFaceWebhook>;
+
+}  // namespace axqc::server::http

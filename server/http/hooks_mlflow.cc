@@ -1,0 +1,246 @@
+// POST /v1/hooks/mlflow: MLflow model-registry webhooks (MLflow 3.3+). The delivery carries
+//   X-MLflow-Delivery-Id, X-MLflow-Timestamp (Unix seconds) and
+//   X-MLflow-Signature: "v1," + base64(HMAC-SHA256(secret, delivery_id + "." + timestamp + "." +
+//   body)),
+// and a JSON body {"entity": "model_version", "action": "created", "timestamp": ..., "data":
+// {"name", "version", "source", "run_id", "tags", "description"}}. model_version.created and
+// model_version_tag.set (tags not written by this server, "axqc.*") check the version: its
+// artifact location comes from GET /api/2.0/mlflow/model-versions/get-download-uri, the model
+// file (--mlflow-model-file) is downloaded through the registry's artifact proxy
+// (/api/2.0/mlflow-artifacts/artifacts/...) or the http(s) artifact URL, and with
+// --mlflow-write-back the verdict is written back as model-version tags
+// (POST /api/2.0/mlflow/model-versions/set-tag).
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+#include "http/api.h"
+#include "http/hooks.h"
+#include "labels.h"
+#include "request_validation.h"
+#include "status_name.h"
+#include "url_fetch.h"
+
+namespace axqc::server::http {
+
+namespace {
+
+// Deliveries older (or newer) than this are refused as replays.
+constexpr std::int64_t kMaxSkewSeconds = 300;
+
+std::string UrlEncode(const std::string& s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+std::string Clip(std::string s, std::size_t n) {
+  if (s.size() > n) s.resize(n);
+  return s;
+}
+
+std::vector<std::pair<std::string, std::string>> AuthHeaders(const HookSettings& h) {
+  if (h.mlflow_token.empty()) return {};
+  return {{"Authorization", "Bearer " + h.mlflow_token}};
+}
+
+// The URL of the model file of `name` version `version`.
+std::string ModelUrl(const Hooks& hooks, const std::string& name, const std::string& version) {
+  const HookSettings& h = hooks.settings();
+  const std::string answer = hooks.RegistryCall(
+      "GET",
+      h.mlflow_url + "/api/2.0/mlflow/model-versions/get-download-uri?name=" + UrlEncode(name) +
+          "&version=" + UrlEncode(version),
+      "", AuthHeaders(h));
+  std::string uri;
+  try {
+    uri = nlohmann::json::parse(answer).at("artifact_uri").get<std::string>();
+  } catch (const std::exception&) {
+    throw SourceError(grpc::StatusCode::UNAVAILABLE,
+                      "MLflow get-download-uri answered without an artifact_uri");
+  }
+  while (!uri.empty() && uri.back() == '/') uri.pop_back();
+  std::string base;
+  if (uri.rfind("mlflow-artifacts:", 0) == 0) {
+    std::string path = uri.substr(std::string("mlflow-artifacts:").size());
+    if (path.rfind("//", 0) == 0) {  // mlflow-artifacts://host:port/path
+      const auto slash = path.find('/', 2);
+      path = slash == std::string::npos ? "" : path.substr(slash);
+    }
+    while (!path.empty() && path.front() == '/') path.erase(0, 1);
+    base = h.mlflow_url + "/api/2.0/mlflow-artifacts/artifacts/" + path;
+  } else if (uri.rfind("http://", 0) == 0 || uri.rfind("https://", 0) == 0) {
+    base = uri;
+  } else {
+    throw SourceError(grpc::StatusCode::FAILED_PRECONDITION,
+                      "MLflow stores this model version at " + uri.substr(0, uri.find(':')) +
+                          ":..., which this server cannot read; run the MLflow server with "
+                          "--serve-artifacts (mlflow-artifacts:/ locations) or http(s) artifacts");
+  }
+  if (base.size() >= 5 && base.compare(base.size() - 5, 5, ".onnx") == 0) return base;
+  return base + "/" + h.mlflow_model_file;
+}
+
+// Writes the outcome as tags of the model version.
+void WriteBack(const Hooks* hooks, const std::string& delivery_id, const std::string& name,
+               const std::string& version, const grpc::Status& status,
+               const v1::CheckResponse& resp) {
+  const HookSettings& h = hooks->settings();
+  std::vector<std::pair<std::string, std::string>> tags;
+  if (status.ok()) {
+    tags = {{"axqc.verdict", VerdictLabel(resp.verdict())},
+            {"axqc.errors", std::to_string(resp.report().summary().errors())},
+            {"axqc.warnings", std::to_string(resp.report().summary().warnings())},
+            {"axqc.sha256", resp.sha256()},
+            {"axqc.rule_set_version", resp.rule_set_version()},
+            {"axqc.request_id", resp.request_id()}};
+  } else {
+    tags = {{"axqc.verdict",
+             status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? "invalid_input" : "error"},
+            {"axqc.error", Clip(std::string(service::StatusCodeName(status.error_code())) + ": " +
+                                    status.error_message(),
+                                1000)}};
+  }
+  std::size_t written = 0;
+  std::string error;
+  for (const auto& [k, v] : tags) {
+    const nlohmann::json body = {{"name", name}, {"version", version}, {"key", k}, {"value", v}};
+    try {
+      hooks->RegistryCall("POST", h.mlflow_url + "/api/2.0/mlflow/model-versions/set-tag",
+                          body.dump(), AuthHeaders(h));
+      ++written;
+    } catch (const SourceError& e) {
+      error = e.what();
+      break;
+    }
+  }
+  nlohmann::json log = {{"delivery_id", delivery_id},
+                        {"model_name", name},
+                        {"model_version", version},
+                        {"tags_written", written}};
+  if (error.empty()) {
+    hooks->logger()->Info("mlflow write-back", std::move(log));
+  } else {
+    log["error"] = error;
+    hooks->logger()->Warn("mlflow write-back failed", std::move(log));
+  }
+}
+
+grpc::Status Unauthenticated(const std::string& why) {
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, why);
+}
+
+grpc::Status VerifyAndParse(Hooks* hooks, const Request& request, HookDelivery& d) {
+  const HookSettings& h = hooks->settings();
+  const std::string id = request.Header("x-mlflow-delivery-id");
+  const std::string ts = request.Header("x-mlflow-timestamp");
+  const std::string sig = request.Header("x-mlflow-signature");
+  if (id.empty() || ts.empty() || sig.empty()) {
+    return Unauthenticated(
+        "missing X-MLflow-Signature, X-MLflow-Delivery-Id or X-MLflow-Timestamp (create the "
+        "MLflow webhook with the secret in --mlflow-webhook-secret-file)");
+  }
+  const std::string expected =
+      "v1," + HmacSha256Base64(h.mlflow_secret, id + "." + ts + "." + request.body);
+  if (!SecretsEqual(sig, expected)) return Unauthenticated("X-MLflow-Signature does not match");
+  char* end = nullptr;
+  const long long sent = std::strtoll(ts.c_str(), &end, 10);
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  if (end == ts.c_str() || *end != '\0' || std::llabs(now - sent) > kMaxSkewSeconds) {
+    return Unauthenticated("X-MLflow-Timestamp is more than " + std::to_string(kMaxSkewSeconds) +
+                           " s away from this server's clock (replayed delivery?)");
+  }
+  nlohmann::json body;
+  try {
+    body = nlohmann::json::parse(request.body);
+  } catch (const std::exception& e) {
+    return Invalid(std::string("webhook body is not JSON: ") + e.what());
+  }
+  if (!body.is_object() || !body.contains("entity") || !body.contains("action") ||
+      !body["entity"].is_string() || !body["action"].is_string()) {
+    return Invalid("webhook body has no entity and action");
+  }
+  const nlohmann::json data = body.value("data", nlohmann::json::object());
+  d.registry = "mlflow";
+  d.delivery_id = id;
+  d.hooks = hooks;
+  d.event = body["entity"].get<std::string>() + "." + body["action"].get<std::string>();
+  auto text = [&](const char* k) {
+    return data.contains(k) && data[k].is_string() ? data[k].get<std::string>() : std::string();
+  };
+  const std::string name = text("name");
+  std::string version = text("version");
+  if (version.empty() && data.contains("version") && data["version"].is_number_integer()) {
+    version = std::to_string(data["version"].get<long long>());
+  }
+  if (d.event == "model_version_tag.set" && text("key").rfind("axqc.", 0) == 0) {
+    d.ignore_reason = "tag " + text("key") + " is this server's own write-back";
+  } else if (d.event != "model_version.created" && d.event != "model_version_tag.set") {
+    d.ignore_reason = "event " + d.event +
+                      " does not announce a model version to check (model_version.created, "
+                      "model_version_tag.set do)";
+  } else if (name.empty() || version.empty()) {
+    return Invalid("webhook data has no model name and version");
+  }
+  d.check.registry = "mlflow";
+  d.check.delivery_id = id;
+  d.check.name = name + "/" + version;
+  d.check.labels = {{"source", "mlflow"},
+                    {"mlflow.model", Clip(name, kMaxLabelValue)},
+                    {"mlflow.version", Clip(version, kMaxLabelValue)}};
+  if (!text("run_id").empty()) d.check.labels["mlflow.run_id"] = Clip(text("run_id"), 256);
+  d.check.options.set_check_value(h.check_value);
+  d.check.headers = AuthHeaders(h);
+  d.check.resolve_url = [hooks, name, version] { return ModelUrl(*hooks, name, version); };
+  if (h.mlflow_write_back) {
+    d.check.write_back = [hooks, id, name, version](const grpc::Status& st,
+                                                    const v1::CheckResponse& resp) {
+      WriteBack(hooks, id, name, version, st, resp);
+    };
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+// Both webhook routes; a registry without a configured secret answers NOT_FOUND naming the flag.
+void AddHookRoutes(Router& router, Api api) {
+  Route mlflow;
+  mlflow.method = "POST";
+  mlflow.pattern = "/v1/hooks/mlflow";
+  mlflow.handle = [api](Request& request, Reply reply) {
+    Hooks* hooks = api.hooks;
+    api.admission->HttpSigned<HookRpc<kMlflowWebhook>>(
+        OriginOf(request),
+        [hooks, &request](HookDelivery& d) {
+          if (hooks == nullptr || hooks->settings().mlflow_secret.empty()) {
+            return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                                "the MLflow webhook is not enabled on this server "
+                                "(--mlflow-webhook-secret-file, --mlflow-url)");
+          }
+          return VerifyAndParse(hooks, request, d);
+        },
+        Answer<nlohmann::json>(std::move(reply),
+                               [](const std::string& request_id, nlohmann::json& resp) {
+                                 const bool accepted = resp.value("status", "") == "accepted";
+                                 resp["request_id"] = request_id;
+                                 return JsonResponse(resp.dump(), request_id, accepted ? 202 : 200);
+                               }));
+  };
+  router.Add(std::move(mlflow));
+  AddHuggingFaceRoute(router, api);
+}
+
+}  // namespace axqc::server::http

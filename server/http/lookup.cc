@@ -1,0 +1,63 @@
+// GET /v1/reports/{sha256} (GetReport: the stored report of a model already checked, waiting for
+// a check in progress) and GET /v1/rules (ListRules).
+#include <charconv>
+#include <string>
+
+#include "http/api.h"
+#include "labels.h"
+#include "request_validation.h"
+
+namespace axqc::server::http {
+
+void AddLookupRoutes(Router& router, Api api) {
+  Route report;
+  report.method = "GET";
+  report.pattern = "/v1/reports/{sha256}";
+  report.handle = [api](Request& request, Reply reply) {
+    api.admission->Http<GetReportRpc>(
+        OriginOf(request), request.Header("authorization"),
+        [&request](v1::GetReportRequest& req) {
+          req.set_sha256(request.path_params["sha256"]);
+          req.mutable_options()->set_format(v1::REPORT_FORMAT_JSON);
+          if (auto v = request.Query("check_value")) {
+            auto b = ParseBool(*v);
+            if (!b) return Invalid("check_value must be true or false");
+            req.mutable_options()->set_check_value(*b);
+          }
+          if (auto v = request.Query("max_locations")) {
+            unsigned n = 0;
+            auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+            if (ec != std::errc() || p != v->data() + v->size()) {
+              return Invalid("max_locations must be a number");
+            }
+            req.mutable_options()->set_max_locations(n);
+          }
+          if (auto v = request.Query("name")) req.set_name(*v);
+          return grpc::Status::OK;
+        },
+        Answer<v1::CheckResponse>(
+            std::move(reply), [](const std::string& request_id, v1::CheckResponse& resp) {
+              Response r = JsonResponse(resp.report_json(), request_id);
+              r.headers.emplace_back("X-Axqc-Verdict", VerdictLabel(resp.verdict()));
+              r.headers.emplace_back("X-Axqc-Cache", CacheLabel(resp.cache()));
+              return r;
+            }));
+  };
+  router.Add(std::move(report));
+
+  Route rules;
+  rules.method = "GET";
+  rules.pattern = "/v1/rules";
+  rules.handle = [api](Request& request, Reply reply) {
+    api.admission->Http<ListRulesRpc>(
+        OriginOf(request), request.Header("authorization"),
+        [](v1::ListRulesRequest& /*req*/) { return grpc::Status::OK; },
+        Answer<v1::ListRulesResponse>(
+            std::move(reply), [](const std::string& request_id, v1::ListRulesResponse& resp) {
+              return JsonResponse(ToJson(resp), request_id);
+            }));
+  };
+  router.Add(std::move(rules));
+}
+
+}  // namespace axqc::server::http

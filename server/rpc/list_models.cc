@@ -1,0 +1,60 @@
+// ListModels: the latest verdict per model (sha256) from the request history.
+#include <google/protobuf/util/time_util.h>
+
+#include <boost/asio/post.hpp>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "request_validation.h"
+#include "rpc/handlers.h"
+
+namespace axqc::server {
+
+using google::protobuf::util::TimeUtil;
+
+grpc::Status ListModelsRpc::Validate(const Request& req) {
+  if (auto s = ValidateLabels(req.label_filter(), "label_filter"); !s.ok()) return s;
+  if (req.has_since() && (req.since().seconds() < TimeUtil::kTimestampMinSeconds ||
+                          req.since().seconds() > TimeUtil::kTimestampMaxSeconds ||
+                          req.since().nanos() < 0 || req.since().nanos() >= 1000000000)) {
+    return Invalid("since is not a valid timestamp");
+  }
+  if (req.limit() > 1000) return Invalid("limit is at most 1000");
+  return grpc::Status::OK;
+}
+
+void ListModelsRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& call,
+                        const Request& req, Response* /*grpc_resp*/) {
+  ModelsQuery q;
+  q.label_filter =
+      std::map<std::string, std::string>(req.label_filter().begin(), req.label_filter().end());
+  if (req.has_since()) q.since_ms = TimeUtil::TimestampToMilliseconds(req.since());
+  q.limit = req.limit() == 0 ? 100 : req.limit();
+  boost::asio::post(*s.d.io, [&d = s.d, call = call, q = std::move(q)]() {
+    if (call->cancelled.load()) return;
+    std::vector<ModelRow> rows;
+    try {
+      rows = d.store->LatestModels(q);
+    } catch (const StoreError& e) {
+      d.metrics->CountStoreError();
+      call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                std::string("store unavailable: ") + e.what()));
+      return;
+    }
+    for (auto& row : rows) {
+      auto* m = call->response.add_models();
+      m->set_sha256(row.sha256);
+      m->set_name(row.name);
+      m->mutable_labels()->insert(row.labels.begin(), row.labels.end());
+      m->set_verdict(row.verdict);
+      *m->mutable_time() = TimeUtil::MillisecondsToTimestamp(row.time_ms);
+      m->set_errors(row.errors);
+      m->set_warnings(row.warnings);
+      m->set_request_id(row.request_id);
+    }
+    call->Finish(grpc::Status::OK);
+  });
+}
+
+}  // namespace axqc::server
