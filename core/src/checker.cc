@@ -358,16 +358,25 @@ void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
   library_messages("shape inference");
 }
 
-UnitInfo ToInfo(const Unit& u, const GraphIndex& g) {
+// The mode in the ownership map: a quantized unit that owns no Q/DQ is "unquantized".
+std::string ReportedMode(const Unit& u, const Ownership& claims) {
+  if (u.mode == UnitMode::kQuantized && claims.InputBoundary(u.id).empty() &&
+      claims.OutputBoundary(u.id).empty()) {
+    return "unquantized";
+  }
+  return std::string(UnitModeName(u.mode));
+}
+
+UnitInfo ToInfo(const Unit& u, const GraphIndex& g, const Ownership& claims) {
   UnitInfo info;
   info.id = static_cast<std::size_t>(u.id);
   info.kind = u.Kind();
   info.op_type = CleanText(g.node(u.anchor).op_type());
-  info.mode = u.mode;
+  info.mode = ReportedMode(u, claims);
   for (int n : u.nodes) info.nodes.emplace_back(g.NodeName(n));
   for (int n : u.tails) info.nodes.emplace_back(g.NodeName(n));
-  for (int n : u.in_dq) info.input_qdq.emplace_back(g.NodeName(n));
-  for (int n : u.out_q) info.output_qdq.emplace_back(g.NodeName(n));
+  for (int n : claims.InputBoundary(u.id)) info.input_qdq.emplace_back(g.NodeName(n));
+  for (int n : claims.OutputBoundary(u.id)) info.output_qdq.emplace_back(g.NodeName(n));
   for (auto* v : {&info.nodes, &info.input_qdq, &info.output_qdq}) {
     for (auto& name : *v) CleanTextInPlace(name);
   }
@@ -427,7 +436,7 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   CheckQdqNodes(c);
   CheckQdqEdges(c);
   CheckRequantizeUnits(c);
-  CheckPassiveUnits(c);  // before operators: they read the pass-through modes
+  CheckPassiveUnits(c);
   CheckComputeUnits(c);
   CheckReluClip(c);
   CheckPatterns(c);
@@ -437,12 +446,12 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   std::size_t edges = 0, owned = 0;
   for (int dq : q.dq_nodes()) {
     ++edges;
-    if (c.owned_edge[static_cast<std::size_t>(dq)]) ++owned;
+    if (c.claims.OwnsEdgeOf(dq)) ++owned;
   }
   for (int qn : q.q_nodes()) {
     if (q.PairedDq(qn) >= 0) continue;
     ++edges;
-    if (c.owned_edge[static_cast<std::size_t>(qn)]) ++owned;
+    if (c.claims.OwnsEdgeOf(qn)) ++owned;
   }
   report.summary.qdq_edges = edges;
   report.summary.owned_qdq_edges = owned;
@@ -491,7 +500,7 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
     }
   }
   if (options.include_units) {
-    for (const auto& u : units.all()) report.units.push_back(ToInfo(u, g));
+    for (const auto& u : units.all()) report.units.push_back(ToInfo(u, g, c.claims));
   }
   for (const auto& u : units.all()) {
     report.summary.units_by_kind[u.Kind()]++;

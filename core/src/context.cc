@@ -64,70 +64,11 @@ std::vector<Finding> Emitter::Take(std::vector<int>* primary_nodes) {
   return v;
 }
 
-namespace {
-std::uint64_t BoundaryKey(int unit, bool is_q, int node) {
-  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(unit)) << 33) |
-         (static_cast<std::uint64_t>(is_q) << 32) | static_cast<std::uint32_t>(node);
-}
-}  // namespace
-
-Context::Context(const GraphIndex& gi, const QuantTable& qt, Units& u, Emitter& e, bool cv)
-    : g(gi), q(qt), units(u), out(e), check_value(cv) {
-  claimed.assign(static_cast<std::size_t>(g.node_count()), false);
-  owned_edge.assign(static_cast<std::size_t>(g.node_count()), false);
+Context::Context(const GraphIndex& gi, const QuantTable& qt, const Units& u, Emitter& e, bool cv)
+    : g(gi), q(qt), units(u), out(e), check_value(cv), claims(qt, gi.node_count(), u.all().size()) {
   topo_pos.assign(static_cast<std::size_t>(g.node_count()), 0);
   for (std::size_t i = 0; i < g.topo_order().size(); ++i) {
     topo_pos[static_cast<std::size_t>(g.topo_order()[i])] = static_cast<int>(i);
-  }
-}
-
-void Context::ClaimDq(int dq, int unit) {
-  if (!q.IsDQ(dq)) return;
-  claimed[static_cast<std::size_t>(dq)] = true;
-  owned_edge[static_cast<std::size_t>(dq)] = true;
-  int qn = -1;
-  if (q.SourceOf(dq, &qn) == DqSource::kPairedQ && qn >= 0)
-    claimed[static_cast<std::size_t>(qn)] = true;
-  if (unit >= 0 && unit_boundaries.insert(BoundaryKey(unit, false, dq)).second) {
-    units.all()[static_cast<std::size_t>(unit)].in_dq.push_back(dq);
-  }
-}
-
-void Context::Touch(int dq) {
-  if (!q.IsDQ(dq)) return;
-  claimed[static_cast<std::size_t>(dq)] = true;
-  int qn = -1;
-  if (q.SourceOf(dq, &qn) == DqSource::kPairedQ && qn >= 0)
-    claimed[static_cast<std::size_t>(qn)] = true;
-}
-
-void Context::Explain(int node) {
-  if (q.IsDQ(node)) {
-    Touch(node);
-  } else if (q.IsQ(node)) {
-    claimed[static_cast<std::size_t>(node)] = true;
-    if (int dq = q.PairedDq(node); dq >= 0) claimed[static_cast<std::size_t>(dq)] = true;
-  }
-}
-
-bool Context::EdgeOwned(int node) const {
-  if (q.IsDQ(node)) return owned_edge[static_cast<std::size_t>(node)];
-  if (!q.IsQ(node)) return false;
-  const int dq = q.PairedDq(node);
-  return owned_edge[static_cast<std::size_t>(dq >= 0 ? dq : node)];
-}
-
-void Context::ClaimQ(int qn, int unit) {
-  if (!q.IsQ(qn)) return;
-  claimed[static_cast<std::size_t>(qn)] = true;
-  owned_edge[static_cast<std::size_t>(qn)] = true;
-  int dq = q.PairedDq(qn);
-  if (dq >= 0) {
-    claimed[static_cast<std::size_t>(dq)] = true;
-    owned_edge[static_cast<std::size_t>(dq)] = true;
-  }
-  if (unit >= 0 && unit_boundaries.insert(BoundaryKey(unit, true, qn)).second) {
-    units.all()[static_cast<std::size_t>(unit)].out_q.push_back(qn);
   }
 }
 

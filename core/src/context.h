@@ -1,11 +1,10 @@
 // Shared state of the rule stage: the indexes built by earlier stages, the finding emitter and
-// the record of which Q/DQ nodes each rule claimed as a boundary (for closure, 2.3).
+// the record of which Q/DQ nodes each rule claimed (Ownership, for closure, 2.3).
 #pragma once
 
 #include <set>
 #include <string>
 #include <tuple>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -13,6 +12,7 @@
 #include "axqc/report.h"
 #include "graph_index.h"
 #include "optable.h"
+#include "ownership.h"
 #include "quant.h"
 #include "rules.h"
 #include "units.h"
@@ -55,30 +55,20 @@ struct Context {
   const onnx::ModelProto* model = nullptr;  // for model-local functions (reading 11)
   const GraphIndex& g;
   const QuantTable& q;
-  Units& units;
+  const Units& units;  // units and modes: decided before the rules, read-only here
   Emitter& out;
   bool check_value;
-  std::vector<bool> claimed;     // Q/DQ node -> has a purpose
-  std::vector<bool> owned_edge;  // DQ node -> its edge is owned by an operator/pattern rule
+  Ownership claims;  // what the rules claim (Q/DQ with a purpose, owned edges, boundaries)
   std::vector<int> topo_pos;
-  // (unit, kind, node) already in a unit's in_dq / out_q: keeps claiming O(1) for nodes with
-  // tens of thousands of inputs (a linear search made that quadratic).
-  std::unordered_set<std::uint64_t> unit_boundaries;
 
-  Context(const GraphIndex& gi, const QuantTable& qt, Units& u, Emitter& e, bool cv);
-  // Marks a DQ (and its paired Q) as a boundary owned by an operator or pattern rule.
-  void ClaimDq(int dq, int unit);
-  // Marks a DQ and its paired Q as explained by a finding (no orphan report), without making
-  // it an owned quantization edge.
-  void Touch(int dq);
-  // Marks a Q (and its paired DQ) as an output boundary of a unit.
-  void ClaimQ(int q, int unit);
-  // Marks a Q or DQ node and the other end of its edge as explained by a finding that names it
-  // (no orphan report), without making the edge owned.
-  void Explain(int node);
-  // Whether the Q/DQ edge that `node` (a Q or a DQ) belongs to is owned by an operator or
-  // pattern rule: a DQ's own edge, a Q's paired DQ edge (or the Q itself when it has no pair).
-  bool EdgeOwned(int node) const;
+  Context(const GraphIndex& gi, const QuantTable& qt, const Units& u, Emitter& e, bool cv);
+  // Shorthands for the claims every rule makes (see Ownership).
+  void ClaimDq(int dq, int unit) { claims.ClaimDq(dq, unit); }
+  void ClaimQ(int qn, int unit) { claims.ClaimQ(qn, unit); }
+  void Touch(int dq) { claims.Touch(dq); }
+  void Explain(int node) { claims.Explain(node); }
+  bool EdgeOwned(int node) const { return claims.EdgeOwned(node); }
+  const Unit& UnitAt(int unit) const { return units.all()[static_cast<std::size_t>(unit)]; }
   std::string Name(int node) const { return std::string(g.NodeName(node)); }
   const std::string& Op(int node) const { return g.node(node).op_type(); }
 };

@@ -382,43 +382,4 @@ int GraphIndex::OutputId(int node, int slot) const {
              : -1;
 }
 
-int GraphIndex::Producer(std::string_view t) const { return ProducerOf(TensorId(t)); }
-
-std::span<const Use> GraphIndex::Consumers(std::string_view t) const {
-  const int id = TensorId(t);
-  if (id < 0) return {};
-  return ConsumersOf(id);
-}
-
-const onnx::TensorProto* GraphIndex::Initializer(std::string_view t) const {
-  const int id = TensorId(t);
-  return id < 0 ? nullptr : InitializerOf(id);
-}
-
-bool GraphIndex::IsGraphInput(std::string_view t) const {
-  const int id = TensorId(t);
-  return id >= 0 && tensors_[static_cast<std::size_t>(id)].input;
-}
-
-bool GraphIndex::IsGraphOutput(std::string_view t) const {
-  const int id = TensorId(t);
-  return id >= 0 && tensors_[static_cast<std::size_t>(id)].output;
-}
-
-const TensorType* GraphIndex::Type(std::string_view t) const {
-  const int id = TensorId(t);
-  return id < 0 ? nullptr : TypeOf(id);
-}
-
-int GraphIndex::ElemType(std::string_view t) const {
-  const auto* tt = Type(t);
-  return tt ? tt->elem_type : 0;
-}
-
-std::optional<std::vector<std::int64_t>> GraphIndex::Dims(std::string_view t) const {
-  const auto* tt = Type(t);
-  if (tt == nullptr || !tt->has_shape) return std::nullopt;
-  return tt->dims;
-}
-
 }  // namespace axqc::detail

@@ -92,7 +92,9 @@ class GraphIndex {
   std::span<const int> InputIds(int node) const;
   std::span<const int> OutputIds(int node) const;
 
-  // By id; -1 (an omitted name) has no producer, consumers, initializer or type.
+  // By id; -1 (an omitted name) has no producer, consumers, initializer or type. These are the
+  // only accessors: a caller with a name looks its id up once with TensorId (or takes it from a
+  // node's slot with InputId / OutputId) and keeps the id.
   int ProducerOf(int id) const {
     return id < 0 ? -1 : tensors_[static_cast<std::size_t>(id)].producer;
   }
@@ -100,9 +102,12 @@ class GraphIndex {
   const onnx::TensorProto* InitializerOf(int id) const {
     return id < 0 ? nullptr : tensors_[static_cast<std::size_t>(id)].init;
   }
+  // Type info from value_info / inputs / outputs / initializers (after inference); 0 / nullopt
+  // when unknown. Shape dims: rank and dims, -1 for an unknown dim.
   const TensorType* TypeOf(int id) const;
   int ElemTypeOf(int id) const;
   std::optional<std::vector<std::int64_t>> DimsOf(int id) const;
+  // A graph input that no initializer backs.
   bool IsGraphInputId(int id) const {
     return id >= 0 && tensors_[static_cast<std::size_t>(id)].input;
   }
@@ -112,18 +117,6 @@ class GraphIndex {
   // The id of a node's input/output slot, -1 when out of range or omitted.
   int InputId(int node, int slot) const;
   int OutputId(int node, int slot) const;
-
-  // By name. -1 when the tensor has no producer node.
-  int Producer(std::string_view tensor) const;
-  std::span<const Use> Consumers(std::string_view tensor) const;
-  const onnx::TensorProto* Initializer(std::string_view tensor) const;
-  bool IsGraphInput(std::string_view tensor) const;  // excludes initializer-backed inputs
-  bool IsGraphOutput(std::string_view tensor) const;
-  // Type info from value_info / inputs / outputs / initializers (after inference).
-  const TensorType* Type(std::string_view tensor) const;
-  int ElemType(std::string_view tensor) const;
-  // Shape dims if known (rank and dims; -1 for unknown dims).
-  std::optional<std::vector<std::int64_t>> Dims(std::string_view tensor) const;
 
   const ExternalDataReader* external() const { return ext_; }
 

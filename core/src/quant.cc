@@ -70,8 +70,8 @@ bool IsQdqOp(const onnx::NodeProto& n, std::string_view op) { return IsOnnxOp(n,
 std::optional<std::vector<std::int64_t>> ReadIntChain(const GraphIndex& g, std::string_view t,
                                                       int depth = 0) {
   if (depth > 16 || t.empty()) return std::nullopt;
-  if (const auto* init = g.Initializer(t)) return ReadInts(*init, g.external());
-  int p = g.Producer(t);
+  if (const auto* init = g.InitializerOf(g.TensorId(t))) return ReadInts(*init, g.external());
+  int p = g.ProducerOf(g.TensorId(t));
   if (p < 0) return std::nullopt;
   const auto& n = g.node(p);
   if ((n.op_type() == "Identity" || n.op_type() == "Cast") && n.input_size() >= 1) {
@@ -86,8 +86,8 @@ std::optional<std::vector<std::int64_t>> ReadIntChain(const GraphIndex& g, std::
 }
 
 std::optional<std::vector<double>> ReadFloatDirect(const GraphIndex& g, std::string_view t) {
-  if (const auto* init = g.Initializer(t)) return ReadFloats(*init, g.external());
-  int p = g.Producer(t);
+  if (const auto* init = g.InitializerOf(g.TensorId(t))) return ReadFloats(*init, g.external());
+  int p = g.ProducerOf(g.TensorId(t));
   if (p >= 0 && g.node(p).op_type() == "Constant") {
     if (const auto* a = FindAttr(g.node(p), "value"); a && a->has_t()) {
       return ReadFloats(a->t(), g.external());
@@ -217,8 +217,8 @@ bool QuantTable::IsDQ(int node) const {
   return p && !p->is_q;
 }
 
-int QuantTable::DqProducing(std::string_view tensor) const {
-  int p = g_.Producer(tensor);
+int QuantTable::DqProducing(int tensor) const {
+  int p = g_.ProducerOf(tensor);
   return IsDQ(p) ? p : -1;
 }
 

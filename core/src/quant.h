@@ -79,8 +79,8 @@ class QuantTable {
   const QuantParams* Of(int node) const;  // nullptr when the node is not Q/DQ
   bool IsQ(int node) const;
   bool IsDQ(int node) const;
-  // The DQ producing `tensor`, or -1.
-  int DqProducing(std::string_view tensor) const;
+  // The DQ producing the tensor with id `tensor` (GraphIndex::TensorId), or -1.
+  int DqProducing(int tensor) const;
   // For a DQ: the source of its integer input and, for kPairedQ, the Q node.
   DqSource SourceOf(int dq, int* q = nullptr) const;
   // For a Q: its paired DQ (the unique DQ consumer), or -1.

@@ -27,6 +27,20 @@ std::string_view UnitKindName(UnitKind k) {
   return "?";
 }
 
+std::string_view UnitModeName(UnitMode m) {
+  switch (m) {
+    case UnitMode::kNone:
+      return "";
+    case UnitMode::kQuantized:
+      return "quantized";
+    case UnitMode::kNonQuant:
+      return "non_quant";
+    case UnitMode::kNativeInt:
+      return "native_int";
+  }
+  return "";
+}
+
 std::string Unit::Kind() const {
   std::string k(UnitKindName(kind));
   if (!pattern.empty()) k += ":" + pattern;
@@ -49,6 +63,47 @@ bool ComputesOnIntegers(const GraphIndex& g, int node, const OpSpec& spec) {
     if (spec.InputRole(static_cast<int>(s)) == InRole::kData && integer(ins[s])) return true;
   }
   return false;
+}
+
+UnitMode DecideMode(const GraphIndex& g, const QuantTable& q, const Unit& u) {
+  const auto& anchor = g.node(u.anchor);
+  const auto* spec = FindOp(anchor.op_type(), anchor.domain());
+  // A DQ on the data input of `node` (the first input) decides pass-through and mixed units.
+  auto dq_fed = [&](const onnx::NodeProto& node) {
+    if (node.input_size() == 0) return UnitMode::kNonQuant;
+    return q.DqProducing(g.TensorId(node.input(0))) >= 0 ? UnitMode::kQuantized
+                                                         : UnitMode::kNonQuant;
+  };
+  switch (u.kind) {
+    case UnitKind::kRequantize:
+      return UnitMode::kQuantized;
+    case UnitKind::kPassive:
+      return dq_fed(g.node(u.nodes.front()));
+    case UnitKind::kPattern:
+      return UnitMode::kQuantized;
+    case UnitKind::kOp:
+      break;
+    default:
+      return UnitMode::kNone;
+  }
+  if (spec == nullptr) return UnitMode::kNone;
+  switch (spec->cls) {
+    case OpClass::kMixed:
+      if (anchor.input_size() == 0 || anchor.output_size() == 0) return UnitMode::kNone;
+      return dq_fed(anchor);
+    case OpClass::kQuantOnly: {
+      // Native integer: the operator's data output is a known non-float tensor (the unit exists
+      // only when the operator has a native-integer mode, see the single-operator step).
+      if (anchor.output_size() == 0 || anchor.output(0).empty()) return UnitMode::kQuantized;
+      const int et = g.ElemTypeOf(g.TensorId(anchor.output(0)));
+      return et != 0 && !IsFloatType(et) ? UnitMode::kNativeInt : UnitMode::kQuantized;
+    }
+    case OpClass::kReluLike:
+      return anchor.input_size() == 0 || anchor.output_size() == 0 ? UnitMode::kNone
+                                                                   : UnitMode::kQuantized;
+    default:
+      return UnitMode::kNone;
+  }
 }
 
 int Units::NewUnit(UnitKind kind, int anchor) {
@@ -181,7 +236,7 @@ Units::Units(const GraphIndex& g, const QuantTable& q) {
     if (ru < 0 || units_[static_cast<std::size_t>(ru)].kind != UnitKind::kOp) continue;
     const auto* spec = FindOp(g.node(i).op_type(), g.node(i).domain());
     if (!spec || spec->cls != OpClass::kReluLike || !TailCandidate(g, q, i, nullptr)) continue;
-    int p = g.Producer(g.node(i).input(0));
+    int p = g.ProducerOf(g.TensorId(g.node(i).input(0)));
     int pu = unit_of_[static_cast<std::size_t>(p)];
     if (pu < 0 || is_tail_[static_cast<std::size_t>(p)]) continue;
     auto& owner = units_[static_cast<std::size_t>(pu)];
@@ -217,6 +272,9 @@ Units::Units(const GraphIndex& g, const QuantTable& q) {
   for (auto& u : unit_of_) {
     if (u >= 0) u = remap[static_cast<std::size_t>(u)];
   }
+
+  // 6. Modes, once, from the formed units.
+  for (auto& u : units_) u.mode = DecideMode(g, q, u);
 }
 
 }  // namespace axqc::detail

@@ -1,7 +1,8 @@
-// Stage 4: group nodes into units. Patterns of the pattern table first (patterns/patterns.h;
-// largest wins, ties that overlap are ambiguous), then requantize Identities, passive
-// pass-through subgraphs, single-operator units, and finally Relu/Clip fusion tails attached to
-// the compute unit that feeds them.
+// Stage 4: group nodes into units and decide each unit's mode; the result is immutable for the
+// rules (they read it and record their Q/DQ claims in checks' Ownership, never in a Unit). Patterns
+// of the pattern table first (patterns/patterns.h; largest wins, ties that overlap are ambiguous),
+// then requantize Identities, passive pass-through subgraphs, single-operator units, and finally
+// Relu/Clip fusion tails attached to the compute unit that feeds them.
 #pragma once
 
 #include <string>
@@ -27,6 +28,20 @@ enum class UnitKind : std::uint8_t {
 };
 std::string_view UnitKindName(UnitKind k);
 
+// How a unit computes, decided once from the graph when units are formed (the last step of
+// grouping) and only read by the rules: a quantized unit checks its Q/DQ boundary, a
+// non-quantized one (no DQ on its data input: pass-through and mixed operators, 5.9-5.11) is
+// left alone, a native-integer one computes on integer data (5.5, 5.12, reading 8).
+enum class UnitMode : std::uint8_t {
+  kNone,       // units no operator rule checks (non-quant, uncovered, unsupported, Constant)
+  kQuantized,  // "quantized"
+  kNonQuant,   // "non_quant"
+  kNativeInt,  // "native_int"
+};
+// The name in reports; a quantized unit that owns no Q/DQ is reported as "unquantized" (see
+// ReportedMode in checker.cc).
+std::string_view UnitModeName(UnitMode m);
+
 struct Unit {
   int id = 0;
   UnitKind kind = UnitKind::kOp;
@@ -36,9 +51,8 @@ struct Unit {
   std::vector<int> nodes;                     // main nodes, topological order
   std::vector<int> tails;                     // Relu/Clip fusion tails owned by this unit
   std::vector<std::string_view> outputs;      // designated data outputs (pattern Y, tail outputs)
-  std::string mode;               // "quantized", "non_quant", "native_int" (set by rules)
-  std::vector<int> in_dq, out_q;  // boundary Q/DQ claimed by the rules
-  std::string Kind() const;       // "op", "pattern:silu", "passive", ...
+  UnitMode mode = UnitMode::kNone;
+  std::string Kind() const;  // "op", "pattern:silu", "passive", ...
 };
 
 struct AmbiguousOverlap {
@@ -49,7 +63,6 @@ class Units {
  public:
   Units(const GraphIndex& g, const QuantTable& q);
   const std::vector<Unit>& all() const { return units_; }
-  std::vector<Unit>& all() { return units_; }
   // -1 for Q/DQ nodes.
   int UnitOf(int node) const { return unit_of_[static_cast<std::size_t>(node)]; }
   bool IsTail(int node) const { return is_tail_[static_cast<std::size_t>(node)]; }
@@ -77,6 +90,11 @@ bool HasNativeIntegerMode(std::string_view op_type);
 // True when a quant-only or Relu/Clip operator computes on integer data: a data input or its
 // first output has a known element type that is not floating point.
 bool ComputesOnIntegers(const GraphIndex& g, int node, const OpSpec& spec);
+// The mode of a formed unit (see UnitMode): requantize units are quantized; passive groups and
+// mixed operators when a DQ feeds their (root's) data input; compute units (quant-only operators,
+// patterns) native-integer when a single operator's data output is an integer tensor, else
+// quantized; standalone Relu/Clip quantized.
+UnitMode DecideMode(const GraphIndex& g, const QuantTable& q, const Unit& u);
 
 // First data output of a node whose consumers include `consumer`.
 bool IsSignedOutputQ(const GraphIndex& g, const QuantTable& q, std::string_view tensor);

@@ -46,7 +46,7 @@ void SameParameterChains(Context& c) {
   const auto& topo = c.g.topo_order();
   for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
     const int dq = *it;
-    if (!c.q.IsDQ(dq) || c.owned_edge[static_cast<std::size_t>(dq)]) continue;
+    if (!c.q.IsDQ(dq) || c.claims.OwnsEdgeOf(dq)) continue;
     const auto* d = c.q.Of(dq);
     for (const auto& use : c.g.ConsumersOf(d->y_id)) {
       if (!c.q.IsQ(use.node) || use.slot != 0 || !c.EdgeOwned(use.node)) continue;
@@ -84,7 +84,7 @@ void SameParameterChains(Context& c) {
         break;
       }
       if (CompareRequantize(*d, *c.q.Of(q2)).what.empty()) {
-        c.owned_edge[static_cast<std::size_t>(dq)] = true;
+        c.claims.MarkEdgeOwned(dq);
       }
       c.Explain(dq);  // different parameters: qdq/requantize-identity names it
       break;
@@ -203,12 +203,12 @@ void CheckClosure(Context& c) {
   }
 
   for (int node : c.g.topo_order()) {
-    if (!c.q.Of(node) || c.claimed[static_cast<std::size_t>(node)]) continue;
+    if (!c.q.Of(node) || c.claims.Claimed(node)) continue;
     const auto* p = c.q.Of(node);
     // An unclaimed Q -> DQ edge is reported once, on its DQ.
     if (p->is_q) {
       const int dq = c.q.PairedDq(node);
-      if (dq >= 0 && !c.claimed[static_cast<std::size_t>(dq)]) continue;
+      if (dq >= 0 && !c.claims.Claimed(dq)) continue;
     }
     std::string what;
     if (p->is_q) {
@@ -233,11 +233,6 @@ void CheckClosure(Context& c) {
                 .message = what + "; the Q/DQ has no purpose in any rule",
                 .group_key = p->is_q ? "Q without purpose" : "DQ without purpose",
                 .tensors = {std::string(p->is_q ? p->x : p->y)}});
-  }
-
-  // The ownership map calls a unit quantized only when it owns Q/DQ.
-  for (auto& u : c.units.all()) {
-    if (u.mode == "quantized" && u.in_dq.empty() && u.out_q.empty()) u.mode = "unquantized";
   }
 }
 

@@ -8,13 +8,6 @@ namespace axqc::detail {
 
 namespace {
 
-bool IsNative(const Context& c, int node) {
-  const auto& n = c.g.node(node);
-  if (n.output_size() == 0 || n.output(0).empty()) return false;
-  int et = c.g.ElemType(n.output(0));
-  return et != 0 && !IsFloatType(et);
-}
-
 void CheckGemmForm(Context& c, int node) {
   const auto& n = c.g.node(node);
   const auto ta = AttrInt(n, "transA").value_or(0);
@@ -41,7 +34,8 @@ void CheckGrid(Context& c, int unit, int node) {
   const auto& n = c.g.node(node);
   if (n.input_size() < 2 || n.input(1).empty()) return;
   const auto& t = n.input(1);
-  int dq = c.q.DqProducing(t);
+  const int tid = c.g.InputId(node, 1);
+  int dq = c.q.DqProducing(tid);
   const std::string who = "GridSample '" + c.Name(node) + "'";
   if (dq >= 0) {
     c.ClaimDq(dq, unit);
@@ -69,7 +63,7 @@ void CheckGrid(Context& c, int unit, int node) {
                 .group_key = "static GridSample grid not an initializer",
                 .tensors = {t},
                 .more_nodes = {k}});
-  } else if (const auto* init = c.g.Initializer(t); init && !IsFloatType(init->data_type())) {
+  } else if (const auto* init = c.g.InitializerOf(tid); init && !IsFloatType(init->data_type())) {
     c.out.Emit({.rule = rules::kQdqConstForm,
                 .node = node,
                 .message = "grid '" + t + "' of " + who +
@@ -83,7 +77,8 @@ void CheckExponent(Context& c, int node) {
   const auto& n = c.g.node(node);
   if (n.input_size() < 2 || n.input(1).empty()) return;
   const auto& t = n.input(1);
-  int dq = c.q.DqProducing(t);
+  const int tid = c.g.InputId(node, 1);
+  int dq = c.q.DqProducing(tid);
   const int k = ConstantProducer(c, t);
   if (dq >= 0) {
     c.Touch(dq);
@@ -183,15 +178,11 @@ void CheckNode(Context& c, const Unit& u, int node,
 }  // namespace
 
 void CheckComputeUnits(Context& c) {
-  for (auto& u : c.units.all()) {
+  for (const auto& u : c.units.all()) {
     if (u.kind != UnitKind::kOp && u.kind != UnitKind::kPattern) continue;
     const auto* anchor = FindOp(c.Op(u.anchor), c.g.node(u.anchor).domain());
     if (u.kind == UnitKind::kOp && (!anchor || anchor->cls != OpClass::kQuantOnly)) continue;
-    if (u.kind == UnitKind::kOp && IsNative(c, u.anchor)) {
-      u.mode = "native_int";
-      continue;
-    }
-    u.mode = "quantized";
+    if (u.mode == UnitMode::kNativeInt) continue;  // 5.5, 5.12: no Q/DQ boundary to check
     // Tensors produced inside the unit are internal edges, not boundaries.
     std::unordered_set<std::string_view> internal;
     for (int node : u.nodes) {
@@ -200,7 +191,7 @@ void CheckComputeUnits(Context& c) {
     for (int node : u.nodes) CheckNode(c, u, node, internal);
     // Designated outputs of main nodes (tails are checked by the Relu/Clip rules).
     for (auto out : u.outputs) {
-      int p = c.g.Producer(out);
+      int p = c.g.ProducerOf(c.g.TensorId(out));
       if (p < 0 || c.units.IsTail(p)) continue;
       CheckOutputQuantized(c, u.id, p, out, rules::kOpOutputNotQuantized);
     }

@@ -21,7 +21,7 @@ void CheckOnnxBase(Context& c, const std::vector<bool>& declared) {
     for (int k = 0; k < n.output_size(); ++k) {
       const auto& o = n.output(k);
       const int id = ids[static_cast<std::size_t>(k)];
-      if (id < 0 || c.g.IsGraphOutput(o)) continue;
+      if (id < 0 || c.g.IsGraphOutputId(c.g.TensorId(o))) continue;
       if (!declared[static_cast<std::size_t>(id)]) {
         c.out.Emit({.rule = rules::kOnnxValueInfoMissing,
                     .node = i,

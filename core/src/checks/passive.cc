@@ -173,19 +173,11 @@ void CheckSplitExits(Context& c, int entry_dq, const std::vector<Exit>& exits, i
   }
 }
 
-void CheckPassiveUnit(Context& c, Unit& u) {
+void CheckPassiveUnit(Context& c, const Unit& u) {
   const int root = u.nodes.front();
   const auto& rn = c.g.node(root);
-  if (rn.input_size() == 0) {
-    u.mode = "non_quant";
-    return;
-  }
-  const int entry_dq = c.q.DqProducing(rn.input(0));
-  if (entry_dq < 0) {
-    u.mode = "non_quant";
-    return;
-  }
-  u.mode = "quantized";
+  if (u.mode != UnitMode::kQuantized) return;
+  const int entry_dq = c.q.DqProducing(c.g.TensorId(rn.input(0)));
   c.ClaimDq(entry_dq, u.id);
   const auto* entry = c.q.Of(entry_dq);
   std::unordered_set<int> members(u.nodes.begin(), u.nodes.end());
@@ -209,13 +201,14 @@ void CheckPassiveUnit(Context& c, Unit& u) {
       split = node;
       downstream.insert(node);
     } else if (n.input_size() > 0) {
-      int p = c.g.Producer(n.input(0));
+      int p = c.g.ProducerOf(c.g.TensorId(n.input(0)));
       if (downstream.contains(p)) downstream.insert(node);
     }
     if (per_channel) {
       Axis in{entry->axis_norm, -1};
       if (n.input_size() > 0) {
-        if (auto it = axis_of.find(c.g.Producer(n.input(0))); it != axis_of.end()) in = it->second;
+        if (auto it = axis_of.find(c.g.ProducerOf(c.g.TensorId(n.input(0)))); it != axis_of.end())
+          in = it->second;
       }
       Axis out = in;
       if (in.axis) {
@@ -229,7 +222,7 @@ void CheckPassiveUnit(Context& c, Unit& u) {
       const auto& o = n.output(s);
       if (o.empty() || !spec || spec->OutputRole(s) != OutRole::kData) continue;
       const std::string who = n.op_type() + " '" + c.Name(node) + "'";
-      if (c.g.IsGraphOutput(o)) {
+      if (c.g.IsGraphOutputId(c.g.TensorId(o))) {
         c.out.Emit({.rule = rules::kOpPassiveParams,
                     .node = node,
                     .message = "quantized pass-through output '" + o + "' of " + who +
@@ -242,7 +235,7 @@ void CheckPassiveUnit(Context& c, Unit& u) {
       }
       // Every consumer outside the unit that is not a Q is named, each node once.
       std::vector<int> unquantized;
-      for (const auto& use : c.g.Consumers(o)) {
+      for (const auto& use : c.g.ConsumersOf(c.g.TensorId(o))) {
         if (members.contains(use.node)) continue;
         if (c.q.IsQ(use.node) && use.slot == 0) {
           c.ClaimQ(use.node, u.id);
@@ -309,21 +302,17 @@ void CheckPassiveUnit(Context& c, Unit& u) {
   }
 }
 
-void CheckTopK(Context& c, Unit& u) {
+void CheckTopK(Context& c, const Unit& u) {
   const int node = u.anchor;
   const auto& n = c.g.node(node);
   if (n.input_size() == 0 || n.output_size() == 0) return;
-  const int dq = c.q.DqProducing(n.input(0));
-  if (dq < 0) {
-    u.mode = "non_quant";
-    return;
-  }
-  u.mode = "quantized";
+  if (u.mode != UnitMode::kQuantized) return;
+  const int dq = c.q.DqProducing(c.g.TensorId(n.input(0)));
   c.ClaimDq(dq, u.id);
   const auto* in = c.q.Of(dq);
   const auto& values = n.output(0);
   if (values.empty()) return;
-  if (c.g.IsGraphOutput(values)) {
+  if (c.g.IsGraphOutputId(c.g.TensorId(values))) {
     c.out.Emit({.rule = rules::kOpPassiveParams,
                 .node = node,
                 .message = "Values '" + values + "' of TopK '" + c.Name(node) +
@@ -333,7 +322,7 @@ void CheckTopK(Context& c, Unit& u) {
                 .tensors = {values}});
   }
   std::vector<int> unquantized;  // consumers without Q/DQ, each node once
-  for (const auto& use : c.g.Consumers(values)) {
+  for (const auto& use : c.g.ConsumersOf(c.g.TensorId(values))) {
     if (!c.q.IsQ(use.node) || use.slot != 0) {
       if (unquantized.empty() || unquantized.back() != use.node) unquantized.push_back(use.node);
       continue;
@@ -367,7 +356,7 @@ void CheckTopK(Context& c, Unit& u) {
 }  // namespace
 
 void CheckPassiveUnits(Context& c) {
-  for (auto& u : c.units.all()) {
+  for (const auto& u : c.units.all()) {
     if (u.kind == UnitKind::kPassive) {
       CheckPassiveUnit(c, u);
     } else if (u.kind == UnitKind::kOp) {
@@ -378,14 +367,13 @@ void CheckPassiveUnits(Context& c) {
 }
 
 void CheckRequantizeUnits(Context& c) {
-  for (auto& u : c.units.all()) {
+  for (const auto& u : c.units.all()) {
     if (u.kind != UnitKind::kRequantize) continue;
-    u.mode = "quantized";
     const int node = u.anchor;
     const auto& n = c.g.node(node);
-    int dq = c.q.DqProducing(n.input(0));
+    int dq = c.q.DqProducing(c.g.TensorId(n.input(0)));
     c.ClaimDq(dq, u.id);
-    for (const auto& use : c.g.Consumers(n.output(0))) {
+    for (const auto& use : c.g.ConsumersOf(c.g.TensorId(n.output(0)))) {
       c.ClaimQ(use.node, u.id);
       const auto* a = c.q.Of(dq);
       const auto* b = c.q.Of(use.node);

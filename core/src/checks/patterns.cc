@@ -15,7 +15,7 @@ void CheckPatterns(Context& c) {
         if (o.empty() || designated.contains(o)) continue;
         const std::string where =
             "inside the " + u.pattern + " pattern at " + c.Op(node) + " '" + c.Name(node) + "'";
-        if (c.g.IsGraphOutput(o)) {
+        if (c.g.IsGraphOutputId(c.g.TensorId(o))) {
           c.out.Emit({.rule = rules::kPatternInternalEscape,
                       .node = node,
                       .message = "internal tensor '" + o + "' " + where + " is a graph output",
@@ -23,7 +23,7 @@ void CheckPatterns(Context& c) {
                       .tensors = {o}});
         }
         std::vector<int> outside;  // non-Q consumers outside the pattern, each node once
-        for (const auto& use : c.g.Consumers(o)) {
+        for (const auto& use : c.g.ConsumersOf(c.g.TensorId(o))) {
           if (c.units.UnitOf(use.node) == u.id) continue;  // a member or one of its tails
           if (c.q.IsQ(use.node)) {
             c.Explain(use.node);  // named by this finding, not an orphan

@@ -11,10 +11,11 @@ void CheckBounds(Context& c, int node) {
   if (n.op_type() != "Clip") return;
   for (int s = 1; s <= 2 && s < n.input_size(); ++s) {
     const auto& t = n.input(s);
+    const int tid = c.g.InputId(node, s);
     if (t.empty()) continue;
-    const auto* init = c.g.Initializer(t);
+    const auto* init = c.g.InitializerOf(tid);
     if (init && init->data_type() == onnx::TensorProto::FLOAT) continue;
-    int dq = c.q.DqProducing(t);
+    int dq = c.q.DqProducing(tid);
     if (dq >= 0) c.Touch(dq);  // reported here (and named), not as orphan
     // Reading 13: a bound from a Constant node is static, not dynamic; say so and name it.
     const int k = ConstantProducer(c, t);
@@ -42,7 +43,7 @@ void CheckOutput(Context& c, int unit, int node, bool tail) {
   const bool relu = n.op_type() == "Relu";
   const std::string who = n.op_type() + " '" + c.Name(node) + "'";
   const std::string form = tail ? "fusion tail" : "standalone";
-  if (c.g.IsGraphOutput(out)) {
+  if (c.g.IsGraphOutputId(c.g.TensorId(out))) {
     c.out.Emit({.rule = rules::kOpReluForm,
                 .node = node,
                 .message = who + " (" + form + ") output '" + out +
@@ -51,7 +52,7 @@ void CheckOutput(Context& c, int unit, int node, bool tail) {
                 .tensors = {out}});
   }
   std::vector<int> unquantized;  // consumers without Q/DQ, each node once
-  for (const auto& use : c.g.Consumers(out)) {
+  for (const auto& use : c.g.ConsumersOf(c.g.TensorId(out))) {
     if (!c.q.IsQ(use.node) || use.slot != 0) {
       if (unquantized.empty() || unquantized.back() != use.node) unquantized.push_back(use.node);
       continue;
@@ -103,7 +104,7 @@ void CheckOutput(Context& c, int unit, int node, bool tail) {
 }  // namespace
 
 void CheckReluClip(Context& c) {
-  for (auto& u : c.units.all()) {
+  for (const auto& u : c.units.all()) {
     for (int tail : u.tails) {
       CheckBounds(c, tail);
       CheckOutput(c, u.id, tail, true);
@@ -116,14 +117,15 @@ void CheckReluClip(Context& c) {
     CheckBounds(c, node);
     if (n.input_size() == 0 || n.output_size() == 0) continue;
     const auto& in = n.input(0);
-    // Integer data made the unit uncovered (no native-integer mode for Relu/Clip, reading 8).
-    u.mode = "quantized";
+    const int in_id = c.g.InputId(node, 0);
+    // Integer data made the unit uncovered (no native-integer mode for Relu/Clip, reading 8):
+    // a standalone Relu/Clip unit is quantized.
     const std::string who = n.op_type() + " '" + c.Name(node) + "'";
-    int dq = c.q.DqProducing(in);
+    int dq = c.q.DqProducing(in_id);
     if (dq >= 0) {
       CheckDataInput(c, u.id, node, 0, *spec);
     } else {
-      int p = c.g.Producer(in);
+      int p = c.g.ProducerOf(in_id);
       const bool sym = IsSignedOutputQ(c.g, c.q, n.output(0));
       std::string why;
       if (sym) {

@@ -5,22 +5,23 @@
 namespace axqc::detail {
 
 bool IsFloatTensor(const Context& c, std::string_view t) {
-  int et = c.g.ElemType(t);
+  int et = c.g.ElemTypeOf(c.g.TensorId(t));
   return et == 0 || IsFloatType(et);
 }
 
 std::string SourceText(const Context& c, std::string_view t) {
-  if (const auto* init = c.g.Initializer(t)) {
+  const int tid = c.g.TensorId(t);
+  if (const auto* init = c.g.InitializerOf(tid)) {
     return ElemTypeName(init->data_type()) + " initializer '" + std::string(t) + "'";
   }
-  if (c.g.IsGraphInput(t)) return "graph input '" + std::string(t) + "'";
-  int p = c.g.Producer(t);
+  if (c.g.IsGraphInputId(tid)) return "graph input '" + std::string(t) + "'";
+  int p = c.g.ProducerOf(tid);
   if (p >= 0) return c.Op(p) + " '" + c.Name(p) + "' (tensor '" + std::string(t) + "')";
   return "'" + std::string(t) + "' (no producer)";
 }
 
 int ConstantProducer(const Context& c, std::string_view t) {
-  const int p = c.g.Producer(t);
+  const int p = c.g.ProducerOf(c.g.TensorId(t));
   if (p < 0) return -1;
   const auto& n = c.g.node(p);
   return IsOnnxOp(n, "Constant") ? p : -1;
@@ -41,7 +42,7 @@ std::vector<int> Nodes(std::initializer_list<int> nodes) {
 }
 
 bool FromQuantizedPassive(const Context& c, std::string_view t) {
-  int p = c.g.Producer(t);
+  int p = c.g.ProducerOf(c.g.TensorId(t));
   if (p < 0) return false;
   int u = c.units.UnitOf(p);
   if (u < 0) return false;
@@ -49,7 +50,7 @@ bool FromQuantizedPassive(const Context& c, std::string_view t) {
   return (unit.kind == UnitKind::kPassive || unit.kind == UnitKind::kRequantize ||
           (unit.kind == UnitKind::kOp && FindOp(c.Op(unit.anchor), "") &&
            FindOp(c.Op(unit.anchor), "")->cls == OpClass::kMixed)) &&
-         unit.mode == "quantized";
+         unit.mode == UnitMode::kQuantized;
 }
 
 namespace {
@@ -92,7 +93,7 @@ void ActivationType(Context& c, int node, int dq, const QuantParams& p, const Op
                 .more_nodes = {node}});
   }
   if (Info(*p.qtype).bits == 4) {
-    auto dims = c.g.Dims(tensor);
+    auto dims = c.g.DimsOf(c.g.TensorId(tensor));
     if (dims && dims->size() >= 2 && (*dims)[1] > 0 && (*dims)[1] % 2 == 1) {
       c.out.Emit({.rule = rules::kRoleInt4Channels,
                   .node = dq,
@@ -139,18 +140,19 @@ bool AllConsumersTakeU4(const Context& c, int dq) {
 
 const QuantParams* CheckDataInput(Context& c, int unit, int node, int slot, const OpSpec& spec) {
   const auto& t = c.g.node(node).input(slot);
-  int dq = c.q.DqProducing(t);
+  const int tid = c.g.InputId(node, slot);
+  int dq = c.q.DqProducing(tid);
   if (dq >= 0) {
     c.ClaimDq(dq, unit);
     const auto* p = c.q.Of(dq);
     ActivationType(c, node, dq, *p, spec, t);
     return p;
   }
-  if (!IsFloatTensor(c, t) && !c.g.Initializer(t)) return nullptr;  // native-typed data
+  if (!IsFloatTensor(c, t) && !c.g.InitializerOf(tid)) return nullptr;  // native-typed data
   if (FromQuantizedPassive(c, t)) return nullptr;  // reported as op/passive-params at the exit
   const std::string who = c.Op(node) + " '" + c.Name(node) + "'";
-  int prod = c.g.Producer(t);
-  if (const auto* init = c.g.Initializer(t)) {
+  int prod = c.g.ProducerOf(tid);
+  if (const auto* init = c.g.InitializerOf(tid)) {
     const bool fp = IsFloatType(init->data_type());
     c.out.Emit({.rule = rules::kQdqConstForm,
                 .node = node,
@@ -226,10 +228,11 @@ const QuantParams* CheckWeight(Context& c, int unit, int node, const OpSpec& spe
   const auto& n = c.g.node(node);
   if (n.input_size() < 2 || n.input(1).empty()) return nullptr;
   const auto& t = n.input(1);
+  const int tid = c.g.InputId(node, 1);
   const std::string who = c.Op(node) + " '" + c.Name(node) + "'";
-  int dq = c.q.DqProducing(t);
+  int dq = c.q.DqProducing(tid);
   if (dq < 0) {
-    const auto* init = c.g.Initializer(t);
+    const auto* init = c.g.InitializerOf(tid);
     const int k = ConstantProducer(c, t);
     if (init || k >= 0) {
       c.out.Emit(
@@ -254,7 +257,7 @@ const QuantParams* CheckWeight(Context& c, int unit, int node, const OpSpec& spe
   }
   c.ClaimDq(dq, unit);
   const auto* p = c.q.Of(dq);
-  auto wdims = c.g.Dims(t);
+  auto wdims = c.g.DimsOf(tid);
   std::int64_t group = AttrInt(n, "group").value_or(1);
   std::int64_t out_ch = -1;
   if (wdims && wdims->size() >= 2) {
@@ -331,10 +334,11 @@ void CheckBias(Context& c, int unit, int node, const OpSpec& spec, const QuantPa
   const auto& n = c.g.node(node);
   if (n.input_size() < 3 || n.input(2).empty()) return;
   const auto& t = n.input(2);
+  const int tid = c.g.InputId(node, 2);
   const std::string who = c.Op(node) + " '" + c.Name(node) + "'";
-  int dq = c.q.DqProducing(t);
+  int dq = c.q.DqProducing(tid);
   if (dq < 0) {
-    const auto* init = c.g.Initializer(t);
+    const auto* init = c.g.InitializerOf(tid);
     if (init && init->data_type() == onnx::TensorProto::FLOAT) return;  // direct FP32 bias
     if (FromQuantizedPassive(c, t)) return;
     c.out.Emit({.rule = rules::kQdqConstForm,
@@ -373,7 +377,7 @@ void CheckBias(Context& c, int unit, int node, const OpSpec& spec, const QuantPa
                 .more_nodes = {node}});
   }
   // Reading 10: also a one-channel bias must be per-channel (a [1] scale with axis=0).
-  auto bdims = c.g.Dims(t);
+  auto bdims = c.g.DimsOf(tid);
   const bool one = bdims && bdims->size() == 1 && (*bdims)[0] == 1;
   if (b->granularity == Granularity::kPerTensor) {
     c.out.Emit({.rule = rules::kRoleBiasType,
@@ -429,9 +433,10 @@ void CheckStaticParam(Context& c, int node, int slot, std::string_view what) {
   const auto& n = c.g.node(node);
   if (slot >= n.input_size() || n.input(slot).empty()) return;
   const auto& t = n.input(slot);
-  const auto* init = c.g.Initializer(t);
+  const int tid = c.g.InputId(node, slot);
+  const auto* init = c.g.InitializerOf(tid);
   if (init && init->data_type() == onnx::TensorProto::FLOAT) return;
-  int dq = c.q.DqProducing(t);
+  int dq = c.q.DqProducing(tid);
   if (dq >= 0) c.Touch(dq);  // reported here (and named), not as orphan
   const int k = ConstantProducer(c, t);
   std::string from = dq >= 0  ? "DQ '" + c.Name(dq) + "' (parameters are not quantized)"
@@ -447,11 +452,12 @@ void CheckStaticParam(Context& c, int node, int slot, std::string_view what) {
 }
 
 bool CheckOutputQuantized(Context& c, int unit, int node, std::string_view tensor, RuleId rule) {
+  const int tensor_id = c.g.TensorId(tensor);
   bool ok = true;
   const auto& u = c.units.all()[static_cast<std::size_t>(unit)];
   auto inside = [&](int n) { return c.units.UnitOf(n) == u.id; };
   const std::string who = c.Op(node) + " '" + c.Name(node) + "'";
-  if (c.g.IsGraphOutput(tensor)) {
+  if (c.g.IsGraphOutputId(tensor_id)) {
     ok = false;
     c.out.Emit({.rule = rule,
                 .node = node,
@@ -461,7 +467,7 @@ bool CheckOutputQuantized(Context& c, int unit, int node, std::string_view tenso
                 .tensors = {std::string(tensor)}});
   }
   std::vector<int> unquantized;  // each consumer node once
-  for (const auto& use : c.g.Consumers(tensor)) {
+  for (const auto& use : c.g.ConsumersOf(tensor_id)) {
     if (inside(use.node)) continue;
     if (c.q.IsQ(use.node) && use.slot == 0) {
       c.ClaimQ(use.node, unit);

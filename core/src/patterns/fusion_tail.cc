@@ -8,7 +8,7 @@
 namespace axqc::detail {
 
 bool IsSignedOutputQ(const GraphIndex& g, const QuantTable& q, std::string_view tensor) {
-  for (const auto& u : g.Consumers(tensor)) {
+  for (const auto& u : g.ConsumersOf(g.TensorId(tensor))) {
     const auto* p = q.Of(u.node);
     if (p && p->is_q && p->qtype && Info(*p->qtype).is_signed) return true;
   }
@@ -21,7 +21,7 @@ bool TailCandidate(const GraphIndex& g, const QuantTable& q, int relu, std::stri
       n.output_size() < 1) {
     return false;
   }
-  int p = g.Producer(n.input(0));
+  int p = g.ProducerOf(g.TensorId(n.input(0)));
   if (p < 0 || q.Of(p) != nullptr) return false;  // graph input, initializer or DQ: standalone
   if (IsSignedOutputQ(g, q, n.output(0))) {
     if (why) *why = "its output Q/DQ is signed (symmetric form)";

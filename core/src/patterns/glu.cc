@@ -12,13 +12,15 @@ bool MatchGLU(const GraphIndex& g, int m, PatternNodes* out) {
   if (mul.input_size() != 2 || mul.output_size() < 1) return false;
   for (int side = 0; side < 2; ++side) {
     const auto& a = mul.input(side);
-    const int s = g.Producer(mul.input(1 - side));
+    const int aid = g.InputId(m, side);
+    const int s = g.ProducerOf(g.TensorId(mul.input(1 - side)));
     if (s < 0) continue;
     const auto& sig = g.node(s);
     if (!IsOnnxOp(sig, "Sigmoid") || sig.input_size() != 1) continue;
     const auto& b = sig.input(0);
-    const int sp = g.Producer(b);
-    if (sp < 0 || sp != g.Producer(a) || a == b) continue;
+    const int bid = g.InputId(s, 0);
+    const int sp = g.ProducerOf(bid);
+    if (sp < 0 || sp != g.ProducerOf(aid) || a == b) continue;
     const auto& split = g.node(sp);
     if (!IsOnnxOp(split, "Split") || split.output_size() != 2) continue;
     *out = {{sp, s, m}, {mul.output(0)}};

@@ -11,7 +11,8 @@ namespace axqc::detail {
 namespace {
 int Find(std::vector<int>& parent, int x) {
   while (parent[static_cast<std::size_t>(x)] != x) {
-    parent[static_cast<std::size_t>(x)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(x)])];
+    parent[static_cast<std::size_t>(x)] =
+        parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(x)])];
     x = parent[static_cast<std::size_t>(x)];
   }
   return x;
@@ -29,8 +30,9 @@ std::vector<std::vector<int>> GroupPassive(const GraphIndex& g, const std::vecto
   std::iota(parent.begin(), parent.end(), 0);
   for (int i = 0; i < n; ++i) {
     if (!is_passive(i) || g.node(i).input_size() == 0) continue;
-    int p = g.Producer(g.node(i).input(0));
-    if (p != i && is_passive(p)) parent[static_cast<std::size_t>(Find(parent, i))] = Find(parent, p);
+    int p = g.ProducerOf(g.TensorId(g.node(i).input(0)));
+    if (p != i && is_passive(p))
+      parent[static_cast<std::size_t>(Find(parent, i))] = Find(parent, p);
   }
   std::vector<int> group_of(static_cast<std::size_t>(n), -1);
   std::vector<std::vector<int>> groups;

@@ -31,7 +31,7 @@ std::size_t PatternSize(const GraphIndex& g, const std::vector<int>& nodes) {
   std::unordered_set<std::uint64_t> edges;
   for (int n : nodes) {
     for (const auto& in : g.node(n).input()) {
-      const int p = in.empty() ? -1 : g.Producer(in);
+      const int p = in.empty() ? -1 : g.ProducerOf(g.TensorId(in));
       if (p >= 0 && members.contains(p)) {
         edges.insert((static_cast<std::uint64_t>(static_cast<std::uint32_t>(p)) << 32) |
                      static_cast<std::uint32_t>(n));
