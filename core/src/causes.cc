@@ -239,6 +239,8 @@ class Causes {
 
  private:
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  static constexpr std::size_t kMaxFanOut = 256;
+  static constexpr std::size_t kMaxAtNode = 1024;
 
   bool IsOp(int n, std::string_view op) const { return n >= 0 && IsOnnxOp(g_.node(n), op); }
   int Out0(int n) const { return g_.OutputId(n, 0); }
@@ -320,7 +322,10 @@ class Causes {
     switch (rel) {
       case R::kSameNode:
         if (pc < 0 || pc != pk) return false;
-        return !same_rule || (k < c && SameTensor0(k, c));
+        // The same rule twice at one node: about one tensor, or about the one edge of a Q/DQ
+        // node (its float input seen by the producer, its output by the consumer).
+        return !same_rule || (k < c && (SameTensor0(k, c) || IsOp(pc, "DequantizeLinear") ||
+                                        IsOp(pc, "QuantizeLinear")));
       case R::kSameEdge:
         if (pc < 0 || pk < 0 || pc == pk) return false;
         for (const int t : tensors_[c]) {
@@ -380,7 +385,11 @@ class Causes {
       out.push_back(g_.ProducerOf(t));
       out.push_back(SourceThroughIdentity(t));
       out.push_back(ThroughPassThrough(t));
-      for (const auto& u : Uses(t)) out.push_back(u.node);
+      // The other end of an edge; a tensor with a huge fan-out is skipped (hostile models).
+      const auto uses = Uses(t);
+      if (uses.size() <= kMaxFanOut) {
+        for (const auto& u : uses) out.push_back(u.node);
+      }
     }
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -397,7 +406,10 @@ class Causes {
           if (n < 0) continue;
           auto it = at_.find(n);
           if (it == at_.end()) continue;
-          for (const std::size_t k : it->second) {
+          // At most kMaxAtNode findings of one node are looked at (hostile models).
+          const std::size_t n_at = std::min(it->second.size(), kMaxAtNode);
+          for (std::size_t a = 0; a < n_at; ++a) {
+            const std::size_t k = it->second[a];
             if (k == c || fs_[k].rule != link.cause.id() || cause_[k] == c) continue;
             if (k < best && Holds(link.relation, k, c)) best = k;
           }
@@ -655,6 +667,7 @@ class Causes {
       int parts = 0;
       for (const auto& u : Uses(x)) {
         if (u.slot == 0 && (IsOp(u.node, "Slice") || IsOp(u.node, "Gather"))) ++parts;
+        if (parts >= 2) break;
       }
       if (parts >= 2) return true;
     }
