@@ -8,8 +8,8 @@ import enum
 import json
 import os
 from dataclasses import dataclass
-from typing import (Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Protocol, Tuple,
-                    Union)
+from typing import (Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Protocol, Set,
+                    Tuple, Union)
 
 from . import _native
 from ._errors import InputError, NonConformantError
@@ -343,7 +343,7 @@ class Report:
         by_id = {f.id: f for f in fs if f.id}
 
         def leads(f: Finding) -> bool:
-            seen = set()
+            seen: Set[str] = set()
             while f.cause is not None and f.cause not in seen:
                 seen.add(f.cause)
                 if f.cause == finding.id:
