@@ -150,6 +150,16 @@ int OccurrenceTable::Find(std::string_view name) const {
 // rest works on dense ids.
 GraphIndex::GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext)
     : g_(g), ext_(ext) {
+  NameNodes();
+  const DeclaredIds declared = InternTensors();
+  RecordTensors(declared);
+  BuildConsumers(ImplicitUses());
+  SortTopologically();
+}
+
+// Display names: the node's name, or "<op_type>#<index>" when unnamed or duplicated.
+void GraphIndex::NameNodes() {
+  const auto& g = g_;
   const int n = g.node_size();
   const auto un = static_cast<std::size_t>(n);
   names_.reserve(un);
@@ -169,8 +179,12 @@ GraphIndex::GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext)
       names_.push_back(name);
     }
   }
+}
 
-  // Intern every tensor name; node inputs/outputs are recorded by id (CSR by node).
+// Intern every tensor name; node inputs/outputs are recorded by id (CSR by node).
+GraphIndex::DeclaredIds GraphIndex::InternTensors() {
+  const auto& g = g_;
+  const auto un = static_cast<std::size_t>(g.node_size());
   std::size_t io = 0;
   for (const auto& node : g.node()) {
     io += static_cast<std::size_t>(node.input_size() + node.output_size());
@@ -179,7 +193,8 @@ GraphIndex::GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext)
                                                  g.value_info_size() + g.output_size());
   ids_.Reserve(declared + io / 2);
   occ_.Reserve(declared + io);
-  std::vector<int> init_ids, input_ids, vi_ids, output_ids;
+  DeclaredIds d;
+  auto& [init_ids, input_ids, vi_ids, output_ids] = d;
   init_ids.reserve(static_cast<std::size_t>(g.initializer_size()));
   for (const auto& t : g.initializer()) init_ids.push_back(Intern(t.name()));
   for (const auto& vi : g.input()) input_ids.push_back(Intern(vi.name()));
@@ -196,7 +211,15 @@ GraphIndex::GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext)
     for (const auto& o : node.output()) io_.push_back(o.empty() ? -1 : Intern(o));
   }
   io_begin_.push_back(static_cast<std::uint32_t>(io_.size()));
+  return d;
+}
 
+// Initializers, graph inputs and outputs, declared types (value_info, inputs, outputs,
+// initializers) and the producer of each tensor.
+void GraphIndex::RecordTensors(const DeclaredIds& d) {
+  const auto& g = g_;
+  const int n = g.node_size();
+  const auto& [init_ids, input_ids, vi_ids, output_ids] = d;
   const auto nt = static_cast<std::size_t>(ids_.size());
   tensors_.resize(nt);
   types_.resize(nt);
@@ -244,8 +267,13 @@ GraphIndex::GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext)
       }
     }
   }
+}
 
-  // Implicit uses by subgraphs (If/Loop/Scan bodies reading outer-scope tensors).
+// Implicit uses by subgraphs (If/Loop/Scan bodies reading outer-scope tensors): (node, tensor id),
+// in node order.
+std::vector<std::pair<int, int>> GraphIndex::ImplicitUses() const {
+  const auto& g = g_;
+  const int n = g.node_size();
   std::vector<std::pair<int, int>> implicit;  // (node, tensor id), in node order
   for (int i = 0; i < n; ++i) {
     for (const auto& a : g.node(i).attribute()) {
@@ -262,8 +290,13 @@ GraphIndex::GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext)
       }
     }
   }
+  return implicit;
+}
 
-  // Consumers, grouped by tensor in node order (regular inputs, then implicit uses, per node).
+// Consumers, grouped by tensor in node order (regular inputs, then implicit uses, per node).
+void GraphIndex::BuildConsumers(const std::vector<std::pair<int, int>>& implicit) {
+  const int n = g_.node_size();
+  const auto nt = static_cast<std::size_t>(ids_.size());
   std::vector<std::uint32_t> count(nt + 1, 0);
   for (int i = 0; i < n; ++i) {
     for (int id : InputIds(i)) {
@@ -290,8 +323,12 @@ GraphIndex::GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext)
       uses_[e.uses_end++] = {i, -1};
     }
   }
+}
 
-  // Kahn's algorithm; nodes on cycles are appended in file order.
+// Kahn's algorithm; nodes on cycles are appended in file order.
+void GraphIndex::SortTopologically() {
+  const int n = g_.node_size();
+  const auto un = static_cast<std::size_t>(n);
   std::vector<int> indeg(un, 0);
   for (int i = 0; i < n; ++i) {
     for (int id : InputIds(i)) {

@@ -135,6 +135,16 @@ class GraphIndex {
   NameTable ids_;
   OccurrenceTable occ_;
   int Intern(std::string_view occurrence);  // ids_ + occ_
+  // Construction steps, in order.
+  struct DeclaredIds {
+    std::vector<int> initializers, inputs, value_info, outputs;  // ids in declaration order
+  };
+  void NameNodes();
+  DeclaredIds InternTensors();
+  void RecordTensors(const DeclaredIds& d);
+  std::vector<std::pair<int, int>> ImplicitUses() const;
+  void BuildConsumers(const std::vector<std::pair<int, int>>& implicit);
+  void SortTopologically();
   std::vector<Tensor> tensors_;
   std::vector<TensorType> types_;         // by id; meaningful when Tensor::typed
   std::vector<Use> uses_;                 // consumers, grouped by tensor

@@ -131,8 +131,18 @@ Units::Units(const GraphIndex& g, const QuantTable& q) {
   for (int i = 0; i < n; ++i) {
     if (q.Of(i)) free[static_cast<std::size_t>(i)] = false;
   }
+  FormPatterns(g, topo_pos, free);
+  FormRequantize(g, q, free);
+  FormPassive(g, free);
+  FormSingleOperators(g, free);
+  AttachFusionTails(g, q);
+  for (auto& u : units_) u.mode = DecideMode(g, q, u);  // 6. modes, once
+}
 
-  // 1. Patterns: largest first; equal-size overlapping maxima are ambiguous (6.1).
+// 1. Patterns: largest first; equal-size overlapping maxima are ambiguous (6.1).
+void Units::FormPatterns(const GraphIndex& g, const std::vector<int>& topo_pos,
+                         std::vector<bool>& free) {
+  const int n = g.node_count();
   std::vector<PatternMatch> matches = MatchPatterns(g);
   std::stable_sort(matches.begin(), matches.end(), [&](const auto& a, const auto& b) {
     if (a.size != b.size) return a.size > b.size;
@@ -167,8 +177,10 @@ Units::Units(const GraphIndex& g, const QuantTable& q) {
       free[static_cast<std::size_t>(node)] = false;
     }
   }
+}
 
-  // 2. Requantize Identities (6.7).
+// 2. Requantize Identities (6.7).
+void Units::FormRequantize(const GraphIndex& g, const QuantTable& q, std::vector<bool>& free) {
   for (int i : g.topo_order()) {
     if (!free[static_cast<std::size_t>(i)] || !IsRequantizeIdentity(g, q, i)) continue;
     int id = NewUnit(UnitKind::kRequantize, i);
@@ -177,8 +189,10 @@ Units::Units(const GraphIndex& g, const QuantTable& q) {
     unit_of_[static_cast<std::size_t>(i)] = id;
     free[static_cast<std::size_t>(i)] = false;
   }
+}
 
-  // 3. Passive pass-through subgraphs (5.10, 6.6) and Split patterns (5.11).
+// 3. Passive pass-through subgraphs (5.10, 6.6) and Split patterns (5.11).
+void Units::FormPassive(const GraphIndex& g, std::vector<bool>& free) {
   for (auto& group : GroupPassive(g, free)) {
     int id = NewUnit(UnitKind::kPassive, group.front());
     auto& u = units_[static_cast<std::size_t>(id)];
@@ -189,8 +203,10 @@ Units::Units(const GraphIndex& g, const QuantTable& q) {
     }
     u.nodes = std::move(group);
   }
+}
 
-  // 4. Single operators.
+// 4. Single operators.
+void Units::FormSingleOperators(const GraphIndex& g, std::vector<bool>& free) {
   for (int i : g.topo_order()) {
     if (!free[static_cast<std::size_t>(i)]) continue;
     const auto& node = g.node(i);
@@ -228,15 +244,18 @@ Units::Units(const GraphIndex& g, const QuantTable& q) {
     unit_of_[static_cast<std::size_t>(i)] = id;
     free[static_cast<std::size_t>(i)] = false;
   }
+}
 
-  // 5. Relu/Clip fusion tails: attach to the non-passive quantized compute unit feeding them.
+// 5. Relu/Clip fusion tails: attach to the non-passive quantized compute unit feeding them, then
+// drop the merged units and renumber.
+void Units::AttachFusionTails(const GraphIndex& g, const QuantTable& q) {
   std::vector<bool> dead(units_.size(), false);
   for (int i : g.topo_order()) {
     int ru = unit_of_[static_cast<std::size_t>(i)];
     if (ru < 0 || units_[static_cast<std::size_t>(ru)].kind != UnitKind::kOp) continue;
     const auto* spec = FindOp(g.node(i).op_type(), g.node(i).domain());
     if (!spec || spec->cls != OpClass::kReluLike || !TailCandidate(g, q, i, nullptr)) continue;
-    int p = g.ProducerOf(g.TensorId(g.node(i).input(0)));
+    int p = g.ProducerOf(g.InputId(i, 0));
     int pu = unit_of_[static_cast<std::size_t>(p)];
     if (pu < 0 || is_tail_[static_cast<std::size_t>(p)]) continue;
     auto& owner = units_[static_cast<std::size_t>(pu)];
@@ -272,9 +291,6 @@ Units::Units(const GraphIndex& g, const QuantTable& q) {
   for (auto& u : unit_of_) {
     if (u >= 0) u = remap[static_cast<std::size_t>(u)];
   }
-
-  // 6. Modes, once, from the formed units.
-  for (auto& u : units_) u.mode = DecideMode(g, q, u);
 }
 
 }  // namespace axqc::detail

@@ -70,6 +70,12 @@ class Units {
 
  private:
   int NewUnit(UnitKind kind, int anchor);
+  // Grouping steps, in order; `free` marks nodes no unit owns yet.
+  void FormPatterns(const GraphIndex& g, const std::vector<int>& topo_pos, std::vector<bool>& free);
+  void FormRequantize(const GraphIndex& g, const QuantTable& q, std::vector<bool>& free);
+  void FormPassive(const GraphIndex& g, std::vector<bool>& free);
+  void FormSingleOperators(const GraphIndex& g, std::vector<bool>& free);
+  void AttachFusionTails(const GraphIndex& g, const QuantTable& q);
   std::vector<Unit> units_;
   std::vector<int> unit_of_;
   std::vector<bool> is_tail_;

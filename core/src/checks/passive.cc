@@ -175,9 +175,8 @@ void CheckSplitExits(Context& c, int entry_dq, const std::vector<Exit>& exits, i
 
 void CheckPassiveUnit(Context& c, const Unit& u) {
   const int root = u.nodes.front();
-  const auto& rn = c.g.node(root);
   if (u.mode != UnitMode::kQuantized) return;
-  const int entry_dq = c.q.DqProducing(c.g.TensorId(rn.input(0)));
+  const int entry_dq = c.q.DqProducing(c.g.InputId(root, 0));
   c.ClaimDq(entry_dq, u.id);
   const auto* entry = c.q.Of(entry_dq);
   std::unordered_set<int> members(u.nodes.begin(), u.nodes.end());
@@ -201,13 +200,13 @@ void CheckPassiveUnit(Context& c, const Unit& u) {
       split = node;
       downstream.insert(node);
     } else if (n.input_size() > 0) {
-      int p = c.g.ProducerOf(c.g.TensorId(n.input(0)));
+      int p = c.g.ProducerOf(c.g.InputId(node, 0));
       if (downstream.contains(p)) downstream.insert(node);
     }
     if (per_channel) {
       Axis in{entry->axis_norm, -1};
       if (n.input_size() > 0) {
-        if (auto it = axis_of.find(c.g.ProducerOf(c.g.TensorId(n.input(0)))); it != axis_of.end())
+        if (auto it = axis_of.find(c.g.ProducerOf(c.g.InputId(node, 0))); it != axis_of.end())
           in = it->second;
       }
       Axis out = in;
@@ -307,7 +306,7 @@ void CheckTopK(Context& c, const Unit& u) {
   const auto& n = c.g.node(node);
   if (n.input_size() == 0 || n.output_size() == 0) return;
   if (u.mode != UnitMode::kQuantized) return;
-  const int dq = c.q.DqProducing(c.g.TensorId(n.input(0)));
+  const int dq = c.q.DqProducing(c.g.InputId(node, 0));
   c.ClaimDq(dq, u.id);
   const auto* in = c.q.Of(dq);
   const auto& values = n.output(0);
@@ -371,7 +370,7 @@ void CheckRequantizeUnits(Context& c) {
     if (u.kind != UnitKind::kRequantize) continue;
     const int node = u.anchor;
     const auto& n = c.g.node(node);
-    int dq = c.q.DqProducing(c.g.TensorId(n.input(0)));
+    int dq = c.q.DqProducing(c.g.InputId(node, 0));
     c.ClaimDq(dq, u.id);
     for (const auto& use : c.g.ConsumersOf(c.g.TensorId(n.output(0)))) {
       c.ClaimQ(use.node, u.id);

@@ -8,7 +8,7 @@ namespace axqc::detail {
 bool MatchConvBN(const GraphIndex& g, int b, PatternNodes* out) {
   const auto& bn = g.node(b);
   if (bn.input_size() < 1 || bn.output_size() < 1) return false;
-  const int c = g.ProducerOf(g.TensorId(bn.input(0)));
+  const int c = g.ProducerOf(g.InputId(b, 0));
   if (c < 0) return false;
   const auto& conv = g.node(c);
   if (!IsOnnxOp(conv, "Conv") && !IsOnnxOp(conv, "ConvTranspose")) return false;

@@ -21,7 +21,7 @@ bool TailCandidate(const GraphIndex& g, const QuantTable& q, int relu, std::stri
       n.output_size() < 1) {
     return false;
   }
-  int p = g.ProducerOf(g.TensorId(n.input(0)));
+  int p = g.ProducerOf(g.InputId(relu, 0));
   if (p < 0 || q.Of(p) != nullptr) return false;  // graph input, initializer or DQ: standalone
   if (IsSignedOutputQ(g, q, n.output(0))) {
     if (why) *why = "its output Q/DQ is signed (symmetric form)";

@@ -13,7 +13,7 @@ bool MatchGLU(const GraphIndex& g, int m, PatternNodes* out) {
   for (int side = 0; side < 2; ++side) {
     const auto& a = mul.input(side);
     const int aid = g.InputId(m, side);
-    const int s = g.ProducerOf(g.TensorId(mul.input(1 - side)));
+    const int s = g.ProducerOf(g.InputId(m, 1 - side));
     if (s < 0) continue;
     const auto& sig = g.node(s);
     if (!IsOnnxOp(sig, "Sigmoid") || sig.input_size() != 1) continue;

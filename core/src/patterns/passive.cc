@@ -30,7 +30,7 @@ std::vector<std::vector<int>> GroupPassive(const GraphIndex& g, const std::vecto
   std::iota(parent.begin(), parent.end(), 0);
   for (int i = 0; i < n; ++i) {
     if (!is_passive(i) || g.node(i).input_size() == 0) continue;
-    int p = g.ProducerOf(g.TensorId(g.node(i).input(0)));
+    int p = g.ProducerOf(g.InputId(i, 0));
     if (p != i && is_passive(p))
       parent[static_cast<std::size_t>(Find(parent, i))] = Find(parent, p);
   }

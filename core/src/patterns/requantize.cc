@@ -9,7 +9,7 @@ bool IsRequantizeIdentity(const GraphIndex& g, const QuantTable& q, int node) {
   if (!IsOnnxOp(n, "Identity") || n.input_size() != 1 || n.output_size() != 1) {
     return false;
   }
-  if (q.DqProducing(g.TensorId(n.input(0))) < 0) return false;
+  if (q.DqProducing(g.InputId(node, 0)) < 0) return false;
   const auto& out = n.output(0);
   if (g.IsGraphOutputId(g.TensorId(out))) return false;
   const auto& uses = g.ConsumersOf(g.TensorId(out));

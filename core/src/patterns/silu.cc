@@ -10,7 +10,7 @@ bool MatchSiLU(const GraphIndex& g, int m, PatternNodes* out) {
   if (mul.input_size() != 2 || mul.output_size() < 1) return false;
   for (int side = 0; side < 2; ++side) {
     const auto& x = mul.input(side);
-    const int s = g.ProducerOf(g.TensorId(mul.input(1 - side)));
+    const int s = g.ProducerOf(g.InputId(m, 1 - side));
     if (s < 0 || s == m) continue;
     const auto& sig = g.node(s);
     if (!IsOnnxOp(sig, "Sigmoid") || sig.input_size() != 1 || sig.input(0) != x || x.empty()) {
