@@ -21,6 +21,15 @@ void FindingToProto(const Finding& f, v1::Finding* out) {
     v->set_value(value);
   }
   out->set_fingerprint(f.fingerprint);
+  out->set_id(f.id);
+  out->set_cause(f.cause);
+  if (!f.hint.id.empty()) {
+    auto* h = out->mutable_hint();
+    h->set_id(f.hint.id);
+    h->set_title(f.hint.title);
+    h->set_text(f.hint.text);
+    h->set_rewrite(f.hint.rewrite);
+  }
 }
 
 Finding FindingFromProto(const v1::Finding& f) {
@@ -35,6 +44,14 @@ Finding FindingFromProto(const v1::Finding& f) {
   out.tensors.assign(f.tensors().begin(), f.tensors().end());
   for (const auto& v : f.values()) out.values.emplace_back(v.name(), v.value());
   out.fingerprint = f.fingerprint();
+  out.id = f.id();
+  out.cause = f.cause();
+  if (f.has_hint()) {
+    out.hint.id = f.hint().id();
+    out.hint.title = f.hint().title();
+    out.hint.text = f.hint().text();
+    out.hint.rewrite = f.hint().rewrite();
+  }
   return out;
 }
 
@@ -137,6 +154,7 @@ void ToProto(const Report& r, v1::Report* out) {
   MapToProto(r.summary.errors_by_op, s->mutable_errors_by_op());
   s->set_qdq_edges(r.summary.qdq_edges);
   s->set_owned_qdq_edges(r.summary.owned_qdq_edges);
+  s->set_causes(r.summary.causes);
 
   for (const auto& f : r.findings) FindingToProto(f, out->add_findings());
   for (const auto& g : r.groups) {
@@ -196,6 +214,7 @@ Report FromProto(const v1::Report& p) {
   r.summary.errors_by_op = MapFromProto(s.errors_by_op());
   r.summary.qdq_edges = s.qdq_edges();
   r.summary.owned_qdq_edges = s.owned_qdq_edges();
+  r.summary.causes = s.causes();
 
   r.findings.reserve(static_cast<std::size_t>(p.findings_size()));
   for (const auto& f : p.findings()) r.findings.push_back(FindingFromProto(f));

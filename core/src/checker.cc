@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "causes.h"
 #include "context.h"
 #include "fingerprint.h"
 #include "function_calls.h"
@@ -484,6 +485,7 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
     for (auto& f : found) report.findings.push_back(std::move(f));
   }
   AssignFingerprints(&g, report.findings, primary);
+  AssignCauses(&g, m.proto, report.findings, primary);
   // Every string that can come from the model is cleaned once, here (see CleanText).
   for (auto* s : {&facts.file, &facts.producer_name, &facts.producer_version}) CleanTextInPlace(*s);
   for (auto& op : facts.opsets) CleanTextInPlace(op.first);

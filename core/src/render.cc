@@ -1,5 +1,6 @@
 #include "axqc/render.h"
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -38,6 +39,27 @@ Verdict VerdictFromName(const std::string& s) {
   return Verdict::kNonConformant;
 }
 
+json HintToJson(const Hint& h) {
+  if (h.id.empty()) return nullptr;
+  return {{"id", h.id},
+          {"title", h.title},
+          {"text", h.text},
+          {"rewrite", h.rewrite.empty() ? json(nullptr) : json(h.rewrite)}};
+}
+
+Hint HintFromJson(const json& j) {
+  Hint h;
+  if (!j.is_object()) return h;
+  h.id = j.value("id", "");
+  h.title = j.value("title", "");
+  h.text = j.value("text", "");
+  if (j.contains("rewrite") && j["rewrite"].is_string())
+    h.rewrite = j["rewrite"].get<std::string>();
+  return h;
+}
+
+json OptionalString(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
 // `gate`: the report went through a gate; each finding says how it counts.
 json FindingToJson(const Finding& f, bool gate) {
   json values = json::array();
@@ -50,7 +72,10 @@ json FindingToJson(const Finding& f, bool gate) {
             {"nodes", f.nodes},
             {"tensors", f.tensors},
             {"values", values},
-            {"fingerprint", f.fingerprint}};
+            {"fingerprint", f.fingerprint},
+            {"id", f.id},
+            {"cause", OptionalString(f.cause)},
+            {"hint", HintToJson(f.hint)}};
   if (gate) {
     j["state"] = FindingStateName(f.state);
     if (f.state == FindingState::kWaived) {
@@ -149,6 +174,9 @@ Finding FindingFromJson(const json& j) {
     f.values.emplace_back(v.at("name").get<std::string>(), v.at("value").get<std::string>());
   }
   f.fingerprint = j.value("fingerprint", "");
+  f.id = j.value("id", "");
+  if (j.contains("cause") && j["cause"].is_string()) f.cause = j["cause"].get<std::string>();
+  if (j.contains("hint")) f.hint = HintFromJson(j["hint"]);
   f.state = StateFromName(j.value("state", "counted"));
   if (j.contains("waiver")) {
     f.waiver_reason = j["waiver"].value("reason", "");
@@ -208,7 +236,8 @@ json ReportToJson(const Report& r) {
                 {"dq_count", r.model.dq_count},
                 {"initializer_count", r.model.initializer_count}}},
               {"summary",
-               {{"errors", s.errors},
+               {{"causes", s.causes},
+                {"errors", s.errors},
                 {"warnings", s.warnings},
                 {"infos", s.infos},
                 {"by_rule", s.by_rule},
@@ -236,6 +265,15 @@ class Writer {
 
   void Str(std::string_view s) { out_ += json(s).dump(); }
   void Num(std::size_t n) { out_ += std::to_string(n); }
+  void Null() { out_ += "null"; }
+  // A string, or null when empty.
+  void StrOrNull(std::string_view s) {
+    if (s.empty()) {
+      Null();
+    } else {
+      Str(s);
+    }
+  }
   // Opens an object or array at depth d.
   void Open(char c) { out_ += c; }
   void Close(char c, int d, bool empty) {
@@ -275,10 +313,29 @@ class Writer {
 void WriteFinding(Writer& w, const Finding& f, int d, bool gate) {
   std::size_t k = 0;
   w.Open('{');
+  w.Key("cause", k++, d);
+  w.StrOrNull(f.cause);
   w.Key("fingerprint", k++, d);
   w.Str(f.fingerprint);
   w.Key("group", k++, d);
   w.Str(f.group_key);
+  w.Key("hint", k++, d);
+  if (f.hint.id.empty()) {
+    w.Null();
+  } else {
+    w.Open('{');
+    w.Key("id", 0, d + 1);
+    w.Str(f.hint.id);
+    w.Key("rewrite", 1, d + 1);
+    w.StrOrNull(f.hint.rewrite);
+    w.Key("text", 2, d + 1);
+    w.Str(f.hint.text);
+    w.Key("title", 3, d + 1);
+    w.Str(f.hint.title);
+    w.Close('}', d + 1, false);
+  }
+  w.Key("id", k++, d);
+  w.Str(f.id);
   w.Key("message", k++, d);
   w.Str(f.message);
   w.Key("nodes", k++, d);
@@ -456,8 +513,9 @@ std::string RenderText(const Report& r, const TextOptions& o) {
   std::string verdict(VerdictName(r.verdict));
   for (auto& ch : verdict) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   const auto& s = r.summary;
-  os << bold << r.model.file << reset << ": " << c(vcol) << bold << verdict << reset << "  ("
-     << s.errors << (s.errors == 1 ? " error, " : " errors, ") << s.warnings
+  os << bold << r.model.file << reset << ": " << c(vcol) << bold << verdict << reset << "  (";
+  if (s.causes > 0) os << s.causes << (s.causes == 1 ? " cause; " : " causes; ");
+  os << s.errors << (s.errors == 1 ? " error, " : " errors, ") << s.warnings
      << (s.warnings == 1 ? " warning, " : " warnings, ") << s.infos << " info)"
      << (r.check_value ? "  [check_value on]" : "") << "\n";
   os << "  sha256 " << r.model.sha256 << "  IR " << r.model.ir_version << "  opsets";
@@ -468,48 +526,108 @@ std::string RenderText(const Report& r, const TextOptions& o) {
   os << "\n  nodes " << r.model.node_count << " (Q " << r.model.q_count << ", DQ "
      << r.model.dq_count << "), Q/DQ edges " << s.qdq_edges << " (owned " << s.owned_qdq_edges
      << ")\n";
-  // Gate: waived and baselined findings per group.
-  std::map<std::pair<std::string, std::string>, std::pair<std::size_t, std::size_t>> accepted;
-  if (r.gate.active) {
-    for (const auto& f : r.findings) {
-      auto& a = accepted[{f.rule, f.group_key}];
-      if (f.state == FindingState::kWaived) ++a.first;
-      if (f.state == FindingState::kBaselined) ++a.second;
+  // Root causes first, each with its consequences folded under it (GroupCauses); within a
+  // cause, findings by rule and kind in order of first appearance.
+  std::size_t max_locations = 1;
+  for (const auto& g : r.groups) max_locations = std::max(max_locations, g.first.size());
+  struct Sub {
+    std::string rule;
+    std::string kind;
+    Severity severity = Severity::kInfo;
+    std::vector<std::size_t> at;
+  };
+  auto split = [&](const std::vector<std::size_t>& idx) {
+    std::vector<Sub> subs;
+    std::map<std::pair<std::string, std::string>, std::size_t> where;
+    for (std::size_t i : idx) {
+      const Finding& f = r.findings[i];
+      auto [it, added] = where.emplace(std::make_pair(f.rule, f.group_key), subs.size());
+      if (added) subs.push_back({f.rule, f.group_key, f.severity, {}});
+      subs[it->second].at.push_back(i);
     }
-  }
-  for (const auto& g : r.groups) {
-    const auto* info = FindRule(g.rule);
-    os << "\n"
-       << c(Color(g.severity)) << SeverityName(g.severity) << reset << " " << bold << g.rule
-       << reset << " [" << g.section << "]";
-    if (g.count > 1) os << " x" << g.count;
-    os << ": " << g.summary;
-    if (auto it = accepted.find({g.rule, g.summary}); it != accepted.end()) {
-      const auto [waived, baselined] = it->second;
-      if (waived + baselined == g.count) {
-        os << (waived == g.count      ? "  [waived]"
-               : baselined == g.count ? "  [in the baseline]"
-                                      : "  [waived or in the baseline]");
-      } else if (waived + baselined > 0) {
-        os << "  [" << g.count - waived - baselined << " new";
-        if (waived > 0) os << ", " << waived << " waived";
-        if (baselined > 0) os << ", " << baselined << " in the baseline";
-        os << "]";
-      }
+    return subs;
+  };
+  auto gate_note = [&](const Sub& sub) -> std::string {
+    if (!r.gate.active) return "";
+    std::size_t waived = 0, baselined = 0;
+    for (std::size_t i : sub.at) {
+      waived += r.findings[i].state == FindingState::kWaived ? 1 : 0;
+      baselined += r.findings[i].state == FindingState::kBaselined ? 1 : 0;
+    }
+    const std::size_t n = sub.at.size();
+    if (waived + baselined == 0) return "";
+    if (waived + baselined == n) {
+      return waived == n      ? "  [waived]"
+             : baselined == n ? "  [in the baseline]"
+                              : "  [waived or in the baseline]";
+    }
+    std::string t = "  [" + std::to_string(n - waived - baselined) + " new";
+    if (waived > 0) t += ", " + std::to_string(waived) + " waived";
+    if (baselined > 0) t += ", " + std::to_string(baselined) + " in the baseline";
+    return t + "]";
+  };
+  auto location = [&](const Finding& f, const char* indent) {
+    os << indent << "- " << f.message;
+    if (!f.nodes.empty()) os << "  (node " << f.nodes.front() << ")";
+    if (f.state == FindingState::kWaived) {
+      os << "  [waived: " << f.waiver_reason << " (" << f.waiver_source << ")]";
+    } else if (f.state == FindingState::kBaselined) {
+      os << "  [baseline]";
     }
     os << "\n";
-    for (const auto& f : g.first) {
-      os << "    - " << f.message;
-      if (!f.nodes.empty()) os << "  (node " << f.nodes.front() << ")";
-      if (f.state == FindingState::kWaived) {
-        os << "  [waived: " << f.waiver_reason << " (" << f.waiver_source << ")]";
-      } else if (f.state == FindingState::kBaselined) {
-        os << "  [baseline]";
-      }
-      os << "\n";
+  };
+  // "error RULE [section] xN: kind", then the first `shown` locations under `indent`.
+  auto print_sub = [&](const Sub& sub, const std::string& head, const std::string& indent,
+                       std::size_t shown, const std::string& tail) {
+    const RuleInfo* info = FindRule(sub.rule);
+    const std::string section = info ? std::string(info->section) : r.findings[sub.at[0]].section;
+    os << head << c(Color(sub.severity)) << SeverityName(sub.severity) << reset << " " << bold
+       << sub.rule << reset << " [" << section << "]";
+    if (sub.at.size() > 1) os << " x" << sub.at.size();
+    os << ": " << sub.kind << gate_note(sub) << tail << "\n";
+    for (std::size_t k = 0; k < sub.at.size() && k < shown; ++k) {
+      location(r.findings[sub.at[k]], indent.c_str());
     }
-    if (g.count > g.first.size()) os << "    ... and " << (g.count - g.first.size()) << " more\n";
-    if (info && g.severity != Severity::kInfo) os << "    fix: " << info->fix << "\n";
+    if (sub.at.size() > shown) {
+      os << indent << "... and " << (sub.at.size() - shown) << " more\n";
+    }
+  };
+  const auto causes = GroupCauses(r);
+  std::size_t number = 0;
+  for (const auto& cause : causes) {
+    const bool note = cause.severity == Severity::kInfo;
+    const std::size_t total = cause.roots.size() + cause.consequences.size();
+    std::string counts;
+    if (!cause.consequences.empty()) {
+      counts = "  (" + std::to_string(total) + " findings: " + std::to_string(cause.roots.size()) +
+               " at the root, " + std::to_string(cause.consequences.size()) +
+               (cause.consequences.size() == 1 ? " consequence)" : " consequences)");
+    }
+    const std::string label =
+        note ? std::string("note: ")
+             : "cause " + std::to_string(++number) + " of " + std::to_string(s.causes) + ": ";
+    const auto roots = split(cause.roots);
+    os << "\n";
+    if (cause.hint.id.empty()) {
+      // One rule and kind: the cause is that finding group.
+      print_sub(roots.front(), label, "    ", max_locations, counts);
+    } else {
+      os << label << bold << cause.hint.title << reset << counts << "\n";
+      for (const auto& sub : roots) print_sub(sub, "  ", "    ", max_locations, "");
+    }
+    if (!cause.consequences.empty()) {
+      os << "  caused by it:\n";
+      for (const auto& sub : split(cause.consequences)) print_sub(sub, "    ", "      ", 1, "");
+    }
+    if (!cause.hint.id.empty()) {
+      os << "  hint [" << cause.hint.id << "]: " << cause.hint.text << "\n";
+      if (!cause.hint.rewrite.empty()) {
+        os << "  fix: axqc fix " << r.model.file << " -o FIXED.onnx --only " << cause.hint.rewrite
+           << "\n";
+      }
+    } else if (!note) {
+      if (const auto* info = FindRule(roots.front().rule)) os << "    fix: " << info->fix << "\n";
+    }
   }
   if (!s.units_by_kind.empty()) {
     os << "\n  units:";

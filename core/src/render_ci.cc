@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "axqc/catalog.h"
@@ -417,6 +418,10 @@ json SarifJson(std::span<const Report> reports, std::span<const ModelError> erro
                          {"hashes", {{"sha-256", r.model.sha256}}}});
     const auto occurrences = FingerprintOccurrences(r);
     const bool with_baseline = r.gate.active && !r.gate.baseline.empty();
+    std::map<std::string_view, std::size_t> by_id;  // finding id -> index, for cause links
+    for (std::size_t i = 0; i < r.findings.size(); ++i) {
+      if (!r.findings[i].id.empty()) by_id.emplace(r.findings[i].id, i);
+    }
     for (std::size_t i = 0; i < r.findings.size(); ++i) {
       const Finding& f = r.findings[i];
       if (!rule_index.contains(f.rule)) {
@@ -462,6 +467,33 @@ json SarifJson(std::span<const Report> reports, std::span<const ModelError> erro
                        {"model_sha256", r.model.sha256},
                        {"verdict", VerdictName(r.verdict)}}}};
       if (r.gate.active) result["properties"]["state"] = FindingStateName(f.state);
+      if (!f.id.empty()) result["properties"]["id"] = f.id;
+      if (!f.cause.empty()) {
+        // The finding that causes this one: a property and a related location at its node.
+        result["properties"]["cause"] = f.cause;
+        if (auto it = by_id.find(f.cause); it != by_id.end()) {
+          const Finding& k = r.findings[it->second];
+          json related = {
+              {"id", 1},
+              {"message", {{"text", "caused by " + k.rule + ": " + k.message}}},
+              {"physicalLocation",
+               {{"artifactLocation", {{"uri", r.model.file}, {"index", artifact_index}}}}}};
+          if (!k.nodes.empty()) {
+            related["logicalLocations"] =
+                json::array({{{"name", k.nodes.front()},
+                              {"fullyQualifiedName", r.model.file + "#" + k.nodes.front()},
+                              {"kind", "object"}}});
+          }
+          result["relatedLocations"] = json::array({related});
+        }
+      }
+      if (!f.hint.id.empty()) {
+        result["properties"]["hint"] = {
+            {"id", f.hint.id},
+            {"title", f.hint.title},
+            {"text", f.hint.text},
+            {"rewrite", f.hint.rewrite.empty() ? json(nullptr) : json(f.hint.rewrite)}};
+      }
       if (f.state == FindingState::kWaived) {
         // A waiver of the configuration: an external suppression, accepted, with its reason.
         const auto [file, line] = SplitSource(f.waiver_source);

@@ -1,8 +1,10 @@
+#include "axqc/report.h"
+
 #include <algorithm>
 #include <map>
+#include <string_view>
 #include <tuple>
-
-#include "axqc/report.h"
+#include <unordered_map>
 
 namespace axqc {
 
@@ -41,8 +43,79 @@ void SeverityCounts::Add(Severity s) {
   }
 }
 
+std::vector<std::size_t> RootOfEach(const Report& report) {
+  const auto& fs = report.findings;
+  std::unordered_map<std::string_view, std::size_t> by_id;
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    if (!fs[i].id.empty()) by_id.emplace(fs[i].id, i);
+  }
+  std::vector<std::size_t> root(fs.size());
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    std::size_t at = i;
+    // A chain longer than the report loops; such a finding is its own root.
+    for (std::size_t steps = 0; !fs[at].cause.empty(); ++steps) {
+      auto it = by_id.find(fs[at].cause);
+      if (it == by_id.end() || steps > fs.size()) {
+        at = i;
+        break;
+      }
+      at = it->second;
+    }
+    root[i] = at;
+  }
+  return root;
+}
+
+std::vector<CauseGroup> GroupCauses(const Report& report) {
+  const auto& fs = report.findings;
+  const auto root = RootOfEach(report);
+  std::vector<CauseGroup> out;
+  std::map<std::string, std::size_t> index;
+  std::vector<std::size_t> group_of(fs.size(), 0);
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    if (root[i] != i) continue;
+    const Finding& f = fs[i];
+    std::string key = f.hint.id.empty() ? f.rule + "\n" + f.group_key : f.hint.id;
+    auto [it, added] = index.emplace(key, out.size());
+    if (added) {
+      CauseGroup g;
+      g.key = std::move(key);
+      g.severity = f.severity;
+      g.hint = f.hint;
+      out.push_back(std::move(g));
+    }
+    auto& g = out[it->second];
+    if (static_cast<int>(f.severity) < static_cast<int>(g.severity)) g.severity = f.severity;
+    g.roots.push_back(i);
+    group_of[i] = it->second;
+  }
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    if (root[i] != i) out[group_of[root[i]]].consequences.push_back(i);
+  }
+  std::vector<std::size_t> order(out.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const auto& x = out[a];
+    const auto& y = out[b];
+    if (x.severity != y.severity)
+      return static_cast<int>(x.severity) < static_cast<int>(y.severity);
+    const std::size_t nx = x.roots.size() + x.consequences.size();
+    const std::size_t ny = y.roots.size() + y.consequences.size();
+    if (nx != ny) return nx > ny;
+    return x.roots.front() < y.roots.front();
+  });
+  std::vector<CauseGroup> sorted;
+  sorted.reserve(out.size());
+  for (std::size_t i : order) sorted.push_back(std::move(out[i]));
+  return sorted;
+}
+
 void FinalizeReport(Report& report, std::size_t max_locations) {
   Summary& s = report.summary;
+  s.causes = 0;
+  for (const auto& g : GroupCauses(report)) {
+    if (g.severity != Severity::kInfo) ++s.causes;
+  }
   s.errors = s.warnings = s.infos = 0;
   s.by_rule.clear();
   s.errors_by_op.clear();

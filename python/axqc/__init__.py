@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING
 from . import _native
 from ._errors import Error, InputError, NonConformantError, ServiceError
 from ._fix import FixRefusedError, FixResult, RewriteInfo, RewriteOutcome, fix, rewrites
-from ._report import (Counts, Finding, FindingGroup, ModelFacts, ModelInput, Opset, RemoteInfo,
-                      Report, Rule, Severity, Unit, Value, Verdict, check, rules, to_github,
-                      to_gitlab, to_junit, to_sarif)
+from ._report import (Counts, Finding, FindingGroup, Hint, ModelFacts, ModelInput, Opset,
+                      RemoteInfo, Report, Rule, Severity, Unit, Value, Verdict, check, rules,
+                      to_github, to_gitlab, to_junit, to_sarif)
 from ._version import __version__
 
 #: Version of the rule set (the ax quant spec rule catalog) of this checker; part of every
@@ -61,9 +61,9 @@ def __getattr__(name: str):
 
 __all__ = [
     "Catalog", "Client", "Counts", "Error", "Finding", "FindingGroup", "FixRefusedError",
-    "FixResult", "InputError", "ModelFacts", "ModelInput", "NonConformantError", "ONNX_VERSION",
-    "Opset", "RULE_SET_VERSION", "RemoteInfo", "Report", "RewriteInfo", "RewriteOutcome", "Rule",
-    "RuleCount", "ServiceError", "Severity", "Stats", "Unit", "Value", "Verdict", "VerdictCounts",
+    "FixResult", "Hint", "InputError", "ModelFacts", "ModelInput", "NonConformantError",
+    "ONNX_VERSION", "Opset", "RULE_SET_VERSION", "RemoteInfo", "Report", "RewriteInfo",
+    "RewriteOutcome", "Rule", "RuleCount", "ServiceError", "Severity", "Stats", "Unit", "Value", "Verdict", "VerdictCounts",
     "__version__", "check", "fix", "rewrites", "rules", "to_github", "to_gitlab", "to_junit",
     "to_sarif",
 ]

@@ -8,8 +8,8 @@ import enum
 import json
 import os
 from dataclasses import dataclass
-from typing import (Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Protocol, Tuple,
-                    Union)
+from typing import (Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Protocol, Set,
+                    Tuple, Union)
 
 from . import _native
 from ._errors import InputError, NonConformantError
@@ -64,6 +64,28 @@ class Value(NamedTuple):
 
 
 @dataclass(frozen=True)
+class Hint:
+    """The producer artifact behind a root cause and what to do about it (docs/causes.md)."""
+
+    id: str
+    """Stable ID of the artifact, e.g. ``"qparams-as-numbers"``."""
+    title: str
+    """Short name, e.g. ``"qparams given as Python numbers"``."""
+    text: str
+    """What the producer did and what to change."""
+    rewrite: Optional[str] = None
+    """The ``axqc fix`` rewrite that repairs it (:func:`axqc.fix`), ``None`` when only the producer
+    can."""
+
+    @classmethod
+    def _from(cls, d: Optional[Mapping[str, Any]]) -> Optional["Hint"]:
+        if not d:
+            return None
+        return cls(id=d["id"], title=d.get("title", ""), text=d.get("text", ""),
+                   rewrite=d.get("rewrite"))
+
+
+@dataclass(frozen=True)
 class Finding:
     """One violation (or note) at one place in the graph."""
 
@@ -90,6 +112,18 @@ class Finding:
     docs/report-schema.md, "Fingerprints"). Findings at structurally identical places share it.
     What ``axqc.toml`` waivers (``fingerprint = ...``) and baselines match; ``""`` in reports of
     servers that predate fingerprints."""
+    id: str = ""
+    """``"<fingerprint>:<occurrence>"``: unique within the report and as stable as the
+    fingerprint; what :attr:`cause` of other findings refers to."""
+    cause: Optional[str] = None
+    """The :attr:`id` of the finding that causes this one; ``None`` for a root cause."""
+    hint: Optional[Hint] = None
+    """For a root cause recognised as a producer artifact: what it is and what to do."""
+
+    @property
+    def is_root(self) -> bool:
+        """True when no other finding causes this one."""
+        return self.cause is None
 
     @property
     def node(self) -> Optional[str]:
@@ -103,7 +137,8 @@ class Finding:
                    tensors=tuple(d.get("tensors", ())),
                    values=tuple(Value(v["name"], v["value"]) for v in d.get("values", ())),
                    op_type=d.get("op_type", ""), group=d.get("group", group),
-                   fingerprint=d.get("fingerprint", ""))
+                   fingerprint=d.get("fingerprint", ""), id=d.get("id", ""),
+                   cause=d.get("cause") or None, hint=Hint._from(d.get("hint")))
 
     def __str__(self) -> str:
         where = f" (node {self.node})" if self.node else ""
@@ -176,6 +211,9 @@ class Counts:
     errors_by_op: Dict[str, int]
     qdq_edges: int
     owned_qdq_edges: int
+    causes: int = 0
+    """Root causes among the errors and warnings (findings that no other finding causes; those
+    with one hint count once)."""
 
 
 @dataclass(frozen=True)
@@ -295,6 +333,30 @@ class Report:
         return [f for f in self.findings if f.severity is Severity.INFO]
 
     @property
+    def root_causes(self) -> List[Finding]:
+        """The findings that no other finding causes, in report order (:attr:`Finding.cause`)."""
+        return [f for f in self.findings if f.cause is None]
+
+    def consequences(self, finding: Finding) -> List[Finding]:
+        """The findings whose :attr:`Finding.cause` chain leads to ``finding``."""
+        fs = self.findings
+        by_id = {f.id: f for f in fs if f.id}
+
+        def leads(f: Finding) -> bool:
+            seen: Set[str] = set()
+            while f.cause is not None and f.cause not in seen:
+                seen.add(f.cause)
+                if f.cause == finding.id:
+                    return True
+                nxt = by_id.get(f.cause)
+                if nxt is None:
+                    return False
+                f = nxt
+            return False
+
+        return [f for f in fs if leads(f)]
+
+    @property
     def rules_violated(self) -> List[str]:
         """Sorted IDs of the rules with at least one error finding."""
         return sorted({f.rule for f in self.errors})
@@ -331,7 +393,8 @@ class Report:
         return Counts(errors=s["errors"], warnings=s["warnings"], infos=s["infos"],
                       by_rule=dict(s["by_rule"]), units_by_kind=dict(s["units_by_kind"]),
                       units_by_op=dict(s["units_by_op"]), errors_by_op=dict(s["errors_by_op"]),
-                      qdq_edges=s["qdq_edges"], owned_qdq_edges=s["owned_qdq_edges"])
+                      qdq_edges=s["qdq_edges"], owned_qdq_edges=s["owned_qdq_edges"],
+                      causes=s.get("causes", 0))
 
     @property
     def units(self) -> List[Unit]:

@@ -80,8 +80,46 @@ def test_non_conformant_finding_fields(broken):
     assert r.counts.errors_by_op == {"Conv": 1}
     [g] = [g for g in r.groups if g.severity is axqc.Severity.ERROR]
     assert (g.rule, g.count, g.first) == ("role/weight-type", 1, (f,))
-    assert repr(r) == f"<axqc.Report {broken}: NON_CONFORMANT  (1 error, 0 warnings, 0 info)>"
+    assert repr(r) == (f"<axqc.Report {broken}: NON_CONFORMANT  "
+                       "(1 cause; 1 error, 0 warnings, 0 info)>")
     assert str(f) == f"error role/weight-type [4]: {f.message} (node conv1_w_dq)"
+
+
+def test_root_causes_ids_and_hints(broken):
+    # One defect: one root cause, no hint (a real defect, not a producer artifact).
+    r = axqc.check(broken)
+    [f] = r.findings
+    assert f.id == f.fingerprint + ":1"
+    assert f.cause is None and f.is_root and f.hint is None
+    assert r.counts.causes == 1
+    assert r.root_causes == [f]
+    assert r.consequences(f) == []
+    # A raw PyTorch export with qparams given as Python numbers: each scale is a Constant node,
+    # the root cause, with a hint naming the `axqc fix` rewrite; the scale-not-initializer
+    # findings at the Q/DQ nodes reading it are its consequences. The JSON of the command line
+    # carries the same ids and links.
+    path = (pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "real_exports"
+            / "manual_cnn_numbers_op17.onnx")
+    r = axqc.check(path, check_value=True)
+    root = next(x for x in r.findings if x.node == "/fq_in/Constant_1")
+    assert root.rule == "onnx/constant-node"
+    assert root.is_root
+    assert isinstance(root.hint, axqc.Hint)
+    assert root.hint.id == "qparams-as-numbers"
+    assert root.hint.rewrite == "constant-to-initializer"
+    assert root.hint.title and "Python number" in root.hint.text
+    caused = r.consequences(root)
+    assert {x.rule for x in caused} == {"qdq/scale-not-initializer", "onnx/value-info-missing"}
+    assert any(x.node == "/fq_in/QuantizeLinear" for x in caused)
+    assert all(x.cause == root.id and x.hint is None for x in caused)
+    # 58 errors without -c (123 with): qparams as numbers, relu6 as Relu -> Clip, no value_info
+    assert r.counts.causes == 3
+    assert {x.hint.id for x in r.root_causes if x.hint} == {
+        "qparams-as-numbers", "relu6-as-relu-clip", "value-info-missing"}
+    doc = json.loads(run_cli("check", "--format", "json", "-c", str(path)).stdout)
+    assert [(x["id"], x["cause"]) for x in doc["findings"]] == [(x.id, x.cause) for x in r.findings]
+    assert doc["summary"]["causes"] == 3
+    assert "3 causes; 123 errors" in repr(r)
 
 
 def test_not_applicable(float_only):

@@ -60,9 +60,15 @@ Report FullReport() {
   f.tensors = {"x_scale"};
   f.values = {{"scale[0]", "0"}, {"scale[1]", "-1"}};
   f.fingerprint = "0123456789abcdef";
+  f.id = "0123456789abcdef:1";
+  f.hint = {"qparams-as-numbers", "qparams given as Python numbers", "fold them",
+            "constant-to-initializer"};
   Finding w = f;
   w.rule = "qdq/zero-point-value";
   w.severity = Severity::kWarn;
+  w.id = "0123456789abcdef:2";
+  w.cause = f.id;
+  w.hint = {};
   Finding i = f;
   i.rule = "scope/no-quantized-edge";
   i.severity = Severity::kInfo;
@@ -75,6 +81,7 @@ Report FullReport() {
   g.count = 1;
   g.first = {f};
   r.groups = {g};
+  r.summary.causes = 1;
   r.summary.errors = 1;
   r.summary.warnings = 1;
   r.summary.infos = 1;
@@ -118,6 +125,16 @@ TEST(ReportProto, RoundTripIsLossless) {
   EXPECT_EQ(back.groups[0].first[0].nodes, r.groups[0].first[0].nodes);
   EXPECT_EQ(p.findings(0).fingerprint(), "0123456789abcdef");
   EXPECT_EQ(back.findings[0].fingerprint, "0123456789abcdef");
+  // Root causes (docs/causes.md): id, cause link, hint and the summary's cause count.
+  EXPECT_EQ(p.findings(1).cause(), "0123456789abcdef:1");
+  EXPECT_EQ(p.findings(0).hint().rewrite(), "constant-to-initializer");
+  EXPECT_FALSE(p.findings(1).has_hint());
+  EXPECT_EQ(p.summary().causes(), 1u);
+  EXPECT_EQ(back.findings[1].id, "0123456789abcdef:2");
+  EXPECT_EQ(back.findings[1].cause, "0123456789abcdef:1");
+  EXPECT_EQ(back.findings[0].hint.id, "qparams-as-numbers");
+  EXPECT_EQ(back.findings[0].hint.title, "qparams given as Python numbers");
+  EXPECT_EQ(back.summary.causes, 1u);
 }
 
 TEST(ReportProto, RealReportRoundTrip) {

@@ -14,6 +14,7 @@
 
 #include "axqc/catalog.h"
 #include "axqc/operators.h"
+#include "causes.h"
 #include "rule_handles.h"
 
 namespace axqc::test {
@@ -183,6 +184,62 @@ TEST(RuleDocs, EveryPageNamesTheCodeAndTheTests) {
     }
     EXPECT_NE(text.find(section), std::string::npos)
         << page << " lacks the registry's code and tests; regenerate the section with\n"
+        << "  AXQC_UPDATE_RULE_PAGES=1 build/release/tests/operators_doc_test "
+           "--gtest_filter=RuleDocs.*\nexpected:\n"
+        << section;
+  }
+}
+
+// The "Causes and consequences" section of a rule page, from the causal-link table
+// (core/src/causes.cc): every link that names the rule, as cause or as consequence.
+std::string CausesSection(const RuleInfo& r) {
+  std::string caused_by, causes;
+  for (const auto& l : detail::CausalLinks()) {
+    const std::string rel =
+        "(" + std::string(detail::RelationName(l.relation)) + "): " + std::string(l.why) + "\n";
+    if (l.consequence.id() == r.id) {
+      caused_by += "- caused by [`" + std::string(l.cause.id()) + "`](" + PageName(l.cause.id()) +
+                   ") " + rel;
+    }
+    if (l.cause.id() == r.id) {
+      causes += "- causes [`" + std::string(l.consequence.id()) + "`](" +
+                PageName(l.consequence.id()) + ") " + rel;
+    }
+  }
+  std::string s = "## Causes and consequences\n\n";
+  if (caused_by.empty() && causes.empty()) {
+    s += "No causal link names this rule: its findings are root causes unless they lie on a "
+         "recognised producer artifact, whose anchor finding they are then folded under.\n";
+  } else {
+    s += "The report folds a finding under the finding that causes it (the `cause` field):\n\n" +
+         caused_by + causes +
+         "\nAny finding on a recognised producer artifact is also folded under the artifact's "
+         "anchor finding.\n";
+  }
+  return s + "See [Root causes and hints](../causes.md).\n\n";
+}
+
+TEST(RuleDocs, EveryPageNamesItsCausalLinks) {
+  const bool update = std::getenv("AXQC_UPDATE_RULE_PAGES") != nullptr;
+  for (const auto& r : Rules()) {
+    SCOPED_TRACE(std::string(r.id));
+    const auto page = DocsDir() / PageName(r.id);
+    std::string text = ReadFile(page);
+    ASSERT_FALSE(text.empty()) << page;
+    const std::string section = CausesSection(r);
+    if (update) {
+      const auto at = text.find("## Causes and consequences\n");
+      if (at != std::string::npos) {
+        const auto next = text.find("\n## ", at + 1);
+        text.erase(at, next == std::string::npos ? std::string::npos : next + 1 - at);
+      }
+      auto code = text.find("## Code and tests\n");
+      if (code == std::string::npos) code = text.size();
+      text.insert(code, section);
+      std::ofstream(page, std::ios::binary) << text;
+    }
+    EXPECT_NE(text.find(section), std::string::npos)
+        << page << " lacks the causal links of core/src/causes.cc; regenerate the section with\n"
         << "  AXQC_UPDATE_RULE_PAGES=1 build/release/tests/operators_doc_test "
            "--gtest_filter=RuleDocs.*\nexpected:\n"
         << section;

@@ -22,6 +22,15 @@ enum class FindingState {
   kBaselined,  // present in the baseline: a known finding, not a new one
 };
 
+// What a producer artifact that a root cause comes from is, and what to do about it
+// (docs/causes.md): the `axqc fix` rewrite that repairs it, or the change on the producer side.
+struct Hint {
+  std::string id;       // stable ID of the artifact, e.g. "qparams-as-numbers" (docs/causes.md)
+  std::string title;    // short name of the artifact, e.g. "qparams given as Python numbers"
+  std::string text;     // what the producer did and what to change
+  std::string rewrite;  // ID of the `axqc fix` rewrite that repairs it ("" = producer side only)
+};
+
 // One violation (or note) at one place in the graph.
 struct Finding {
   std::string rule;                  // rule ID from the catalog
@@ -38,6 +47,15 @@ struct Finding {
   // never from names (recipe: docs/report-schema.md). Findings at structurally identical places
   // share it; FingerprintOccurrences numbers them.
   std::string fingerprint;
+  // "<fingerprint>:<occurrence>": unique within the report and as stable as the fingerprint
+  // (the occurrence numbers findings of one fingerprint in report order). "" in reports of
+  // servers that predate it.
+  std::string id;
+  // The id of the finding that causes this one ("" = a root cause). Decided by the causal links
+  // of the checker (core/src/causes.cc, docs/causes.md); following `cause` always ends at a root.
+  std::string cause;
+  // Root causes recognised as a producer artifact carry one hint; empty id = none.
+  Hint hint;
   // Gate state (set by ApplyGate on the client side; never by the checker or the service).
   FindingState state = FindingState::kCounted;
   std::string waiver_reason;  // kWaived: the waiver's reason
@@ -82,6 +100,9 @@ struct UnitInfo {
 };
 
 struct Summary {
+  // Root causes: distinct causes among the findings without a `cause` that are errors or
+  // warnings (roots with one hint are one cause; other roots count by rule and kind).
+  std::size_t causes = 0;
   std::size_t errors = 0;
   std::size_t warnings = 0;
   std::size_t infos = 0;
@@ -146,6 +167,24 @@ struct Report {
   std::vector<UnitInfo> units;       // ownership map
   GateResult gate;                   // CI gate (client side); inactive unless one was applied
 };
+
+// One root cause of a report: the root findings (no `cause`) of one hint, or of one rule and kind
+// when they have none, and every finding that leads back to them.
+struct CauseGroup {
+  std::string key;                        // the hint's id, or "<rule>\n<kind>"
+  Severity severity = Severity::kInfo;    // the most severe root
+  Hint hint;                              // of the roots (empty id = none)
+  std::vector<std::size_t> roots;         // indices into Report::findings, report order
+  std::vector<std::size_t> consequences;  // indices of the findings that lead back to a root
+};
+
+// The root cause of each finding: the index of the finding its `cause` chain ends at (itself for
+// a root; itself too when the chain names an unknown id or loops).
+std::vector<std::size_t> RootOfEach(const Report& report);
+
+// The report's root causes: errors first, then warnings, then infos; within a severity the
+// causes that explain more findings first, then by first appearance.
+std::vector<CauseGroup> GroupCauses(const Report& report);
 
 // Fills summary counts, groups and the verdict from `findings`. `owned_edges` decides
 // not_applicable. `max_locations` bounds FindingGroup::first.
