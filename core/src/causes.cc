@@ -243,7 +243,7 @@ class Causes {
   static constexpr std::size_t kMaxAtNode = 1024;
 
   bool IsOp(int n, std::string_view op) const { return n >= 0 && IsOnnxOp(g_.node(n), op); }
-  int Out0(int n) const { return g_.OutputId(n, 0); }
+  int Out0(int n) const { return n >= 0 ? g_.OutputId(n, 0) : -1; }
   std::span<const Use> Uses(int id) const { return g_.ConsumersOf(id); }
   // The only consumer of node n's output 0 (-1 unless exactly one use, not a graph output).
   int OnlyConsumer(int n) const {

@@ -406,6 +406,7 @@ std::optional<std::vector<std::int64_t>> GraphIndex::DimsOf(int id) const {
 }
 
 int GraphIndex::InputId(int node, int slot) const {
+  if (node < 0 || node >= node_count()) return -1;
   const auto ids = InputIds(node);
   return slot >= 0 && static_cast<std::size_t>(slot) < ids.size()
              ? ids[static_cast<std::size_t>(slot)]
@@ -413,6 +414,7 @@ int GraphIndex::InputId(int node, int slot) const {
 }
 
 int GraphIndex::OutputId(int node, int slot) const {
+  if (node < 0 || node >= node_count()) return -1;
   const auto ids = OutputIds(node);
   return slot >= 0 && static_cast<std::size_t>(slot) < ids.size()
              ? ids[static_cast<std::size_t>(slot)]

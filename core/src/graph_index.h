@@ -114,7 +114,8 @@ class GraphIndex {
   bool IsGraphOutputId(int id) const {
     return id >= 0 && tensors_[static_cast<std::size_t>(id)].output;
   }
-  // The id of a node's input/output slot, -1 when out of range or omitted.
+  // The id of a node's input/output slot, -1 when the node or the slot is out of range or the
+  // name omitted.
   int InputId(int node, int slot) const;
   int OutputId(int node, int slot) const;
 
