@@ -135,6 +135,7 @@ CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, int* report_fd
   options.include_units = req.include_units;
   options.max_locations = req.max_locations;
   options.timings = &result.timings;
+  options.parallel = false;  // the seccomp filter (sandbox.cc) allows no new threads
   void* map = nullptr;
   std::size_t map_len = 0;
   g_allocation_failed.store(false);
