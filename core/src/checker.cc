@@ -452,6 +452,7 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
     index.emplace(m.proto->graph(), m.external.get(), GraphIndex::TypesLater{});
     beside_clock.Lap(&StageTimings::index_s);
   });
+  clock.Restart();  // (when sequential, the job ran here and is timed on beside_times)
   std::optional<Beside> quant_reading;
   auto read_quant = [&] {
     StageClock beside_clock(beside_clock_times);
@@ -460,7 +461,9 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   };
   ValidateOnnx(m, out, clock, [&] {
     indexing.Join();
+    clock.Lap(&StageTimings::guards_s);
     quant_reading.emplace(options.parallel, read_quant);
+    clock.Restart();
     return std::move(storage);
   });
   clock.Lap(&StageTimings::onnx_check_s);
