@@ -14,11 +14,11 @@
 // + strict shape inference), index, quant, units, rules, report (grouping, summaries), render
 // (RenderJson). floor = read + sha256 + parse + onnx_check; project = guards .. render.
 // External data: MODEL.data next to MODEL is counted as the model's external bytes.
-// AXQC_BENCH_SEQUENTIAL=1 checks with CheckOptions::parallel off (everything on one thread), for
-// an A/B comparison of the second thread under the same machine load.
-// After the tables it prints the checker targets of docs/performance.md, met or missed, with the
-// measured values (--baseline: an earlier results file for the wall-time target); --parse-only
-// MODEL (run for each model in its own process) prints the peak RSS of parsing the model alone.
+// AXQC_BENCH_SEQUENTIAL=1 checks with axqc::SetParallelChecks(false) (everything on one thread),
+// for an A/B comparison of the second thread under the same machine load. After the tables it
+// prints the checker targets of docs/performance.md, met or missed, with the measured values
+// (--baseline: an earlier results file for the wall-time target); --parse-only MODEL (run for each
+// model in its own process) prints the peak RSS of parsing the model alone.
 #include <fcntl.h>
 #include <google/protobuf/arena.h>
 #include <google/protobuf/io/coded_stream.h>
@@ -45,6 +45,7 @@
 
 #include "axqc/checker.h"
 #include "axqc/render.h"
+#include "axqc/threads.h"
 
 namespace {
 
@@ -105,7 +106,6 @@ json Measure(const std::string& path, int repeat, bool cpu, json& facts) {
     t.thread_cpu = cpu;
     axqc::CheckOptions options;
     options.timings = &t;
-    options.parallel = std::getenv("AXQC_BENCH_SEQUENTIAL") == nullptr;
     const double t0 = cpu ? ThreadCpuNow() : WallNow();
     const axqc::Report report = axqc::CheckFile(path, options);
     const double t1 = cpu ? ThreadCpuNow() : WallNow();
@@ -380,6 +380,7 @@ int main(int argc, char** argv) {
       models.push_back(a);
     }
   }
+  axqc::SetParallelChecks(std::getenv("AXQC_BENCH_SEQUENTIAL") == nullptr);
   try {
     if (!parse_only.empty()) return ParseOnly(parse_only);
     if (!child.empty()) return Child(child, repeat);

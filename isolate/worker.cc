@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "axqc/checker.h"
+#include "axqc/threads.h"
 #include "protocol.h"
 #include "report_proto.h"
 #include "sandbox.h"
@@ -135,7 +136,6 @@ CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, int* report_fd
   options.include_units = req.include_units;
   options.max_locations = req.max_locations;
   options.timings = &result.timings;
-  options.parallel = false;  // the seccomp filter (sandbox.cc) allows no new threads
   void* map = nullptr;
   std::size_t map_len = 0;
   g_allocation_failed.store(false);
@@ -205,6 +205,7 @@ int RunWorker(int argc, char** argv, const TestHook& hook) {
   std::uint64_t baseline = 0;
   try {
     ApplyStartupLimits(args.memory_limit);
+    SetParallelChecks(false);  // the seccomp filter (sandbox.cc) allows no new threads
     (void)CheckBytes(WarmUpModel(), "warm-up.onnx", CheckOptions{});
     baseline = CurrentVmBytes();
     ApplySeccomp(args.allow_read);

@@ -1,4 +1,4 @@
-// A job run on a second thread beside the caller's work (CheckOptions::parallel).
+// A job run on a second thread beside the caller's work (axqc::SetParallelChecks).
 #pragma once
 
 #include <exception>

@@ -6,11 +6,13 @@
 #include <onnx/defs/shape_inference.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <atomic>
 #include <cctype>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "axqc/threads.h"
 #include "beside.h"
 #include "causes.h"
 #include "context.h"
@@ -25,6 +27,13 @@
 namespace axqc {
 
 std::string_view ToolVersion() { return AXQC_VERSION; }
+
+namespace {
+std::atomic<bool> g_parallel_checks{true};
+}  // namespace
+
+void SetParallelChecks(bool on) { g_parallel_checks.store(on, std::memory_order_relaxed); }
+bool ParallelChecks() { return g_parallel_checks.load(std::memory_order_relaxed); }
 
 namespace detail {
 namespace {
@@ -445,7 +454,8 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   std::vector<StorageProblem> storage;
   std::optional<GraphIndex> index;
   std::optional<QuantTable> quant;
-  Beside indexing(options.parallel, [&] {
+  const bool parallel = ParallelChecks();
+  Beside indexing(parallel, [&] {
     StageClock beside_clock(beside_clock_times);
     storage = FindStorageProblems(*m.proto);
     beside_clock.Lap(&StageTimings::guards_s);
@@ -462,7 +472,7 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   ValidateOnnx(m, out, clock, [&] {
     indexing.Join();
     clock.Lap(&StageTimings::guards_s);
-    quant_reading.emplace(options.parallel, read_quant);
+    quant_reading.emplace(parallel, read_quant);
     clock.Restart();
     return std::move(storage);
   });
@@ -578,12 +588,12 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
 }  // namespace detail
 
 Report CheckFile(const std::string& path, const CheckOptions& options) {
-  auto m = detail::LoadFromFile(path, options.timings, options.parallel);
+  auto m = detail::LoadFromFile(path, options.timings, ParallelChecks());
   return detail::Run(m, options);
 }
 
 Report CheckBytes(std::string_view bytes, const std::string& name, const CheckOptions& options) {
-  auto m = detail::LoadFromBytes(bytes, name, options.timings, options.parallel);
+  auto m = detail::LoadFromBytes(bytes, name, options.timings, ParallelChecks());
   return detail::Run(m, options);
 }
 

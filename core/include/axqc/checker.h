@@ -19,11 +19,6 @@ struct CheckOptions {
   std::size_t max_locations = 5;    // per finding group
   bool include_units = true;        // fill Report::units (ownership map)
   StageTimings* timings = nullptr;  // when set, filled with the time of each stage
-  // Work that does not wait for ONNX's checker (hashing the bytes, checking tensor storage,
-  // indexing the graph) runs on a second thread beside parsing and the checker; the report is the
-  // same either way. false: everything on the calling thread (e.g. in a sandbox that allows no
-  // new threads).
-  bool parallel = true;
 };
 
 // Checks the model file at `path`. External data is resolved inside the model's directory only.
