@@ -13,7 +13,9 @@
 #
 # Environment: AXQC_BENCH_REPEAT (runs per model, default 5), AXQC_BENCH_SCALES (node counts,
 # default "1000 10000 100000"), AXQC_BENCH_JOBS (build jobs, default 2), AXQC_BENCH_SECONDS
-# (duration of each service scenario, default 3), AXQC_BENCH_SERVICE=0 (skip the service part).
+# (duration of each service scenario, default 3), AXQC_BENCH_SERVICE=0 (skip the service part),
+# AXQC_BENCH_BASELINE (an earlier results file for the wall-time target; default
+# bench/results/2026-11-29-vm.json, empty to skip).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -73,7 +75,13 @@ machine=$(printf '{"host":"%s","nproc":%s,"cpu":"%s","mem_kb":%s,"kernel":"%s","
   "$(hostname -s)" "$(nproc)" "$cpu" "$mem_kb" "$(uname -r)" "$(cut -d' ' -f1-3 /proc/loadavg)" \
   "$(date -u +%FT%TZ)" "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)")
 out=$root/bench/results/$(date +%F)-$(hostname -s).json
-"$build/bench/axqc-bench-check" --repeat "$repeat" --machine "$machine" --json "$out" "${models[@]}"
+# The #26 checker targets are printed after the tables (met / missed with the measured values);
+# the wall-time target compares against AXQC_BENCH_BASELINE (default: the 2026-11-29 results).
+baseline=${AXQC_BENCH_BASELINE-$root/bench/results/2026-11-29-vm.json}
+baseline_args=()
+if [[ -n $baseline && -f $baseline ]]; then baseline_args=(--baseline "$baseline"); fi
+"$build/bench/axqc-bench-check" --repeat "$repeat" --machine "$machine" --json "$out" \
+  "${baseline_args[@]}" "${models[@]}"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "results: $out  (models in $work)"
 

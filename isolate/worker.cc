@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "axqc/checker.h"
+#include "axqc/threads.h"
 #include "protocol.h"
 #include "report_proto.h"
 #include "sandbox.h"
@@ -204,6 +205,7 @@ int RunWorker(int argc, char** argv, const TestHook& hook) {
   std::uint64_t baseline = 0;
   try {
     ApplyStartupLimits(args.memory_limit);
+    SetParallelChecks(false);  // the seccomp filter (sandbox.cc) allows no new threads
     (void)CheckBytes(WarmUpModel(), "warm-up.onnx", CheckOptions{});
     baseline = CurrentVmBytes();
     ApplySeccomp(args.allow_read);

@@ -6,10 +6,14 @@
 #include <onnx/defs/shape_inference.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <atomic>
 #include <cctype>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "axqc/threads.h"
+#include "beside.h"
 #include "causes.h"
 #include "context.h"
 #include "fingerprint.h"
@@ -23,6 +27,13 @@
 namespace axqc {
 
 std::string_view ToolVersion() { return AXQC_VERSION; }
+
+namespace {
+std::atomic<bool> g_parallel_checks{true};
+}  // namespace
+
+void SetParallelChecks(bool on) { g_parallel_checks.store(on, std::memory_order_relaxed); }
+bool ParallelChecks() { return g_parallel_checks.load(std::memory_order_relaxed); }
 
 namespace detail {
 namespace {
@@ -166,9 +177,31 @@ class GuardedSchemas final : public onnx::ISchemaRegistry {
   std::unordered_map<const onnx::OpSchema*, onnx::OpSchema> guarded_;
 };
 
+// A tensor whose data does not match its dims and type (onnx/invalid-model).
+struct StorageProblem {
+  std::string message;  // "<where>: <why>"
+  std::string tensor;
+};
+
+// Storage of every tensor (subgraphs, Constant values and functions included): ONNX's shape
+// inference reads tensor data (ParseData) and overflows its buffer when raw_data is not a
+// multiple of the element size, so no inference runs on a model with a mismatch. Reads the model
+// only (runs beside the ONNX checker).
+std::vector<StorageProblem> FindStorageProblems(const onnx::ModelProto& model) {
+  std::vector<StorageProblem> found;
+  ForEachTensor(model, [&](const onnx::TensorProto& t, const TensorSite& site) {
+    auto why = CheckTensorStorage(t);
+    if (!why.empty()) found.push_back({site.Describe(t) + ": " + why, t.name()});
+  });
+  return found;
+}
+
 // onnx/invalid-model: the ONNX checker plus strict shape inference (what full_check does), run
 // in place so the inferred value_info feeds the later stages without copying the model.
-void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock);
+// `storage` waits for FindStorageProblems(model) (computed beside the checker) and returns it;
+// it is called after the checker and before shape inference, which writes into the model.
+void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock,
+                  const std::function<std::vector<StorageProblem>()>& storage);
 
 // How to fix what the ONNX checker reported, by cause (onnx/invalid-model).
 std::string CheckerHint(const onnx::ModelProto& model, const std::string& what) {
@@ -224,7 +257,8 @@ std::string CheckerHint(const onnx::ModelProto& model, const std::string& what) 
          "the same)";
 }
 
-void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
+void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock,
+                  const std::function<std::vector<StorageProblem>()>& storage) {
   auto& model = *m.proto;
   // `tensor` keeps findings about different tensors apart (the emitter drops repeats of one key).
   auto invalid = [&](std::string msg, const std::string& key, const std::string& tensor = {},
@@ -313,18 +347,13 @@ void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock) {
     invalid(why + "; shape inference cannot follow it", "recursive or too deep function calls");
   }
   clock.Lap(&StageTimings::onnx_check_s);
-  // Storage of every tensor (subgraphs, Constant values and functions included): ONNX's shape
-  // inference reads tensor data (ParseData) and overflows its buffer when raw_data is not a
-  // multiple of the element size, so no inference runs on a model with a mismatch.
   bool storage_ok = true;
-  ForEachTensor(model, [&](const onnx::TensorProto& t, const TensorSite& site) {
-    auto why = CheckTensorStorage(t);
-    if (why.empty()) return;
+  for (auto& p : storage()) {
     storage_ok = false;
-    invalid(site.Describe(t) + ": " + why +
+    invalid(std::move(p.message) +
                 "; fix: write the tensor again so that its data matches its dims and type",
-            "initializer storage does not match dims", t.name());
-  });
+            "initializer storage does not match dims", p.tensor);
+  }
   const bool valid = checked && storage_ok;
   clock.Lap(&StageTimings::guards_s);
   bool inferred = false;
@@ -413,9 +442,51 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   clock.Lap(&StageTimings::guards_s);
 
   Emitter out(nullptr, options.check_value);
-  ValidateOnnx(m, out, clock);
+  // Beside the ONNX checker (which only reads the model), a second thread checks the tensor
+  // storage and indexes the graph as it was loaded; both are done before shape inference starts
+  // writing into the model (value_info, graph outputs, subgraphs). During shape inference it reads
+  // the Q/DQ parameters that need no types (nodes, initializers and Constant values, which
+  // inference does not write). The index and the Q/DQ table take the inferred types afterwards.
+  // The second thread's stage times are taken on its own clock and added below.
+  StageTimings beside_times;
+  beside_times.thread_cpu = options.timings != nullptr && options.timings->thread_cpu;
+  StageTimings* beside_clock_times = options.timings != nullptr ? &beside_times : nullptr;
+  std::vector<StorageProblem> storage;
+  std::optional<GraphIndex> index;
+  std::optional<QuantTable> quant;
+  const bool parallel = ParallelChecks();
+  Beside indexing(parallel, [&] {
+    StageClock beside_clock(beside_clock_times);
+    storage = FindStorageProblems(*m.proto);
+    beside_clock.Lap(&StageTimings::guards_s);
+    index.emplace(m.proto->graph(), m.external.get(), GraphIndex::TypesLater{});
+    beside_clock.Lap(&StageTimings::index_s);
+  });
+  clock.Restart();  // (when sequential, the job ran here and is timed on beside_times)
+  std::optional<Beside> quant_reading;
+  auto read_quant = [&] {
+    StageClock beside_clock(beside_clock_times);
+    quant.emplace(*index, GraphIndex::TypesLater{});
+    beside_clock.Lap(&StageTimings::quant_s);
+  };
+  ValidateOnnx(m, out, clock, [&] {
+    indexing.Join();
+    clock.Lap(&StageTimings::guards_s);
+    quant_reading.emplace(parallel, read_quant);
+    clock.Restart();
+    return std::move(storage);
+  });
   clock.Lap(&StageTimings::onnx_check_s);
-  GraphIndex g(m.proto->graph(), m.external.get());
+  indexing.Join();  // (both joined already unless ValidateOnnx returned early)
+  if (!quant_reading) quant_reading.emplace(false, read_quant);
+  quant_reading->Join();
+  if (options.timings != nullptr) {
+    options.timings->guards_s += beside_times.guards_s;
+    options.timings->index_s += beside_times.index_s;
+    options.timings->quant_s += beside_times.quant_s;
+  }
+  GraphIndex& g = *index;
+  g.RecordTypes();
   std::vector<bool> declared(static_cast<std::size_t>(g.tensor_count()), false);
   for (std::size_t i = 0, begin = 0; i < declared_ends.size(); begin = declared_ends[i++]) {
     const int id =
@@ -424,7 +495,8 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   }
   Emitter rules(&g, options.check_value);
   clock.Lap(&StageTimings::index_s);
-  QuantTable q(g);
+  QuantTable& q = *quant;
+  q.ReadTypes();
   facts.q_count = q.q_nodes().size();
   facts.dq_count = q.dq_nodes().size();
   clock.Lap(&StageTimings::quant_s);
@@ -516,12 +588,12 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
 }  // namespace detail
 
 Report CheckFile(const std::string& path, const CheckOptions& options) {
-  auto m = detail::LoadFromFile(path, options.timings);
+  auto m = detail::LoadFromFile(path, options.timings, ParallelChecks());
   return detail::Run(m, options);
 }
 
 Report CheckBytes(std::string_view bytes, const std::string& name, const CheckOptions& options) {
-  auto m = detail::LoadFromBytes(bytes, name, options.timings);
+  auto m = detail::LoadFromBytes(bytes, name, options.timings, ParallelChecks());
   return detail::Run(m, options);
 }
 

@@ -149,10 +149,15 @@ int OccurrenceTable::Find(std::string_view name) const {
 // Linear in nodes + edges: every name is interned once (one hash probe per occurrence); the
 // rest works on dense ids.
 GraphIndex::GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext)
+    : GraphIndex(g, ext, TypesLater{}) {
+  RecordTypes();
+}
+
+GraphIndex::GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext, TypesLater)
     : g_(g), ext_(ext) {
   NameNodes();
-  const DeclaredIds declared = InternTensors();
-  RecordTensors(declared);
+  declared_ = InternTensors();
+  RecordTensors(declared_);
   BuildConsumers(ImplicitUses());
   SortTopologically();
 }
@@ -214,8 +219,7 @@ GraphIndex::DeclaredIds GraphIndex::InternTensors() {
   return d;
 }
 
-// Initializers, graph inputs and outputs, declared types (value_info, inputs, outputs,
-// initializers) and the producer of each tensor.
+// Initializers, graph inputs and outputs and the producer of each tensor.
 void GraphIndex::RecordTensors(const DeclaredIds& d) {
   const auto& g = g_;
   const int n = g.node_size();
@@ -223,33 +227,54 @@ void GraphIndex::RecordTensors(const DeclaredIds& d) {
   const auto nt = static_cast<std::size_t>(ids_.size());
   tensors_.resize(nt);
   types_.resize(nt);
-  auto set_type = [&](int id, TensorType t) {
-    tensors_[static_cast<std::size_t>(id)].typed = true;
-    types_[static_cast<std::size_t>(id)] = std::move(t);
-  };
   for (int k = 0; k < g.initializer_size(); ++k) {
     Tensor& e = tensors_[static_cast<std::size_t>(init_ids[static_cast<std::size_t>(k)])];
     if (e.init == nullptr) e.init = &g.initializer(k);  // first wins on duplicates
   }
-  for (int k = 0; k < g.input_size(); ++k) {
-    const int id = input_ids[static_cast<std::size_t>(k)];
+  for (int id : input_ids) {
     Tensor& e = tensors_[static_cast<std::size_t>(id)];
     if (e.init == nullptr) e.input = true;
-    set_type(id, TypeFromProto(g.input(k).type()));
   }
+  for (int id : output_ids) tensors_[static_cast<std::size_t>(id)].output = true;
+  for (int i = 0; i < n; ++i) {
+    for (int id : OutputIds(i)) {
+      if (id >= 0 && tensors_[static_cast<std::size_t>(id)].producer < 0) {
+        tensors_[static_cast<std::size_t>(id)].producer = i;  // first producer wins
+      }
+    }
+  }
+}
+
+// Declared types (value_info, inputs, outputs, initializers), in this order of precedence: an
+// initializer's own type, then value_info, then a graph input's, then a graph output's when
+// nothing else gave an element type.
+void GraphIndex::RecordTypes() {
+  const auto& g = g_;
+  const auto& [init_ids, input_ids, vi_ids, output_ids] = declared_;
+  auto set_type = [&](int id, TensorType t) {
+    tensors_[static_cast<std::size_t>(id)].typed = true;
+    types_[static_cast<std::size_t>(id)] = std::move(t);
+  };
+  for (int k = 0; k < g.input_size() && static_cast<std::size_t>(k) < input_ids.size(); ++k) {
+    set_type(input_ids[static_cast<std::size_t>(k)], TypeFromProto(g.input(k).type()));
+  }
+  // The value_info entries present at indexing have their ids; those that shape inference
+  // appended since name node outputs, which have ids too (names of nothing are skipped).
   for (int k = 0; k < g.value_info_size(); ++k) {
-    set_type(vi_ids[static_cast<std::size_t>(k)], TypeFromProto(g.value_info(k).type()));
+    const auto& vi = g.value_info(k);
+    const int id = static_cast<std::size_t>(k) < vi_ids.size() ? vi_ids[static_cast<std::size_t>(k)]
+                                                               : TensorId(vi.name());
+    if (id >= 0) set_type(id, TypeFromProto(vi.type()));
   }
-  for (int k = 0; k < g.output_size(); ++k) {
+  for (int k = 0; k < g.output_size() && static_cast<std::size_t>(k) < output_ids.size(); ++k) {
     const int id = output_ids[static_cast<std::size_t>(k)];
-    Tensor& e = tensors_[static_cast<std::size_t>(id)];
-    e.output = true;
     auto t = TypeFromProto(g.output(k).type());
-    if (!e.typed || (types_[static_cast<std::size_t>(id)].elem_type == 0 && t.elem_type != 0)) {
+    if (!tensors_[static_cast<std::size_t>(id)].typed ||
+        (types_[static_cast<std::size_t>(id)].elem_type == 0 && t.elem_type != 0)) {
       set_type(id, std::move(t));
     }
   }
-  for (int k = 0; k < g.initializer_size(); ++k) {
+  for (int k = 0; k < g.initializer_size() && static_cast<std::size_t>(k) < init_ids.size(); ++k) {
     const auto& t = g.initializer(k);
     const int id = init_ids[static_cast<std::size_t>(k)];
     if (tensors_[static_cast<std::size_t>(id)].init != &t) continue;
@@ -259,13 +284,6 @@ void GraphIndex::RecordTensors(const DeclaredIds& d) {
     tt.dims.assign(t.dims().begin(), t.dims().end());
     tt.complete = true;
     set_type(id, std::move(tt));
-  }
-  for (int i = 0; i < n; ++i) {
-    for (int id : OutputIds(i)) {
-      if (id >= 0 && tensors_[static_cast<std::size_t>(id)].producer < 0) {
-        tensors_[static_cast<std::size_t>(id)].producer = i;  // first producer wins
-      }
-    }
   }
 }
 

@@ -75,6 +75,15 @@ class OccurrenceTable {
 class GraphIndex {
  public:
   GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext);
+  // Everything but the tensor types, from the graph as it is now (before shape inference adds
+  // its value_info); RecordTypes() adds them later. Builds the same ids as the constructor above
+  // would on the graph before inference; reads the graph only (nodes, initializers, inputs,
+  // outputs and value_info names), so that it can run beside the ONNX checker.
+  struct TypesLater {};
+  GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext, TypesLater);
+  // Tensor types from the graph's inputs, value_info (the declared entries and those shape
+  // inference added since), outputs and initializers.
+  void RecordTypes();
 
   const onnx::GraphProto& graph() const { return g_; }
   int node_count() const { return g_.node_size(); }
@@ -143,6 +152,7 @@ class GraphIndex {
   void NameNodes();
   DeclaredIds InternTensors();
   void RecordTensors(const DeclaredIds& d);
+  DeclaredIds declared_;
   std::vector<std::pair<int, int>> ImplicitUses() const;
   void BuildConsumers(const std::vector<std::pair<int, int>>& implicit);
   void SortTopologically();

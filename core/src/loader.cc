@@ -22,6 +22,7 @@
 
 #include "axqc/errors.h"
 #include "axqc/sha256.h"
+#include "beside.h"
 #include "stage_clock.h"
 
 namespace axqc::detail {
@@ -247,7 +248,7 @@ bool HasExternal(const onnx::GraphProto& g) {
 
 }  // namespace
 
-LoadedModel LoadFromFile(const std::string& path, StageTimings* timings) {
+LoadedModel LoadFromFile(const std::string& path, StageTimings* timings, bool parallel) {
   StageClock clock(timings);
   // stat first, so that FIFOs, sockets and devices are never opened; then open without blocking
   // and re-check the opened file (the path may have been swapped in between).
@@ -286,36 +287,37 @@ LoadedModel LoadFromFile(const std::string& path, StageTimings* timings) {
     ~FdCloser() { ::close(fd); }
   } closer{fd};
 
-  // Pass 1: hash the file in chunks (read and sha256 timed separately). The file is never held
-  // in memory as a whole: peak memory is the parsed model, not file + model.
+  // Pass 1: hash the file in chunks (read and sha256 timed separately), with pread (the parse
+  // reads the same descriptor from its own offset), beside the parse when `parallel`. The file is
+  // never held in memory as a whole: peak memory is the parsed model, not file + model.
   LoadedModel m;
   m.name = path;
   m.size = static_cast<std::uint64_t>(st.st_size);
-  {
+  StageTimings hash_times;
+  if (timings != nullptr) hash_times.thread_cpu = timings->thread_cpu;
+  Beside hashing(parallel, [&] {
     Sha256 hash;
     std::vector<char> chunk(std::size_t{1} << 20);
     double read_s = 0, hash_s = 0;
     std::uint64_t done = 0;
     for (;;) {
-      const double a0 = timings ? StageNow(*timings) : 0;
-      auto got = ::read(fd, chunk.data(), chunk.size());
+      const double a0 = timings ? StageNow(hash_times) : 0;
+      auto got = ::pread(fd, chunk.data(), chunk.size(), static_cast<off_t>(done));
       if (got < 0 && errno == EINTR) continue;
-      const double a1 = timings ? StageNow(*timings) : 0;
+      const double a1 = timings ? StageNow(hash_times) : 0;
       read_s += a1 - a0;
       if (got < 0) throw InputError(path + ": read error (" + std::strerror(errno) + ")");
       if (got == 0) break;
       hash.Update(std::string_view(chunk.data(), static_cast<std::size_t>(got)));
       done += static_cast<std::uint64_t>(got);
-      if (timings) hash_s += StageNow(*timings) - a1;
+      if (timings) hash_s += StageNow(hash_times) - a1;
     }
     if (done != m.size) throw InputError(path + ": changed while being read (size)");
     m.sha256 = hash.HexDigest();
-    if (timings) {
-      timings->read_s += read_s;
-      timings->sha256_s += hash_s;
-      clock.Restart();
-    }
-  }
+    hash_times.read_s = read_s;
+    hash_times.sha256_s = hash_s;
+  });
+  clock.Restart();
 
   // Pass 2: parse straight from the file descriptor.
   bool parsed = false;
@@ -326,6 +328,12 @@ LoadedModel LoadFromFile(const std::string& path, StageTimings* timings) {
     in.SetRecursionLimit(kMaxMessageDepth);
     parsed = m.proto->ParseFromCodedStream(&in) && in.ConsumedEntireMessage() &&
              in.CurrentPosition() == static_cast<int>(m.size);
+  }
+  // The hash's errors (read error, size changed) come first, as when it ran before the parse.
+  hashing.Join();
+  if (timings != nullptr) {
+    timings->read_s += hash_times.read_s;
+    timings->sha256_s += hash_times.sha256_s;
   }
   if (!parsed ||
       (!m.proto->has_graph() && m.proto->ir_version() == 0 && m.proto->opset_import_size() == 0)) {
@@ -358,14 +366,28 @@ LoadedModel LoadFromFile(const std::string& path, StageTimings* timings) {
   return m;
 }
 
-LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name, StageTimings* timings) {
+LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name, StageTimings* timings,
+                          bool parallel) {
   StageClock clock(timings);
   LoadedModel m;
   m.name = name;
   m.size = bytes.size();
-  m.sha256 = Sha256Hex(bytes);
-  clock.Lap(&StageTimings::sha256_s);
-  ParseInto(bytes, name, *m.proto);
+  StageTimings hash_times;
+  if (timings != nullptr) hash_times.thread_cpu = timings->thread_cpu;
+  Beside hashing(parallel, [&] {
+    StageClock hash_clock(timings != nullptr ? &hash_times : nullptr);
+    m.sha256 = Sha256Hex(bytes);
+    hash_clock.Lap(&StageTimings::sha256_s);
+  });
+  clock.Restart();
+  try {
+    ParseInto(bytes, name, *m.proto);
+  } catch (...) {
+    hashing.Join();
+    throw;
+  }
+  hashing.Join();
+  if (timings != nullptr) timings->sha256_s += hash_times.sha256_s;
   clock.Lap(&StageTimings::parse_s);
   if (HasExternal(m.proto->graph())) {
     throw InputError(name +

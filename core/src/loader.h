@@ -27,9 +27,11 @@ struct LoadedModel {
 };
 
 // Throws axqc::InputError with the file name and the cause. `timings` (optional) receives the
-// read, sha256 and parse times.
-LoadedModel LoadFromFile(const std::string& path, StageTimings* timings = nullptr);
+// read, sha256 and parse times. `parallel`: the bytes are hashed on a second thread while they are
+// parsed (its read and sha256 times are taken on that thread's clock).
+LoadedModel LoadFromFile(const std::string& path, StageTimings* timings = nullptr,
+                         bool parallel = false);
 LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name,
-                          StageTimings* timings = nullptr);
+                          StageTimings* timings = nullptr, bool parallel = false);
 
 }  // namespace axqc::detail

@@ -107,9 +107,9 @@ bool OneChannelAxis(const QuantParams& p, const std::optional<std::vector<std::i
   return (*xdims)[static_cast<std::size_t>(*p.axis_norm)] <= 1;
 }
 
-QuantParams Read(const GraphIndex& g, int idx, bool is_q) {
+// What does not depend on tensor types: tensors, ids, attributes, values.
+void ReadStructure(const GraphIndex& g, int idx, bool is_q, QuantParams& p) {
   const auto& n = g.node(idx);
-  QuantParams p;
   p.node = idx;
   p.is_q = is_q;
   if (n.input_size() > 0) p.x = n.input(0);
@@ -120,6 +120,17 @@ QuantParams Read(const GraphIndex& g, int idx, bool is_q) {
   p.scale_id = g.InputId(idx, 1);
   p.zp_id = g.InputId(idx, 2);
   p.y_id = g.OutputId(idx, 0);
+  p.scale_is_initializer = p.scale_id >= 0 && g.InitializerOf(p.scale_id) != nullptr;
+  if (auto bs = AttrInt(n, "block_size"); bs && *bs != 0) p.block_size = true;
+  p.axis_attr = AttrInt(n, "axis");
+  p.scale_values = ReadFloatDirect(g, p.scale);
+  if (!p.zp.empty()) p.zp_values = ReadIntChain(g, p.zp);
+}
+
+// The rest, from the types of its tensors.
+void CompleteFromTypes(const GraphIndex& g, QuantParams& p) {
+  const auto& n = g.node(p.node);
+  const bool is_q = p.is_q;
   p.scale_dtype = g.ElemTypeOf(p.scale_id);
   p.zp_dtype = g.ElemTypeOf(p.zp_id);
   p.scale_dims = g.DimsOf(p.scale_id);
@@ -138,9 +149,6 @@ QuantParams Read(const GraphIndex& g, int idx, bool is_q) {
     if (p.int_type == 0) p.int_type = p.zp_dtype;
   }
   p.qtype = QTypeFromOnnx(p.int_type);
-  p.scale_is_initializer = p.scale_id >= 0 && g.InitializerOf(p.scale_id) != nullptr;
-  if (auto bs = AttrInt(n, "block_size"); bs && *bs != 0) p.block_size = true;
-  p.axis_attr = AttrInt(n, "axis");
   auto xdims = g.DimsOf(p.x_id);
   const std::int64_t axis = p.axis_attr.value_or(1);
   if (xdims) {
@@ -182,24 +190,37 @@ QuantParams Read(const GraphIndex& g, int idx, bool is_q) {
       }
     }
   }
-  p.scale_values = ReadFloatDirect(g, p.scale);
-  if (!p.zp.empty()) p.zp_values = ReadIntChain(g, p.zp);
-  return p;
 }
 
 }  // namespace
 
-QuantTable::QuantTable(const GraphIndex& g) : g_(g) {
+QuantTable::QuantTable(const GraphIndex& g) : QuantTable(g, GraphIndex::TypesLater{}) {
+  ReadTypes();
+}
+
+QuantTable::QuantTable(const GraphIndex& g, GraphIndex::TypesLater) : g_(g) {
   slot_.assign(static_cast<std::size_t>(g.node_count()), -1);
   for (int i = 0; i < g.node_count(); ++i) {
     const auto& n = g.node(i);
     const bool q = IsQdqOp(n, "QuantizeLinear");
     const bool dq = IsQdqOp(n, "DequantizeLinear");
     if (!q && !dq) continue;
-    slot_[static_cast<std::size_t>(i)] = static_cast<int>(params_.size());
-    params_.push_back(Read(g, i, q));
+    slot_[static_cast<std::size_t>(i)] = 0;
     (q ? qs_ : dqs_).push_back(i);
   }
+  params_.resize(qs_.size() + dqs_.size());
+  std::size_t next = 0;
+  for (int i = 0; i < g.node_count(); ++i) {
+    auto& slot = slot_[static_cast<std::size_t>(i)];
+    if (slot < 0) continue;
+    slot = static_cast<int>(next);
+    auto& p = params_[next++];
+    ReadStructure(g, i, IsQdqOp(g.node(i), "QuantizeLinear"), p);
+  }
+}
+
+void QuantTable::ReadTypes() {
+  for (auto& p : params_) CompleteFromTypes(g_, p);
 }
 
 const QuantParams* QuantTable::Of(int node) const {

@@ -76,6 +76,13 @@ enum class DqSource : std::uint8_t {
 class QuantTable {
  public:
   explicit QuantTable(const GraphIndex& g);
+  // In two steps: the constructor reads what does not depend on tensor types (which nodes are Q/DQ,
+  // their tensors, attributes, and scale / zero-point values from initializers and Constant
+  // nodes: GraphIndex ids, producers and initializers only, no types), so that it can run while
+  // shape inference is still adding types; ReadTypes() completes every entry once `g` has its
+  // types (GraphIndex::RecordTypes).
+  QuantTable(const GraphIndex& g, GraphIndex::TypesLater);
+  void ReadTypes();
   const QuantParams* Of(int node) const;  // nullptr when the node is not Q/DQ
   bool IsQ(int node) const;
   bool IsDQ(int node) const;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "axqc/render.h"
+#include "axqc/threads.h"
 #include "check_helpers.h"
 
 namespace axqc::test {
@@ -1037,4 +1038,59 @@ TEST(HostileFile, DevicesAreNotRegularFiles) {
 }
 
 }  // namespace
+// ------------------------------------------------------------------ second thread
+
+// axqc::SetParallelChecks changes no report: hashing beside the parse (in memory and from a file),
+// the storage guard and the index beside the ONNX checker and the Q/DQ values beside shape
+// inference give the same JSON as the one-thread path, on a model with storage errors, nested
+// Loop / If bodies (implicit uses, inference inside subgraphs) and a per-channel QDQ model.
+TEST(ParallelChecks, OneAndTwoThreadsGiveTheSameReport) {
+  auto bad = ConvModel();
+  onnx::TensorProto t;
+  t.set_name("bad_storage");
+  t.set_data_type(TP::FLOAT);
+  t.add_dims(2);
+  t.add_dims(3);
+  t.set_raw_data(std::string(20, '\x01'));
+  bad.InitTensor(t);
+  const std::vector<std::pair<std::string, onnx::ModelProto>> models = {
+      {"conv", ConvModel().Build()},
+      {"storage", bad.Build()},
+      {"loop", NestedLoop(8)},
+      {"if", NestedIf(8)},
+  };
+  TempDir dir;
+  struct Reset {
+    ~Reset() { SetParallelChecks(true); }
+  } reset;
+  for (const auto& [name, m] : models) {
+    std::string bytes;
+    ASSERT_TRUE(m.SerializeToString(&bytes));
+    const fs::path path = dir.path() / (name + ".onnx");
+    WriteFile(path, bytes);
+    for (bool cv : {false, true}) {
+      CheckOptions o;
+      o.check_value = cv;
+      std::string json[2][2];  // [parallel][bytes / file]
+      for (bool parallel : {false, true}) {
+        SetParallelChecks(parallel);
+        json[parallel][0] = RenderJson(CheckBytes(bytes, path.string(), o));
+        json[parallel][1] = RenderJson(CheckFile(path.string(), o));
+      }
+      EXPECT_EQ(json[0][0], json[1][0]) << name;
+      EXPECT_EQ(json[0][1], json[1][1]) << name;
+      EXPECT_EQ(json[1][0], json[1][1]) << name;
+    }
+  }
+  SetParallelChecks(true);
+  auto r = CheckModel(bad.Build());
+  EXPECT_TRUE(HasMessage(r, "onnx/invalid-model", "initializer 'bad_storage': raw_data holds 20"))
+      << Dump(r);
+  r = CheckModel(NestedLoop(8), true);
+  EXPECT_FINDING(r, "closure/uncovered-node", "loop0", "control flow with subgraphs");
+  EXPECT_NO_RULE(r, "onnx/invalid-model");
+  r = CheckModel(ConvModel().Build());
+  EXPECT_EQ(r.verdict, Verdict::kConformant) << Dump(r);
+}
+
 }  // namespace axqc::test
