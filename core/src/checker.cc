@@ -521,7 +521,7 @@ Report CheckFile(const std::string& path, const CheckOptions& options) {
 }
 
 Report CheckBytes(std::string_view bytes, const std::string& name, const CheckOptions& options) {
-  auto m = detail::LoadFromBytes(bytes, name, options.timings);
+  auto m = detail::LoadFromBytes(bytes, name, options.timings, options.known_sha256);
   return detail::Run(m, options);
 }
 

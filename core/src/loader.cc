@@ -358,13 +358,18 @@ LoadedModel LoadFromFile(const std::string& path, StageTimings* timings) {
   return m;
 }
 
-LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name, StageTimings* timings) {
+LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name, StageTimings* timings,
+                          const std::string& known_sha256) {
   StageClock clock(timings);
   LoadedModel m;
   m.name = name;
   m.size = bytes.size();
-  m.sha256 = Sha256Hex(bytes);
-  clock.Lap(&StageTimings::sha256_s);
+  if (known_sha256.empty()) {
+    m.sha256 = Sha256Hex(bytes);
+    clock.Lap(&StageTimings::sha256_s);
+  } else {
+    m.sha256 = known_sha256;  // the caller's own hash of these bytes: no sha256 stage
+  }
   ParseInto(bytes, name, *m.proto);
   clock.Lap(&StageTimings::parse_s);
   if (HasExternal(m.proto->graph())) {

@@ -29,7 +29,8 @@ struct LoadedModel {
 // Throws axqc::InputError with the file name and the cause. `timings` (optional) receives the
 // read, sha256 and parse times.
 LoadedModel LoadFromFile(const std::string& path, StageTimings* timings = nullptr);
+// `known_sha256`, when not empty, is taken as the hash of `bytes` (CheckOptions::known_sha256).
 LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name,
-                          StageTimings* timings = nullptr);
+                          StageTimings* timings = nullptr, const std::string& known_sha256 = {});
 
 }  // namespace axqc::detail
