@@ -61,7 +61,10 @@ if [[ ${AXQC_BENCH_ONLY:-} == isolation ]]; then
   "$build/bench/axqc-bench-isolate" --worker "$build/server/axqc-worker" \
     --repeat "${AXQC_BENCH_ISOLATE_REPEAT:-30}" --json "$out-isolation.json" \
     "$work/mixed-1k.onnx" "$work/cnn-w256-1k.onnx"
-  echo "results: $out-upload.json $out-isolation.json (models in $work)"
+  "$build/bench/axqc-bench-isolate" --worker "$build/server/axqc-worker" --no-trim \
+    --repeat "${AXQC_BENCH_ISOLATE_REPEAT:-30}" --json "$out-isolation-no-trim.json" \
+    "$work/mixed-1k.onnx" "$work/cnn-w256-1k.onnx"
+  echo "results: $out-upload.json $out-isolation.json $out-isolation-no-trim.json (models in $work)"
   exit 0
 fi
 
@@ -112,5 +115,8 @@ if [[ ${AXQC_BENCH_SERVICE:-1} != 0 ]]; then
   "$build/bench/axqc-bench-isolate" --worker "$build/server/axqc-worker" \
     --repeat "${AXQC_BENCH_ISOLATE_REPEAT:-30}" --json "$isolation_out" \
     "$work/mixed-1k.onnx" "$work/cnn-w256-1k.onnx"
-  echo "isolation results: $isolation_out"
+  "$build/bench/axqc-bench-isolate" --worker "$build/server/axqc-worker" --no-trim \
+    --repeat "${AXQC_BENCH_ISOLATE_REPEAT:-30}" --json "${isolation_out%.json}-no-trim.json" \
+    "$work/mixed-1k.onnx" "$work/cnn-w256-1k.onnx"
+  echo "isolation results: $isolation_out ${isolation_out%.json}-no-trim.json"
 fi

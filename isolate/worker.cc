@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "axqc/checker.h"
+#include "axqc/sha256.h"
 #include "protocol.h"
 #include "report_proto.h"
 #include "sandbox.h"
@@ -28,14 +29,6 @@ void OnAllocationFailure() {
   g_allocation_failed.store(true);
   std::set_new_handler(nullptr);  // the next failure of this allocation throws std::bad_alloc
   throw std::bad_alloc();
-}
-
-bool IsSha256Hex(const std::string& s) {
-  if (s.size() != 64) return false;
-  for (const char c : s) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
 }
 
 double ProcessCpuSeconds() {
