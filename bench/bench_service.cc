@@ -495,7 +495,10 @@ int main(int argc, char** argv) try {
       const double raw = LoopbackMbps(large);
       std::cout << std::fixed << std::setprecision(1) << "upload (" << large.size() / 1e6
                 << " MB, cached): " << best_upload << " MB/s; raw loopback copy: " << raw
-                << " MB/s; ratio " << std::setprecision(2) << best_upload / raw << "\n";
+                << " MB/s; ratio " << std::setprecision(2) << best_upload / raw << "\n"
+                << "target upload >= 50% of raw loopback copy (65 MB model): "
+                << std::setprecision(0) << best_upload / raw * 100 << "% "
+                << (best_upload / raw >= 0.5 ? "PASS" : "MISS") << "\n";
       out["upload"] = {{"model_mb", large.size() / 1e6},
                        {"upload_mb_s", best_upload},
                        {"loopback_mb_s", raw},

@@ -15,7 +15,9 @@
 # default "1000 10000 100000"), AXQC_BENCH_JOBS (build jobs, default 2), AXQC_BENCH_SECONDS
 # (duration of each service scenario, default 3), AXQC_BENCH_SERVICE=0 (skip the service part),
 # AXQC_BENCH_BASELINE (an earlier results file for the wall-time target; default
-# bench/results/2026-11-29-vm.json, empty to skip).
+# bench/results/2026-11-29-vm.json, empty to skip), AXQC_BENCH_ONLY=isolation (only the
+# upload-throughput and isolation targets: the two models they need, axqc-bench-service's upload
+# scenario and axqc-bench-isolate; a few minutes).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,6 +47,27 @@ add() {      # add NAME EXIT GENERATOR-ARGS...
   models+=("$work/$name.onnx")
   expect+=("$code")
 }
+
+if [[ ${AXQC_BENCH_ONLY:-} == isolation ]]; then
+  cmake --build "$build" -j"${AXQC_BENCH_JOBS:-2}" --target axqc-server axqc-worker \
+    axqc-bench-service axqc-bench-isolate axqc-bench-gen
+  [[ -f $work/mixed-1k.onnx ]] || "$gen" --nodes 1000 -o "$work/mixed-1k.onnx"
+  [[ -f $work/cnn-w256-1k.onnx ]] ||
+    "$gen" --nodes 1000 --kind cnn --width 256 -o "$work/cnn-w256-1k.onnx"
+  out=$root/bench/results/$(date +%F)-$(hostname -s)
+  echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  "$build/bench/axqc-bench-service" --server-bin "$build/server/axqc-server" \
+    --small "$work/mixed-1k.onnx" --large "$work/cnn-w256-1k.onnx" --only upload \
+    --json "$out-upload.json"
+  "$build/bench/axqc-bench-isolate" --worker "$build/server/axqc-worker" \
+    --repeat "${AXQC_BENCH_ISOLATE_REPEAT:-30}" --json "$out-isolation.json" \
+    "$work/mixed-1k.onnx" "$work/cnn-w256-1k.onnx"
+  "$build/bench/axqc-bench-isolate" --worker "$build/server/axqc-worker" --no-trim \
+    --repeat "${AXQC_BENCH_ISOLATE_REPEAT:-30}" --json "$out-isolation-no-trim.json" \
+    "$work/mixed-1k.onnx" "$work/cnn-w256-1k.onnx"
+  echo "results: $out-upload.json $out-isolation.json $out-isolation-no-trim.json (models in $work)"
+  exit 0
+fi
 
 largest=0
 for n in $scales; do
@@ -99,5 +122,8 @@ if [[ ${AXQC_BENCH_SERVICE:-1} != 0 ]]; then
   "$build/bench/axqc-bench-isolate" --worker "$build/server/axqc-worker" \
     --repeat "${AXQC_BENCH_ISOLATE_REPEAT:-30}" --json "$isolation_out" \
     "$work/mixed-1k.onnx" "$work/cnn-w256-1k.onnx"
-  echo "isolation results: $isolation_out"
+  "$build/bench/axqc-bench-isolate" --worker "$build/server/axqc-worker" --no-trim \
+    --repeat "${AXQC_BENCH_ISOLATE_REPEAT:-30}" --json "${isolation_out%.json}-no-trim.json" \
+    "$work/mixed-1k.onnx" "$work/cnn-w256-1k.onnx"
+  echo "isolation results: $isolation_out ${isolation_out%.json}-no-trim.json"
 fi

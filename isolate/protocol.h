@@ -14,7 +14,7 @@
 
 namespace axqc::isolate {
 
-inline constexpr std::uint32_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kProtocolVersion = 2;
 
 // Worker -> parent, once, after the sandbox is in place.
 struct ReadyMsg {
@@ -29,6 +29,9 @@ struct CheckRequestMsg {
   std::string name;  // model name in the report (descriptor form)
   std::string path;  // file form
   std::uint64_t model_bytes = 0;
+  // Descriptor form: the SHA-256 of the model bytes as the parent computed them (64 lowercase hex)
+  // or empty; the worker then does not hash the bytes again (CheckOptions::known_sha256).
+  std::string sha256;
   bool check_value = false;
   bool include_units = true;
   std::uint32_t max_locations = 5;

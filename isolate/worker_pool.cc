@@ -313,16 +313,23 @@ CheckResult WorkerPool::Exchange(Worker& w, const CheckInput& input) {
   req.max_locations =
       static_cast<std::uint32_t>(std::min<std::size_t>(input.options.max_locations, UINT32_MAX));
   req.cpu_seconds = options_.cpu_seconds;
-  std::uint64_t model_size = input.bytes.size();
+  std::uint64_t model_size = input.model != nullptr ? input.model->size() : input.bytes.size();
   int fd = -1;
+  bool own_fd = false;
   if (input.path.empty()) {
-    fd = SealedMemfd("axqc-model", input.bytes);
-    if (fd < 0) {
-      out.failure = Failure::kProtocol;
-      out.error = std::string("cannot create the model memfd: ") + std::strerror(errno);
-      return out;
+    if (input.model != nullptr && input.model->sealed() && input.model->fd() >= 0) {
+      fd = input.model->fd();  // already a sealed memfd: sent as it is
+    } else {
+      fd = SealedMemfd("axqc-model", input.model != nullptr ? input.model->view() : input.bytes);
+      own_fd = true;
+      if (fd < 0) {
+        out.failure = Failure::kProtocol;
+        out.error = std::string("cannot create the model memfd: ") + std::strerror(errno);
+        return out;
+      }
     }
-    req.model_bytes = input.bytes.size();
+    req.model_bytes = model_size;
+    req.sha256 = input.sha256;
   } else {
     struct stat st {};
     if (::stat(input.path.c_str(), &st) == 0) model_size = static_cast<std::uint64_t>(st.st_size);
@@ -332,7 +339,7 @@ CheckResult WorkerPool::Exchange(Worker& w, const CheckInput& input) {
                                                            options_.memory_factor * model_size);
   }
   const bool sent = SendMessage(w.sock, Encode(req), fd);
-  if (fd >= 0) ::close(fd);
+  if (own_fd) ::close(fd);
   double deadline = options_.deadline_seconds;
   if (deadline <= 0 && options_.cpu_seconds > 0) deadline = 2.0 * options_.cpu_seconds + 60;
   std::string payload;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "axqc/checker.h"
+#include "model_buffer.h"
 #include "protocol.h"
 
 namespace axqc::isolate {
@@ -58,10 +59,16 @@ struct PoolOptions {
 };
 
 struct CheckInput {
-  std::string_view bytes;  // the model (sent as a sealed memfd) ...
-  std::string name;        // ... and its name in the report
-  std::string path;        // or, when not empty, a file the worker reads itself (allow_read)
-  CheckOptions options;    // timings: filled from the worker's
+  // The model: a sealed memfd-backed buffer is handed to the worker as it is (no copy); otherwise
+  // `bytes` are copied into a sealed memfd.
+  const ModelBuffer* model = nullptr;
+  std::string_view bytes;  // when `model` is null
+  std::string name;        // its name in the report
+  // The SHA-256 (hex) of the model bytes as this process computed them, or empty: the worker then
+  // skips hashing. Never a hash that came from a client.
+  std::string sha256;
+  std::string path;      // or, when not empty, a file the worker reads itself (allow_read)
+  CheckOptions options;  // timings: filled from the worker's
 };
 
 struct CheckResult {

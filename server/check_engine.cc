@@ -10,9 +10,9 @@
 namespace axqc::server {
 
 ProtoCheckFn ToProtoCheck(CheckFn check) {
-  return [check = std::move(check)](std::string_view bytes, const std::string& name,
+  return [check = std::move(check)](const isolate::ModelBuffer& model, const std::string& name,
                                     const CheckOptions& options) {
-    return service::ToProto(check(bytes, name, options));
+    return service::ToProto(check(model.view(), name, options));
   };
 }
 
@@ -106,6 +106,7 @@ void CheckEngine::Run(const std::shared_ptr<Flight>& flight) {
   StageTimings timings;
   CheckOptions options = flight->job.options;
   options.timings = &timings;
+  options.known_sha256 = flight->job.sha256;
   try {
     auto proto =
         std::make_shared<v1::Report>(check_(*flight->job.bytes, flight->job.name, options));

@@ -21,17 +21,21 @@
 #include "axqc/checker.h"
 #include "axqc/v1/axqc.pb.h"
 #include "metrics.h"
+#include "model_buffer.h"
 
 namespace axqc::server {
 
-// The checker; axqc::CheckBytes in production, replaceable in tests.
+// The checker; axqc::CheckBytes in production, replaceable in tests. The options carry the
+// model's sha256 as the server computed it (CheckOptions::known_sha256): the loader does not hash
+// the bytes again.
 using CheckFn =
     std::function<Report(std::string_view bytes, const std::string& name, const CheckOptions&)>;
 // A checker that answers with the report in its protobuf form, the form the engine keeps (worker
-// processes send that form: no conversion to the core's Report and back).
-using ProtoCheckFn =
-    std::function<v1::Report(std::string_view bytes, const std::string& name, const CheckOptions&)>;
-// `check` followed by the conversion to protobuf.
+// processes send that form: no conversion to the core's Report and back). It gets the sealed
+// model buffer itself, so that a worker process can be handed its memfd.
+using ProtoCheckFn = std::function<v1::Report(const isolate::ModelBuffer& model,
+                                              const std::string& name, const CheckOptions&)>;
+// `check` of the buffer's bytes followed by the conversion to protobuf.
 ProtoCheckFn ToProtoCheck(CheckFn check);
 
 // Thrown by a CheckFn whose checker ran in a worker process that failed on the model
@@ -48,12 +52,12 @@ class CheckerFailure : public std::runtime_error {
 };
 
 struct CheckJob {
-  std::string key;  // cache key
-  std::string sha256;
+  std::string key;     // cache key
+  std::string sha256;  // computed by this server from `bytes`
   std::string name;
   std::string options_key;
   CheckOptions options;
-  std::shared_ptr<const std::string> bytes;
+  std::shared_ptr<const isolate::ModelBuffer> bytes;  // sealed
 };
 
 struct CheckOutcome {

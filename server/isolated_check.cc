@@ -32,10 +32,11 @@ ProtoCheckFn MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Log
   };
   auto pool = std::make_shared<isolate::WorkerPool>(std::move(options));
   metrics->SetWorkerResidentBytes(0, 0);
-  return [pool, metrics](std::string_view bytes, const std::string& name,
+  return [pool, metrics](const isolate::ModelBuffer& model, const std::string& name,
                          const CheckOptions& check_options) -> v1::Report {
     isolate::CheckInput input;
-    input.bytes = bytes;
+    input.model = &model;  // a sealed memfd: handed to the worker as it is
+    input.sha256 = check_options.known_sha256;
     input.name = name;
     input.options = check_options;
     isolate::CheckResult r = pool->Check(input);

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "sha256.h"
 
@@ -50,13 +51,20 @@ void Reservation::Reset() {
   bytes_ = 0;
 }
 
-std::shared_ptr<const std::string> AccountedBytes(std::string&& bytes, Reservation&& reservation) {
-  auto* owned = new std::string(std::move(bytes));
+std::shared_ptr<const isolate::ModelBuffer> AccountedBytes(isolate::ModelBuffer&& buffer,
+                                                           Reservation&& reservation) {
+  buffer.Seal();
+  auto* owned = new isolate::ModelBuffer(std::move(buffer));
   auto res = std::make_shared<Reservation>(std::move(reservation));
-  return std::shared_ptr<const std::string>(owned, [res](const std::string* p) {
+  return std::shared_ptr<const isolate::ModelBuffer>(owned, [res](const isolate::ModelBuffer* p) {
     delete p;
     res->Reset();
   });
+}
+
+std::shared_ptr<const isolate::ModelBuffer> AccountedBytes(std::string&& bytes,
+                                                           Reservation&& reservation) {
+  return AccountedBytes(isolate::ModelBuffer::FromString(std::move(bytes)), std::move(reservation));
 }
 
 bool IsWithin(const fs::path& path, const fs::path& root) {
@@ -205,21 +213,23 @@ LoadedModel PathResolver::Load(const std::string& request_path, std::uint64_t ma
   }
   Reservation reservation(&budget);
   reservation.Grow(size);
-  std::string bytes(size, '\0');
-  std::size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::read(file.get(), bytes.data() + done, size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) FailOpen(errno, request_path);
-    if (n == 0) {
-      throw SourceError(grpc::StatusCode::UNAVAILABLE,
-                        "model file shrank while reading: " + request_path);
+  // Straight into the model buffer (a memfd: copied by the kernel, and later handed to a worker
+  // process as it is); hashed from the buffer.
+  isolate::ModelBuffer buffer(isolate::ModelBuffer::Backing::kMemfd, size);
+  try {
+    while (buffer.size() < size) {
+      if (buffer.AppendFrom(file.get(), size - buffer.size()) == 0) {
+        throw SourceError(grpc::StatusCode::UNAVAILABLE,
+                          "model file shrank while reading: " + request_path);
+      }
     }
-    done += static_cast<std::size_t>(n);
+    buffer.Seal();
+  } catch (const std::system_error& e) {
+    FailOpen(e.code().value(), request_path);
   }
   LoadedModel out;
-  out.sha256 = service::Sha256Hex(bytes);
-  out.bytes = AccountedBytes(std::move(bytes), std::move(reservation));
+  out.sha256 = service::Sha256Hex(buffer.view());
+  out.bytes = AccountedBytes(std::move(buffer), std::move(reservation));
   return out;
 }
 

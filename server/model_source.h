@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "metrics.h"
+#include "model_buffer.h"
 
 namespace axqc::server {
 
@@ -76,12 +77,16 @@ class Reservation {
   std::uint64_t bytes_ = 0;
 };
 
-// Model bytes whose reservation is released when the last reference goes away.
-std::shared_ptr<const std::string> AccountedBytes(std::string&& bytes, Reservation&& reservation);
+// A sealed model buffer whose reservation is released when the last reference goes away.
+std::shared_ptr<const isolate::ModelBuffer> AccountedBytes(isolate::ModelBuffer&& buffer,
+                                                           Reservation&& reservation);
+// The same for bytes already held in a string (kept on the heap, not copied).
+std::shared_ptr<const isolate::ModelBuffer> AccountedBytes(std::string&& bytes,
+                                                           Reservation&& reservation);
 
 struct LoadedModel {
-  std::shared_ptr<const std::string> bytes;
-  std::string sha256;
+  std::shared_ptr<const isolate::ModelBuffer> bytes;  // sealed
+  std::string sha256;  // computed by this server from the bytes, never taken from a client
 };
 
 // Path references: a request path is accepted only when it lies inside one of the allowed roots

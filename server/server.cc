@@ -23,10 +23,10 @@
 #include "axqc/catalog.h"
 #include "axqc/checker.h"
 #include "failure_memory.h"
-#include "isolated_check.h"
 #include "http/api.h"
 #include "http/hooks.h"
 #include "http/listener.h"
+#include "isolated_check.h"
 #include "memory.h"
 #include "model_source.h"
 #include "process_metrics.h"
@@ -124,9 +124,10 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
     s->logger_->Warn("test-check-delay-seconds is set: every check is slowed down (testing only)",
                      {{"seconds", c.test_check_delay_seconds}});
     check = [inner = std::move(check), delay = c.test_check_delay_seconds](
-                std::string_view bytes, const std::string& name, const CheckOptions& options) {
+                const isolate::ModelBuffer& model, const std::string& name,
+                const CheckOptions& options) {
       std::this_thread::sleep_for(std::chrono::duration<double>(delay));
-      return inner(bytes, name, options);
+      return inner(model, name, options);
     };
   }
   s->engine_ = std::make_unique<CheckEngine>(

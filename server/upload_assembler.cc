@@ -1,10 +1,126 @@
 #include "upload_assembler.h"
 
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <system_error>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "request_validation.h"
 
 namespace axqc::server {
+
+// The hashing thread of one upload: takes chunk strings in order, hashes each and appends it to
+// the model buffer, and gives the emptied strings back for the next chunks (so that the transport
+// parses into warm memory instead of fresh pages).
+class UploadAssembler::Pipeline {
+ public:
+  // At most this many bytes wait for the thread; Push blocks beyond (back-pressure).
+  static constexpr std::size_t kMaxQueuedBytes = 4u << 20;
+  static constexpr std::size_t kMaxFree = 4;
+
+  Pipeline(service::Sha256 hasher, isolate::ModelBuffer* buffer)
+      : hasher_(std::move(hasher)), buffer_(buffer), thread_([this] { Run(); }) {}
+  ~Pipeline() { Stop(); }
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Queues a chunk. False when writing the buffer failed (error()).
+  bool Push(std::string&& chunk) {
+    std::unique_lock<std::mutex> lock(mu_);
+    space_cv_.wait(lock, [&] {
+      return failed_ || queue_.empty() || queued_bytes_ + chunk.size() <= kMaxQueuedBytes;
+    });
+    if (failed_) return false;
+    queued_bytes_ += chunk.size();
+    queue_.push_back(std::move(chunk));
+    work_cv_.notify_one();
+    return true;
+  }
+
+  // An empty string, with the capacity of an earlier chunk when one is free.
+  std::string Recycled() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) return {};
+    std::string s = std::move(free_.back());
+    free_.pop_back();
+    return s;
+  }
+
+  // Waits for every queued chunk; the digest, or nullopt when writing failed (error()).
+  std::optional<std::string> Finish() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      finishing_ = true;
+      work_cv_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+    if (failed_) return std::nullopt;
+    return hasher_.HexDigest();
+  }
+
+  // Drops what is queued and ends the thread. Idempotent.
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      work_cv_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+  const std::string& error() const { return error_; }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      work_cv_.wait(lock, [&] { return stop_ || finishing_ || !queue_.empty(); });
+      if (stop_ || (queue_.empty() && finishing_)) return;
+      std::string chunk = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      bool ok = true;
+      std::string error;
+      try {
+        hasher_.Update(chunk);
+        buffer_->Append(chunk);
+      } catch (const std::system_error& e) {
+        ok = false;
+        error = e.what();
+      }
+      const std::size_t n = chunk.size();
+      chunk.clear();
+      lock.lock();
+      queued_bytes_ -= n;
+      if (free_.size() < kMaxFree) free_.push_back(std::move(chunk));
+      if (!ok) {
+        failed_ = true;
+        error_ = std::move(error);
+        queue_.clear();
+        queued_bytes_ = 0;
+      }
+      space_cv_.notify_all();
+      if (failed_) return;
+    }
+  }
+
+  service::Sha256 hasher_;
+  isolate::ModelBuffer* buffer_;
+  std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::condition_variable space_cv_;
+  std::deque<std::string> queue_;
+  std::vector<std::string> free_;
+  std::size_t queued_bytes_ = 0;
+  bool finishing_ = false;
+  bool stop_ = false;
+  bool failed_ = false;
+  std::string error_;
+  std::thread thread_;  // last: starts after the members above exist
+};
 
 UploadAssembler::UploadAssembler(std::uint64_t max_model_bytes, ByteBudget* model_budget,
                                  ByteBudget* upload_budget)
@@ -12,7 +128,16 @@ UploadAssembler::UploadAssembler(std::uint64_t max_model_bytes, ByteBudget* mode
       model_reservation_(model_budget),
       upload_reservation_(upload_budget) {}
 
-grpc::Status UploadAssembler::Add(const v1::UploadRequest& msg) {
+UploadAssembler::~UploadAssembler() { Abort(); }
+
+grpc::Status UploadAssembler::Add(const v1::UploadRequest& msg) { return AddMessage(msg, nullptr); }
+
+grpc::Status UploadAssembler::Take(v1::UploadRequest* msg) {
+  return AddMessage(*msg,
+                    msg->part_case() == v1::UploadRequest::kChunk ? msg->mutable_chunk() : nullptr);
+}
+
+grpc::Status UploadAssembler::AddMessage(const v1::UploadRequest& msg, std::string* owned_chunk) {
   switch (state_) {
     case State::kDone:
       return Invalid("the upload has already ended");
@@ -27,7 +152,7 @@ grpc::Status UploadAssembler::Add(const v1::UploadRequest& msg) {
                                 ? "only the first Upload message may carry metadata"
                                 : "every Upload message after the first must carry a chunk"));
       }
-      return AddChunk(msg.chunk());
+      return AddChunk(msg.chunk(), owned_chunk);
   }
   return Fail(grpc::Status(grpc::StatusCode::INTERNAL, "upload state"));
 }
@@ -48,14 +173,14 @@ grpc::Status UploadAssembler::AddMetadata(const v1::UploadMetadata& m) {
     } catch (const SourceError& e) {
       return Fail(e.status());
     }
-    data_.reserve(declared_size_);
   }
+  buffer_.emplace(isolate::ModelBuffer::Backing::kMemfd, declared_size_);
   state_ = State::kReceiving;
   return grpc::Status::OK;
 }
 
-grpc::Status UploadAssembler::AddChunk(const std::string& chunk) {
-  const std::uint64_t total = data_.size() + chunk.size();
+grpc::Status UploadAssembler::AddChunk(std::string_view chunk, std::string* owned) {
+  const std::uint64_t total = received_ + chunk.size();
   if (total > max_model_bytes_) return Fail(TooBig(total));
   if (declared_size_ > 0 && total > declared_size_) {
     return Fail(Invalid("received more bytes than the declared size_bytes " +
@@ -66,8 +191,30 @@ grpc::Status UploadAssembler::AddChunk(const std::string& chunk) {
   } catch (const SourceError& e) {
     return Fail(e.status());
   }
-  hasher_.Update(chunk);
-  data_.append(chunk);
+  received_ = total;
+  if (pipeline_ == nullptr && (declared_size_ >= kPipelineBytes || total >= kPipelineBytes)) {
+    pipeline_ = std::make_unique<Pipeline>(std::move(hasher_), &*buffer_);
+  }
+  if (pipeline_ == nullptr) {
+    hasher_.Update(chunk);
+    try {
+      buffer_->Append(chunk);
+    } catch (const std::system_error& e) {
+      return Fail(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, e.what()));
+    }
+    return grpc::Status::OK;
+  }
+  std::string taken;
+  if (owned != nullptr) {
+    taken = pipeline_->Recycled();
+    taken.swap(*owned);
+  } else {
+    taken = pipeline_->Recycled();
+    taken.assign(chunk);
+  }
+  if (!pipeline_->Push(std::move(taken))) {
+    return Fail(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, pipeline_->error()));
+  }
   return grpc::Status::OK;
 }
 
@@ -80,26 +227,43 @@ grpc::Status UploadAssembler::Finish(LoadedModel* model) {
     case State::kReceiving:
       break;
   }
-  if (declared_size_ > 0 && data_.size() != declared_size_) {
-    return Fail(Invalid("received " + std::to_string(data_.size()) +
-                        " bytes, declared size_bytes " + std::to_string(declared_size_)));
+  if (declared_size_ > 0 && received_ != declared_size_) {
+    return Fail(Invalid("received " + std::to_string(received_) + " bytes, declared size_bytes " +
+                        std::to_string(declared_size_)));
   }
-  const std::string sha256 = hasher_.HexDigest();
+  std::string sha256;
+  if (pipeline_ != nullptr) {
+    std::optional<std::string> digest = pipeline_->Finish();
+    if (!digest) {
+      return Fail(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, pipeline_->error()));
+    }
+    sha256 = std::move(*digest);
+    pipeline_.reset();
+  } else {
+    sha256 = hasher_.HexDigest();
+  }
   if (!metadata_.sha256().empty() && metadata_.sha256() != sha256) {
     return Fail(Invalid("sha256 mismatch: declared " + metadata_.sha256() +
                         ", received bytes hash to " + sha256));
   }
   state_ = State::kDone;
   model->sha256 = sha256;
-  model->bytes = AccountedBytes(std::move(data_), std::move(model_reservation_));
-  data_ = std::string();
+  try {
+    model->bytes = AccountedBytes(std::move(*buffer_), std::move(model_reservation_));
+  } catch (const std::system_error& e) {
+    return Fail(grpc::Status(grpc::StatusCode::INTERNAL, e.what()));
+  }
+  buffer_.reset();
   upload_reservation_.Reset();
   return grpc::Status::OK;
 }
 
 void UploadAssembler::Abort() {
   state_ = State::kDone;
-  data_ = std::string();  // gives the capacity back too
+  if (pipeline_ != nullptr) pipeline_->Stop();  // before the buffer it writes goes away
+  pipeline_.reset();
+  buffer_.reset();
+  received_ = 0;
   model_reservation_.Reset();
   upload_reservation_.Reset();
 }

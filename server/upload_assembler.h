@@ -5,13 +5,21 @@
 // (--max-inflight-upload-bytes). A declared size is reserved in full when the metadata arrives, so
 // an upload that cannot fit is refused before its bytes are sent.
 //
-// The service's Upload reactor feeds it; the fuzz target tests/fuzz/fuzz_upload.cc drives it with
-// arbitrary message sequences.
+// The bytes go into a model buffer (isolate/model_buffer.h: a memfd, later handed to a worker
+// process as it is). Small uploads are hashed and written on the caller's thread; from
+// kPipelineBytes on, each chunk's string is handed to a hashing thread of the upload, which hashes
+// it and writes it into the buffer while the caller receives the next chunk (the transport
+// thread then only moves strings; no byte is copied on it).
+//
+// The service's Upload reactor and the HTTP body sink feed it; the fuzz target
+// tests/fuzz/fuzz_upload.cc drives it with arbitrary message sequences.
 #pragma once
 
 #include <grpcpp/support/status.h>
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "axqc/v1/axqc.pb.h"
@@ -26,9 +34,20 @@ class UploadAssembler {
   UploadAssembler(std::uint64_t max_model_bytes, ByteBudget* model_budget,
                   ByteBudget* upload_budget);
 
+  ~UploadAssembler();
+  UploadAssembler(const UploadAssembler&) = delete;
+  UploadAssembler& operator=(const UploadAssembler&) = delete;
+
+  // Uploads of at least this many bytes (declared, or received so far) are hashed on their own
+  // thread.
+  static constexpr std::uint64_t kPipelineBytes = 4ull << 20;
+
   // One message of the stream. OK: the upload goes on. Any other status ends the upload: the
   // buffer and both reservations are released, and later calls return an error.
   grpc::Status Add(const v1::UploadRequest& msg);
+  // The same, but may take the chunk's string instead of copying it (leaving an empty string,
+  // often one with capacity from an earlier chunk, in its place).
+  grpc::Status Take(v1::UploadRequest* msg);
   // The client half-closed the stream. On OK, `model` holds the bytes and their sha256; they stay
   // charged to the model budget until the last reference to `model->bytes` goes away, and the
   // upload budget is released. Otherwise as Add.
@@ -39,15 +58,20 @@ class UploadAssembler {
   // True once a message has been accepted or refused.
   bool started() const { return state_ != State::kExpectMetadata; }
   // Bytes of model received so far.
-  std::uint64_t received() const { return data_.size(); }
+  std::uint64_t received() const { return received_; }
+  // True when this upload's chunks are hashed on a thread of their own (tests).
+  bool pipelined() const { return pipeline_ != nullptr; }
   // Bytes charged to the upload budget right now.
   std::uint64_t reserved() const { return upload_reservation_.bytes(); }
   const v1::UploadMetadata& metadata() const { return metadata_; }
 
  private:
   enum class State { kExpectMetadata, kReceiving, kDone };
+  class Pipeline;
+  grpc::Status AddMessage(const v1::UploadRequest& msg, std::string* owned_chunk);
   grpc::Status AddMetadata(const v1::UploadMetadata& m);
-  grpc::Status AddChunk(const std::string& chunk);
+  // `owned`: the chunk's string when it may be taken (null: `chunk` is copied).
+  grpc::Status AddChunk(std::string_view chunk, std::string* owned);
   grpc::Status Fail(grpc::Status status);
   grpc::Status TooBig(std::uint64_t size) const;
   // Makes both reservations cover `total` bytes.
@@ -57,8 +81,10 @@ class UploadAssembler {
   State state_ = State::kExpectMetadata;
   v1::UploadMetadata metadata_;
   std::uint64_t declared_size_ = 0;
-  std::string data_;
-  service::Sha256 hasher_;
+  std::uint64_t received_ = 0;
+  std::optional<isolate::ModelBuffer> buffer_;  // from the metadata on
+  service::Sha256 hasher_;                      // until the pipeline starts
+  std::unique_ptr<Pipeline> pipeline_;
   Reservation model_reservation_;
   Reservation upload_reservation_;
 };

@@ -593,7 +593,8 @@ Report CheckFile(const std::string& path, const CheckOptions& options) {
 }
 
 Report CheckBytes(std::string_view bytes, const std::string& name, const CheckOptions& options) {
-  auto m = detail::LoadFromBytes(bytes, name, options.timings, ParallelChecks());
+  auto m = detail::LoadFromBytes(bytes, name, options.timings, ParallelChecks(),
+                                 options.known_sha256);
   return detail::Run(m, options);
 }
 

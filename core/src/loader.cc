@@ -367,14 +367,17 @@ LoadedModel LoadFromFile(const std::string& path, StageTimings* timings, bool pa
 }
 
 LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name, StageTimings* timings,
-                          bool parallel) {
+                          bool parallel, const std::string& known_sha256) {
   StageClock clock(timings);
   LoadedModel m;
   m.name = name;
   m.size = bytes.size();
   StageTimings hash_times;
   if (timings != nullptr) hash_times.thread_cpu = timings->thread_cpu;
-  Beside hashing(parallel, [&] {
+  // The caller's own hash of these bytes (CheckOptions::known_sha256): no sha256 stage.
+  if (!known_sha256.empty()) m.sha256 = known_sha256;
+  Beside hashing(parallel && known_sha256.empty(), [&] {
+    if (!known_sha256.empty()) return;
     StageClock hash_clock(timings != nullptr ? &hash_times : nullptr);
     m.sha256 = Sha256Hex(bytes);
     hash_clock.Lap(&StageTimings::sha256_s);

@@ -28,10 +28,12 @@ struct LoadedModel {
 
 // Throws axqc::InputError with the file name and the cause. `timings` (optional) receives the
 // read, sha256 and parse times. `parallel`: the bytes are hashed on a second thread while they are
-// parsed (its read and sha256 times are taken on that thread's clock).
+// parsed (its read and sha256 times are taken on that thread's clock). `known_sha256`, when not
+// empty, is taken as the hash of `bytes` (CheckOptions::known_sha256) and nothing is hashed.
 LoadedModel LoadFromFile(const std::string& path, StageTimings* timings = nullptr,
                          bool parallel = false);
 LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name,
-                          StageTimings* timings = nullptr, bool parallel = false);
+                          StageTimings* timings = nullptr, bool parallel = false,
+                          const std::string& known_sha256 = {});
 
 }  // namespace axqc::detail

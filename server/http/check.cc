@@ -84,9 +84,8 @@ class UploadSink final : public BodySink {
   bool Chunk(std::string_view data) override {
     if (call_->finished()) return false;
     s_.d.metrics->AddUploadBytes(static_cast<double>(data.size()));
-    v1::UploadRequest msg;
-    msg.set_chunk(std::string(data));
-    return Add(msg);
+    chunk_.mutable_chunk()->assign(data);  // into the string the assembler gave back, if any
+    return Take(&chunk_);
   }
 
   void End() override {
@@ -112,8 +111,9 @@ class UploadSink final : public BodySink {
   }
 
  private:
-  bool Add(const v1::UploadRequest& msg) {
-    grpc::Status st = assembler_.Add(msg);
+  bool Add(const v1::UploadRequest& msg) { return Done(assembler_.Add(msg)); }
+  bool Take(v1::UploadRequest* msg) { return Done(assembler_.Take(msg)); }
+  bool Done(const grpc::Status& st) {
     if (st.ok()) return true;
     // Over the per-model limit: 413; the in-flight budgets (busy server): 429.
     if (st.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
@@ -136,6 +136,7 @@ class UploadSink final : public BodySink {
   std::shared_ptr<CheckCall> call_;
   std::shared_ptr<std::atomic<unsigned>> http_status_;
   UploadAssembler assembler_;
+  v1::UploadRequest chunk_;  // reused for every chunk of the body
   bool done_ = false;
 };
 

@@ -119,7 +119,7 @@ std::string Hooks::RegistryCall(
   std::atomic<bool> never{false};
   ByteBudget unlimited(1ull << 40, static_cast<prometheus::Gauge*>(nullptr));
   LoadedModel out = FetchUrl(url, policy, unlimited, never);
-  return out.bytes == nullptr ? std::string() : std::string(*out.bytes);
+  return out.bytes == nullptr ? std::string() : std::string(out.bytes->view());
 }
 
 grpc::Status HookCheckRpc::Validate(const Request& req) {

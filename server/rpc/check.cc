@@ -44,7 +44,7 @@ void StartInline(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
   boost::asio::post(*d.io, [&s, call = call, bytes = std::move(bytes)]() mutable {
     const auto t0 = Clock::now();
     LoadedModel model;
-    model.sha256 = service::Sha256Hex(*bytes);
+    model.sha256 = service::Sha256Hex(bytes->view());
     model.bytes = std::move(bytes);
     s.d.metrics->ObserveStage("load", SecondsSince(t0));
     CheckModel(s, call, std::move(model));

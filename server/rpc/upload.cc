@@ -72,7 +72,7 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
         return;
       }
     }
-    if (grpc::Status st = assembler_.Add(msg_); !st.ok()) {
+    if (grpc::Status st = assembler_.Take(&msg_); !st.ok()) {
       EndReceiving();
       call_->Finish(st);
       return;

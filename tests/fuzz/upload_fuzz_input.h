@@ -224,7 +224,7 @@ inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
         return "accepted an upload without metadata first";
       }
       const auto& meta = msgs.front().metadata();
-      if (model.bytes == nullptr || *model.bytes != sent) return "assembled bytes differ";
+      if (model.bytes == nullptr || model.bytes->view() != sent) return "assembled bytes differ";
       if (model.sha256 != service::Sha256Hex(sent)) return "wrong sha256";
       if (meta.size_bytes() != 0 && meta.size_bytes() != sent.size()) {
         return "accepted a size that differs from the declared one";

@@ -1,12 +1,16 @@
 // Process isolation: the control protocol's framing, and the worker pool with the real
 // axqc-worker (reports identical to in-process checks) and with the test-only worker
 // (tests/isolate/test_worker_main.cc) that violates the sandbox or the limits on request.
+#include <fcntl.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "axqc/sha256.h"
+#include "model_buffer.h"
 #include "report_proto.h"
 #include "server_test_util.h"
 #include "worker_pool.h"
@@ -17,6 +21,7 @@ namespace {
 using isolate::CheckInput;
 using isolate::CheckResult;
 using isolate::Failure;
+using isolate::ModelBuffer;
 using isolate::PoolOptions;
 using isolate::ResultKind;
 using isolate::WorkerPool;
@@ -34,6 +39,7 @@ TEST(IsolateProtocol, RequestRoundTripsEveryField) {
   m.max_locations = 17;
   m.cpu_seconds = 42;
   m.memory_bytes = 5ull << 30;
+  m.sha256 = Sha256Hex("model");
   const auto back = isolate::DecodeRequest(isolate::Encode(m));
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->name, m.name);
@@ -44,6 +50,79 @@ TEST(IsolateProtocol, RequestRoundTripsEveryField) {
   EXPECT_EQ(back->max_locations, 17u);
   EXPECT_EQ(back->cpu_seconds, 42u);
   EXPECT_EQ(back->memory_bytes, 5ull << 30);
+  EXPECT_EQ(back->sha256, Sha256Hex("model"));
+}
+
+// ------------------------------------------------------------------------------------------------
+// The model buffer: a memfd written in chunks, then sealed.
+
+TEST(ModelBuffer, ChunksAreAppendedAndSealedAgainstWriteGrowAndShrink) {
+  ModelBuffer b(ModelBuffer::Backing::kMemfd);
+  ASSERT_EQ(b.backing(), ModelBuffer::Backing::kMemfd);
+  b.Append("abc");
+  b.Append("");
+  b.Append(std::string(100000, 'x'));
+  EXPECT_EQ(b.size(), 100003u);
+  EXPECT_FALSE(b.sealed());
+  EXPECT_THROW((void)b.view(), std::logic_error);
+  b.Seal();
+  b.Seal();  // idempotent
+  EXPECT_THROW(b.Append("more"), std::logic_error);
+  EXPECT_EQ(b.view(), "abc" + std::string(100000, 'x'));
+  EXPECT_EQ(b.view().data(), b.view().data());  // mapped once
+  const int seals = ::fcntl(b.fd(), F_GET_SEALS);
+  EXPECT_EQ(seals, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+  // Nobody holding the descriptor (a worker) can change the bytes.
+  EXPECT_EQ(::pwrite(b.fd(), "z", 1, 0), -1);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_NE(::ftruncate(b.fd(), 10), 0);
+  EXPECT_NE(::ftruncate(b.fd(), 1 << 20), 0);
+  EXPECT_EQ(::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, b.fd(), 0), MAP_FAILED);
+  EXPECT_NE(::fcntl(b.fd(), F_ADD_SEALS, F_SEAL_FUTURE_WRITE), 0);
+  // Moving keeps the descriptor and the bytes.
+  ModelBuffer moved(std::move(b));
+  EXPECT_EQ(moved.size(), 100003u);
+  EXPECT_EQ(moved.view().substr(0, 4), "abcx");
+  EXPECT_EQ(b.fd(), -1);  // NOLINT(bugprone-use-after-move): the moved-from state is defined
+}
+
+TEST(ModelBuffer, FileContentsAndHeapBuffers) {
+  TempDir dir;
+  const std::string content = ConformantModel("buffer-file") + std::string(3 << 20, '\x05');
+  WriteFile(dir / "m.bin", content);
+  const int fd = ::open((dir / "m.bin").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ModelBuffer b(ModelBuffer::Backing::kMemfd, content.size());
+  while (b.AppendFrom(fd, content.size() - b.size()) > 0) {
+  }
+  ::close(fd);
+  b.Seal();
+  EXPECT_EQ(b.size(), content.size());
+  EXPECT_EQ(b.view(), content);
+
+  ModelBuffer heap(ModelBuffer::Backing::kHeap, 10);
+  EXPECT_EQ(heap.backing(), ModelBuffer::Backing::kHeap);
+  EXPECT_EQ(heap.fd(), -1);
+  heap.Append("12");
+  heap.Append("345");
+  heap.Seal();
+  EXPECT_EQ(heap.view(), "12345");
+  const ModelBuffer s = ModelBuffer::FromString("bytes");
+  EXPECT_TRUE(s.sealed());
+  EXPECT_EQ(s.view(), "bytes");
+  EXPECT_EQ(ModelBuffer::FromString("").view(), "");
+}
+
+// The loader takes a hash its caller computed (the server's own) instead of hashing again.
+TEST(KnownSha256, TheReportCarriesTheGivenHashAndOtherwiseTheRealOne) {
+  const std::string bytes = ConformantModel("known-hash");
+  CheckOptions o;
+  EXPECT_EQ(CheckBytes(bytes, "m.onnx", o).model.sha256, Sha256Hex(bytes));
+  o.known_sha256 = Sha256Hex(bytes);
+  EXPECT_EQ(CheckBytes(bytes, "m.onnx", o).model.sha256, Sha256Hex(bytes));
+  // It is taken as given (callers vouch for it; the server passes only hashes it computed).
+  o.known_sha256 = std::string(64, 'a');
+  EXPECT_EQ(CheckBytes(bytes, "m.onnx", o).model.sha256, std::string(64, 'a'));
 }
 
 TEST(IsolateProtocol, ResultAndReadyRoundTrip) {
@@ -175,6 +254,50 @@ TEST(WorkerPool, ReportsAreIdenticalToInProcessChecks) {
   }
   EXPECT_EQ(bad.error, direct);
   EXPECT_EQ(pool.Pids().size(), 2u);
+}
+
+ModelBuffer SealedBuffer(const std::string& bytes) {
+  ModelBuffer b(ModelBuffer::Backing::kMemfd);
+  for (std::size_t off = 0; off < bytes.size(); off += 1000) b.Append(bytes.substr(off, 1000));
+  b.Seal();
+  return b;
+}
+
+TEST(WorkerPool, ReadsTheSealedMemfdOfAModelBufferAsItIs) {
+  WorkerPool pool(Options(AXQC_WORKER_BIN));
+  const std::string bytes = NonConformantModel("iso-memfd");
+  const ModelBuffer b = SealedBuffer(bytes);
+  ASSERT_GE(b.fd(), 0);
+  CheckInput in;
+  in.model = &b;
+  in.name = "memfd.onnx";
+  in.sha256 = Sha256Hex(bytes);
+  StageTimings timings;
+  in.options.timings = &timings;
+  const CheckResult r = pool.Check(in);
+  ASSERT_EQ(r.failure, Failure::kNone) << r.error;
+  ASSERT_EQ(r.kind, ResultKind::kReport) << r.error;
+  const v1::Report want = service::ToProto(DirectReport(bytes, "memfd.onnx"));
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(ParseReport(r), want));
+  EXPECT_EQ(timings.sha256_s, 0.0);  // the worker did not hash the bytes again
+  // The buffer is still open and unchanged (the worker had the same file, sealed).
+  EXPECT_EQ(b.view(), bytes);
+  EXPECT_EQ(::fcntl(b.fd(), F_GET_SEALS) & F_SEAL_WRITE, F_SEAL_WRITE);
+
+  // Without a hash (or with one that is not 64 lowercase hex), the worker hashes.
+  in.sha256 = "not-a-hash";
+  const CheckResult hashed = pool.Check(in);
+  ASSERT_EQ(hashed.kind, ResultKind::kReport) << hashed.error;
+  EXPECT_EQ(ParseReport(hashed).model().sha256(), Sha256Hex(bytes));
+  EXPECT_GT(timings.sha256_s, 0.0);
+
+  // A heap buffer is copied into a sealed memfd for the worker.
+  const ModelBuffer heap = ModelBuffer::FromString(bytes);
+  in.model = &heap;
+  in.sha256.clear();
+  const CheckResult copied = pool.Check(in);
+  ASSERT_EQ(copied.kind, ResultKind::kReport) << copied.error;
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(ParseReport(copied), want));
 }
 
 TEST(WorkerPool, PathChecksReadTheFileAndItsDirectory) {

@@ -12,6 +12,7 @@
 
 #include "report_proto.h"
 #include "server_test_util.h"
+#include "sha256.h"
 
 extern char** environ;
 
@@ -303,9 +304,37 @@ TEST(ServerIsolation, TheProductionWorkerChecksAndIsolationCanBeTurnedOff) {
     ASSERT_TRUE(s.ok()) << s.error_message();
     const v1::Report want = service::ToProto(DirectReport(model, "model.onnx"));
     EXPECT_EQ(resp.report().SerializeAsString(), want.SerializeAsString());
+
+    // A large upload (hashed on its own thread into a sealed memfd, which a worker reads as it
+    // is): the report names the bytes by the hash the server computed, the same as a direct check.
+    std::string big = NonConformantModel(std::string("big-") + isolation);
+    const std::size_t pad = 5u << 20;  // an unknown field of ModelProto (number 1000): ignored
+    big.push_back(static_cast<char>(0xc2));  // tag (1000 << 3) | 2, as a varint
+    big.push_back(static_cast<char>(0x3e));
+    for (std::size_t v = pad; v >= 0x80; v >>= 7)
+      big.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    big.push_back(static_cast<char>(pad >> 21));
+    big.append(pad, '\x07');
+    UploadArgs a;
+    a.chunk = 64 * 1024;
+    a.declared_size = big.size();
+    a.declared_sha256 = service::Sha256Hex(big);
+    const grpc::Status up = Upload(*stub, big, &resp, a);
+    ASSERT_TRUE(up.ok()) << up.error_message();
+    const v1::Report want_big = service::ToProto(DirectReport(big, "upload.onnx"));
+    EXPECT_EQ(resp.report().model().sha256(), service::Sha256Hex(big));
+    EXPECT_EQ(resp.report().SerializeAsString(), want_big.SerializeAsString());
+    // A client's hash is compared with the server's, never taken: the same bytes declared under
+    // another hash are refused.
+    const std::string claimed = service::Sha256Hex("something else");
+    a.declared_sha256 = claimed;
+    const grpc::Status wrong = Upload(*stub, big, &resp, a);
+    EXPECT_EQ(wrong.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(wrong.error_message().find("sha256 mismatch"), std::string::npos);
+
     const Scrape m = ScrapeMetrics(ports.at("metrics_port"));
     EXPECT_EQ(m.Value("axqc_worker_checks_total", {{"outcome", "ok"}}),
-              std::string(isolation) == "process" ? 1 : 0);
+              std::string(isolation) == "process" ? 2 : 0);
     stub.reset();
     EXPECT_EQ(proc.Stop(), 0);
   }

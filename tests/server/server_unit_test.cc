@@ -855,7 +855,7 @@ TEST(CheckEngine, CancellingTheOnlyWaiterOfAQueuedCheckRemovesIt) {
     j.key = key;
     j.sha256 = key;
     j.name = key;
-    j.bytes = std::make_shared<const std::string>(bytes);
+    j.bytes = std::make_shared<const isolate::ModelBuffer>(isolate::ModelBuffer::FromString(bytes));
     return j;
   };
   std::atomic<int> done_a{0}, done_b{0};
@@ -886,7 +886,8 @@ TEST(CheckEngine, InputErrorsAndShutdownOfQueuedChecks) {
   server::CheckEngine engine(1, 4, GatedCheck(gate), nullptr, &metrics);
   server::CheckJob bad;
   bad.key = "bad";
-  bad.bytes = std::make_shared<const std::string>(NotOnnxBytes());
+  bad.bytes = std::make_shared<const isolate::ModelBuffer>(
+      isolate::ModelBuffer::FromString(NotOnnxBytes()));
   std::optional<server::CheckOutcome> out_bad, out_queued;
   engine.Submit(bad, [&](const server::CheckOutcome& o) { out_bad = o; });
   ASSERT_TRUE(WaitFor([&] { return engine.busy_workers() == 1; }));

@@ -64,11 +64,90 @@ TEST(UploadAssembler, AssemblesChunksAndKeepsTheModelBytesCharged) {
     EXPECT_EQ(b.upload.used(), 0u);
   }
   ASSERT_NE(out.bytes, nullptr);
-  EXPECT_EQ(*out.bytes, model);
+  EXPECT_EQ(out.bytes->view(), model);
   EXPECT_EQ(out.sha256, service::Sha256Hex(model));
   EXPECT_EQ(b.model.used(), 300u);
   out.bytes.reset();
   EXPECT_EQ(b.model.used(), 0u);
+}
+
+// Large uploads: the chunks' strings are taken (not copied) and hashed and written into the model
+// buffer (a sealed memfd) on the upload's own thread.
+TEST(UploadAssembler, LargeUploadsArePipelinedIntoASealedMemfd) {
+  std::string model(UploadAssembler::kPipelineBytes + 3 * 65536 + 17, '\0');
+  for (std::size_t i = 0; i < model.size(); ++i) model[i] = static_cast<char>(i * 131 + i / 4096);
+  for (const bool declared : {true, false}) {
+    ByteBudget budget(model.size(), static_cast<prometheus::Gauge*>(nullptr));
+    UploadAssembler a(model.size(), &budget, nullptr);
+    ASSERT_TRUE(a.Add(Meta(declared ? model.size() : 0)).ok());
+    EXPECT_EQ(a.pipelined(), false);
+    std::size_t taken = 0;
+    for (std::size_t off = 0; off < model.size(); off += 65536) {
+      v1::UploadRequest msg = Chunk(model.substr(off, 65536));
+      const std::size_t n = msg.chunk().size();
+      ASSERT_TRUE(a.Take(&msg).ok());
+      if (a.pipelined()) {
+        EXPECT_TRUE(msg.chunk().empty());  // taken, not copied
+        ++taken;
+      } else {
+        EXPECT_EQ(msg.chunk().size(), n);
+      }
+    }
+    EXPECT_TRUE(a.pipelined());
+    // Declared: the whole upload is pipelined; undeclared: from the chunk that reaches
+    // kPipelineBytes on.
+    EXPECT_EQ(taken, declared
+                         ? (model.size() + 65535) / 65536
+                         : 1 + (model.size() - UploadAssembler::kPipelineBytes + 65535) / 65536);
+    EXPECT_EQ(a.received(), model.size());
+    LoadedModel out;
+    ASSERT_TRUE(a.Finish(&out).ok());
+    EXPECT_EQ(out.sha256, service::Sha256Hex(model));
+    ASSERT_NE(out.bytes, nullptr);
+    EXPECT_TRUE(out.bytes->sealed());
+    ASSERT_EQ(out.bytes->backing(), isolate::ModelBuffer::Backing::kMemfd);
+    EXPECT_EQ(out.bytes->size(), model.size());
+    EXPECT_TRUE(out.bytes->view() == model);
+    EXPECT_EQ(budget.used(), model.size());
+    out.bytes.reset();
+    EXPECT_EQ(budget.used(), 0u);
+  }
+}
+
+TEST(UploadAssembler, PipelinedUploadsFailAndAbortCleanly) {
+  const std::string chunk(1 << 20, 'q');
+  {  // A declared sha256 that the bytes do not match.
+    ByteBudget budget(64ull << 20, static_cast<prometheus::Gauge*>(nullptr));
+    UploadAssembler a(64ull << 20, &budget, nullptr);
+    ASSERT_TRUE(a.Add(Meta(6 * chunk.size(), service::Sha256Hex("other bytes"))).ok());
+    for (int i = 0; i < 6; ++i) ASSERT_TRUE(a.Add(Chunk(chunk)).ok());
+    EXPECT_TRUE(a.pipelined());
+    LoadedModel out;
+    const grpc::Status s = a.Finish(&out);
+    EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("sha256 mismatch"), std::string::npos);
+    EXPECT_EQ(out.bytes, nullptr);
+    EXPECT_EQ(budget.used(), 0u);
+  }
+  {  // Over the size limit while pipelined; then aborted mid-stream.
+    ByteBudget budget(64ull << 20, static_cast<prometheus::Gauge*>(nullptr));
+    UploadAssembler a(5 * chunk.size(), &budget, nullptr);
+    ASSERT_TRUE(a.Add(Meta()).ok());
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(a.Add(Chunk(chunk)).ok());
+    EXPECT_TRUE(a.pipelined());
+    EXPECT_EQ(a.Add(Chunk("x")).error_code(), StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_FALSE(a.pipelined());
+    EXPECT_EQ(budget.used(), 0u);
+  }
+  {
+    ByteBudget budget(64ull << 20, static_cast<prometheus::Gauge*>(nullptr));
+    UploadAssembler a(64ull << 20, &budget, nullptr);
+    ASSERT_TRUE(a.Add(Meta(8 * chunk.size())).ok());
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(a.Add(Chunk(chunk)).ok());
+    a.Abort();
+    EXPECT_EQ(budget.used(), 0u);
+    EXPECT_EQ(a.Add(Chunk(chunk)).error_code(), StatusCode::INVALID_ARGUMENT);  // ended
+  }
 }
 
 TEST(UploadAssembler, UndeclaredSizeGrowsWithTheChunks) {
@@ -207,7 +286,7 @@ TEST(UploadFuzzInput, EncodedUploadsAreAccepted) {
         for (const auto& m : msgs) ASSERT_TRUE(a.Add(m).ok());
         LoadedModel out;
         ASSERT_TRUE(a.Finish(&out).ok());
-        EXPECT_EQ(*out.bytes, model);
+        EXPECT_EQ(out.bytes->view(), model);
       }
     }
   }

@@ -19,6 +19,11 @@ struct CheckOptions {
   std::size_t max_locations = 5;    // per finding group
   bool include_units = true;        // fill Report::units (ownership map)
   StageTimings* timings = nullptr;  // when set, filled with the time of each stage
+  // CheckBytes only: the SHA-256 (64 lowercase hex) of `bytes` when the caller has already
+  // computed it from the same bytes (the server hashes uploads while receiving them); the loader
+  // then does not hash them again and the report carries this value. The caller vouches for it:
+  // never pass a hash that came with the bytes from outside. Empty: the loader hashes.
+  std::string known_sha256{};
 };
 
 // Checks the model file at `path`. External data is resolved inside the model's directory only.
