@@ -14,7 +14,7 @@
 
 namespace axqc::isolate {
 
-inline constexpr std::uint32_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kProtocolVersion = 2;  // 2: CheckRequestMsg.include_graph
 
 // Worker -> parent, once, after the sandbox is in place.
 struct ReadyMsg {
@@ -31,6 +31,7 @@ struct CheckRequestMsg {
   std::uint64_t model_bytes = 0;
   bool check_value = false;
   bool include_units = true;
+  bool include_graph = false;  // the graph for pictures (stored as an excerpt in the report)
   std::uint32_t max_locations = 5;
   std::uint32_t cpu_seconds = 0;   // CPU-time limit of this check; 0 = none
   std::uint64_t memory_bytes = 0;  // address-space limit of this check; 0 = the worker's own
