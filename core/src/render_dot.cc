@@ -132,11 +132,22 @@ const char* FillOf(std::string_view cls) {
   return "#ececec";
 }
 
-// "U8 per-tensor scale=0.02 zp=128" -> two lines: type and granularity, then scale and zp.
+// A label line that keeps its beginning: "scale=[0.01, 0.02, ...".
+std::string HeadText(std::string_view s, std::size_t max) {
+  if (s.size() <= max) return LabelText(s, max);
+  return LabelText(s.substr(0, max - 1), max) + "…";
+}
+
+// "U8 per-tensor scale=0.02 zp=128" -> type and granularity, then scale, then zero point.
 std::string EdgeLabel(std::string_view quant) {
   const auto p = quant.find(" scale=");
-  if (p == std::string_view::npos) return LabelText(quant, 48);
-  return LabelText(quant.substr(0, p), 48) + "\\n" + LabelText(quant.substr(p + 1), 48);
+  if (p == std::string_view::npos) return HeadText(quant, 48);
+  const auto z = quant.find(" zp=", p);
+  if (z == std::string_view::npos || quant.size() - p < 40) {
+    return HeadText(quant.substr(0, p), 48) + "\\n" + HeadText(quant.substr(p + 1), 48);
+  }
+  return HeadText(quant.substr(0, p), 48) + "\\n" + HeadText(quant.substr(p + 1, z - p - 1), 48) +
+         "\\n" + HeadText(quant.substr(z + 1), 48);
 }
 
 }  // namespace
@@ -258,7 +269,7 @@ std::string BuildDot(const Report& report, const ModelGraph& g, std::span<const 
         extra = ", color=\"#d62728\", penwidth=2.5, fontcolor=\"#b71c1c\"";
       }
       os << "  " << node_id(u) << " -> " << node_id(v) << " [id="
-         << DotString(view.prefix + "edge-" + IdText(tensor.name) + "-" + std::to_string(v))
+         << DotString(view.prefix + "edge-" + IdText(tensor.name) + "--" + IdText(consumer.name))
          << ", class=" << DotString(classes) << ", tooltip=" << DotString(tensor.name);
       if (!label.empty()) os << ", label=\"" << label << "\"";
       os << extra << "];\n";
@@ -353,12 +364,12 @@ std::string RenderDot(const Report& report) {
   std::vector<int> all(g.nodes.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
   std::string dot = detail::BuildDot(report, g, all, view);
-  const std::string head = "// axqc " + report.tool_version + ": " + report.model.file + " (" +
-                           std::string(VerdictName(report.verdict)) + ")" +
-                           (g.complete ? "" : ", an excerpt of the graph") + "\n";
-  std::string out;
-  for (char c : head) out += (c == '\n' && &c != &head.back()) ? ' ' : c;
-  return out + dot;
+  std::string head = "axqc " + report.tool_version + ": " + report.model.file + " (" +
+                     std::string(VerdictName(report.verdict)) + ")" +
+                     (g.complete ? "" : ", an excerpt of the graph");
+  std::replace(head.begin(), head.end(), '\n', ' ');
+  std::replace(head.begin(), head.end(), '\r', ' ');
+  return "// " + head + "\n" + dot;
 }
 
 }  // namespace axqc

@@ -25,7 +25,7 @@ struct DotView {
 };
 
 // A digraph of the nodes `nodes` (indices into graph, ascending) and the edges between them.
-// Node ids "<prefix>node-<name>", edge ids "<prefix>edge-<tensor>-<consumer index>"; classes
+// Node ids "<prefix>node-<name>", edge ids "<prefix>edge-<tensor>--<consumer name>"; classes
 // "unit-<class>" and "offending" / "involved".
 std::string BuildDot(const Report& report, const ModelGraph& graph, std::span<const int> nodes,
                      const DotView& view);

@@ -118,6 +118,7 @@ tr.row-error td:first-child{border-left:3px solid var(--err)}tr.row-warn td:firs
 .group{border-top:1px solid var(--line);padding-top:8px;margin-top:12px}
 .view{border:1px solid var(--line);border-radius:4px;margin:8px 0;background:#fbfcfd;overflow:hidden;position:relative}
 .view svg{display:block;width:100%;height:auto;max-height:560px;cursor:grab}
+.view svg.whole{max-height:1400px}
 .view .tools{position:absolute;right:6px;top:6px;z-index:2}
 .view .tools button{font-size:12px;margin-left:2px}
 .legend span{display:inline-block;margin-right:12px;font-size:12px}
@@ -196,10 +197,10 @@ function show(c){
   var layer={},rows=[],inset={};order.forEach(function(v){inset[v]=1;});
   order.forEach(function(v){var l=0,p=G.preds[v];for(var k=0;k<p.length;k+=2)if(inset[p[k]])l=Math.max(l,layer[p[k]]+1);
     layer[v]=l;(rows[l]=rows[l]||[]).push(v);});
-  var W=170,H=34,GX=24,GY=58,width=0,pos={};
+  var W=170,H=34,GX=24,GY=58,width=4*(W+GX),pos={};
   rows.forEach(function(r){width=Math.max(width,r.length*(W+GX));});
   rows.forEach(function(r,l){var x0=(width-r.length*(W+GX))/2;r.forEach(function(v,k){pos[v]=[x0+k*(W+GX)+GX/2,l*(H+GY)+10];});});
-  var svg=mk('svg',{'class':'graph explorer',viewBox:'0 0 '+Math.max(width,200)+' '+(rows.length*(H+GY)+10)});
+  var svg=mk('svg',{'class':'graph explorer',viewBox:'0 0 '+width+' '+Math.max(rows.length*(H+GY)+10,3*(H+GY))});
   mk('defs',{},svg).innerHTML='<marker id="ax-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0L10,5L0,10z" fill="#7a828c"/></marker>';
   order.forEach(function(v){var p=G.preds[v];for(var k=0;k<p.length;k+=2){var u=p[k];if(!inset[u])continue;
     var a=pos[u],b=pos[v],g=mk('g',{'class':'edge'+(G.quant[p[k+1]]?' qdq':'')},svg);
@@ -217,6 +218,8 @@ function show(c){
 }
 input.addEventListener('input',fill);fill();
 if(G.bad.length)show(G.bad[0]);else if(n)show(0);
+// The explorer changed the page's height: go to the address's anchor again.
+if(location.hash){var target=document.getElementById(location.hash.slice(1));if(target)target.scrollIntoView();}
 })();
 )JS";
 
@@ -254,8 +257,11 @@ nlohmann::json ExplorerData(const Report& r, const ModelGraph& g,
         if (u < 0) break;
         const auto& prod = g.nodes[static_cast<std::size_t>(u)];
         if (!IsQdq(prod)) {
-          p.push_back(index[static_cast<std::size_t>(u)]);
-          p.push_back(intern(quants, quant_list, quant));
+          const int from = index[static_cast<std::size_t>(u)];
+          if (from >= 0) {  // an earlier node (graph order is topological)
+            p.push_back(from);
+            p.push_back(intern(quants, quant_list, quant));
+          }
           break;
         }
         if (quant.empty() || prod.op_type == "QuantizeLinear") quant = prod.quant;
@@ -446,8 +452,11 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
   if (r.graph && !r.graph->nodes.empty()) {
     const ModelGraph& g = *r.graph;
     std::set<std::string> offending;
+    std::set<std::string> named;  // every node of those findings (the explorer marks compute nodes)
     for (const auto& f : r.findings) {
-      if (f.severity != Severity::kInfo && !f.nodes.empty()) offending.insert(f.nodes[0]);
+      if (f.severity == Severity::kInfo || f.nodes.empty()) continue;
+      offending.insert(f.nodes[0]);
+      named.insert(f.nodes.begin(), f.nodes.end());
     }
     if (g.complete && g.nodes.size() <= o.whole_model_max_nodes) {
       detail::DotView view;
@@ -477,7 +486,7 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
           " <span class=\"small\" id=\"explorer-count\"></span>\n<ul id=\"explorer-list\"></ul>"
           "<div class=\"view\" id=\"explorer-view\"></div>\n<script type=\"application/json\" "
           "id=\"axqc-graph\">"
-       << ScriptSafe(ExplorerData(r, g, offending)
+       << ScriptSafe(ExplorerData(r, g, named)
                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
        << "</script></section>\n";
   }

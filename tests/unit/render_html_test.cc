@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <regex>
 #include <set>
 #include <string>
@@ -71,7 +72,10 @@ ModelGraph Chain() {
     n.outputs = {i};
     if (i == 1) n.quant = "U8 per-tensor scale=0.5 zp=128";
     g.nodes.push_back(n);
-    g.tensors.push_back({std::string("t") + names[i], i});
+    GraphTensor t;
+    t.name = std::string("t") + names[i];
+    t.producer = i;
+    g.tensors.push_back(t);
   }
   GraphNode f;
   f.name = "F";
@@ -79,7 +83,10 @@ ModelGraph Chain() {
   f.inputs = {0};
   f.outputs = {7};
   g.nodes.push_back(f);
-  g.tensors.push_back({"tF", 7});
+  GraphTensor tf;
+  tf.name = "tF";
+  tf.producer = 7;
+  g.tensors.push_back(tf);
   g.model_nodes = g.nodes.size();
   return g;
 }
@@ -113,7 +120,7 @@ TEST(RenderDot, LabelsTheQdqEdgeAndOutlinesTheNodesOfFindings) {
   const std::string dot = RenderDot(r);
   EXPECT_NE(dot.find("digraph axqc"), std::string::npos);
   // The edge leaving Q carries its parameters on two lines.
-  EXPECT_NE(dot.find("n1 -> n2 [id=\"edge-tQ-2\", class=\"qdq\", tooltip=\"tQ\", label=\"U8 "
+  EXPECT_NE(dot.find("n1 -> n2 [id=\"edge-tQ--DQ\", class=\"qdq\", tooltip=\"tQ\", label=\"U8 "
                      "per-tensor\\nscale=0.5 zp=128\"]"),
             std::string::npos)
       << dot;
@@ -146,14 +153,20 @@ TEST(RenderHtml, RealExportHighlightsTheOffendingNodeInItsNeighbourhood) {
   ASSERT_NE(dq, groups.end());
   EXPECT_TRUE(HasClass(*dq, "offending"));
   EXPECT_TRUE(HasClass(*dq, "unit-qdq"));
-  const auto conv = find("g0-node-/conv/Conv");
+  // The Conv it feeds (the finding's second node) is outlined as involved, in its conv-bn unit.
+  const auto conv = find("g0-node-/Conv");
   ASSERT_NE(conv, groups.end());
   EXPECT_FALSE(HasClass(*conv, "offending"));
-  EXPECT_TRUE(HasClass(*conv, "unit-operator") || HasClass(*conv, "unit-pattern")) << conv->cls;
-  // The DQ-only weight's edge into the Conv carries its U8 parameters and is highlighted.
+  EXPECT_TRUE(HasClass(*conv, "involved"));
+  EXPECT_TRUE(HasClass(*conv, "unit-pattern")) << conv->cls;
+  // The weight's Q/DQ edge carries its U8 parameters, and it and the DQ's edge into the Conv are
+  // highlighted.
   const std::regex edge(
-      R"re(<g id="g0-edge-[^"]*" class="edge qdq offending">(.|\n)*?U8 per-channel(.|\n)*?scale=)re");
+      R"re(<g id="g0-edge-/conv_wq/QuantizeLinear_output_0--/conv_wq/DequantizeLinear" class="edge qdq offending">(.|\n)*?U8 per-channel axis=0(.|\n)*?scale=\[(.|\n)*?zp=\[)re");
   EXPECT_TRUE(std::regex_search(Unescape(html), edge));
+  const auto into_conv = find("g0-edge-/conv_wq/DequantizeLinear_output_0--/Conv");
+  ASSERT_NE(into_conv, groups.end());
+  EXPECT_TRUE(HasClass(*into_conv, "offending"));
   // The whole-model ownership map (a small model) draws every node once.
   std::size_t whole = 0;
   for (const auto& e : groups) whole += e.id.starts_with("m-node-") ? 1 : 0;
@@ -199,7 +212,9 @@ TEST(GraphExcerpt, KeepsTheNeighbourhoodsOfTheFindingsAndRendersTheSameViews) {
   for (const auto& n : excerpt.nodes) names.insert(n.name);
   for (const auto& g : full.groups) {
     for (const auto& f : g.first) {
-      if (!f.nodes.empty()) EXPECT_TRUE(names.contains(f.nodes[0])) << f.nodes[0];
+      if (!f.nodes.empty()) {
+        EXPECT_TRUE(names.contains(f.nodes[0])) << f.nodes[0];
+      }
     }
   }
   // Producers and tensors stay consistent.
