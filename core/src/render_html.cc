@@ -87,6 +87,7 @@ std::string Layout(const std::string& dot, const std::string& css_class) {
 }
 
 std::string RuleLink(const HtmlOptions& o, const std::string& rule) {
+  if (o.rules_url.empty()) return "<span class=\"rule\">" + Esc(rule) + "</span>";
   return "<a class=\"rule\" href=\"" + Esc(o.rules_url + detail::RulePage(rule) + ".md") + "\">" +
          Esc(rule) + "</a>";
 }
@@ -132,7 +133,7 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 #explorer-list li:hover,#explorer-list li.sel{background:#e8f0fe}
 #explorer-list li.bad{color:var(--err);font-weight:600}
 #explorer-view svg{max-height:520px}
-a.rule{font-weight:600;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+a.rule,span.rule{font-weight:600;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 )CSS";
 
 // Pan and zoom of every graph view, the explorer of the whole graph.

@@ -70,6 +70,7 @@ void AddLookupRoutes(Router& router, Api api) {
             std::move(reply), [](const std::string& request_id, v1::CheckResponse& resp) {
               HtmlOptions options;
               options.home_url = "/";
+              options.rules_url.clear();  // the server does not serve the rule pages
               Response r;
               r.content_type = "text/html; charset=utf-8";
               r.body = RenderHtml(service::FromProto(resp.report()), options);

@@ -16,7 +16,7 @@ namespace axqc {
 struct HtmlOptions {
   // Base of the links to the rule pages: <rules_url><page>.md with the rule ID's '/' written
   // "--" ("qdq/scale-value" -> "qdq--scale-value.md"). The default is relative to a checkout of
-  // the repository (the same links as the SARIF report).
+  // the repository (the same links as the SARIF report). "" = rule IDs without links.
   std::string rules_url = "docs/rules/";
   int hops = 2;  // compute nodes around the findings' nodes in a view (Q/DQ nodes are free)
   std::size_t view_max_nodes = 60;          // nodes of one finding group's view
