@@ -135,6 +135,7 @@ CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, int* report_fd
   CheckOptions options;
   options.check_value = req.check_value;
   options.include_units = req.include_units;
+  options.include_graph = req.include_graph;
   options.max_locations = req.max_locations;
   options.timings = &result.timings;
   // The parent hashed these bytes itself (the protocol never carries a client's claim): the

@@ -310,6 +310,7 @@ CheckResult WorkerPool::Exchange(Worker& w, const CheckInput& input) {
   req.path = input.path;
   req.check_value = input.options.check_value;
   req.include_units = input.options.include_units;
+  req.include_graph = input.options.include_graph;
   req.max_locations =
       static_cast<std::uint32_t>(std::min<std::size_t>(input.options.max_locations, UINT32_MAX));
   req.cpu_seconds = options_.cpu_seconds;

@@ -1,6 +1,9 @@
 #include "report_proto.h"
 
+#include <memory>
 #include <stdexcept>
+
+#include "axqc/render_graph.h"
 
 namespace axqc::service {
 
@@ -176,6 +179,31 @@ void ToProto(const Report& r, v1::Report* out) {
     for (const auto& n : u.input_qdq) pu->add_input_qdq(n);
     for (const auto& n : u.output_qdq) pu->add_output_qdq(n);
   }
+  // The excerpt of the graph the HTML report draws (the whole graph of a small model).
+  if (r.graph) {
+    const ModelGraph g = GraphExcerpt(r);
+    auto* pg = out->mutable_graph();
+    pg->set_complete(g.complete);
+    pg->set_model_nodes(g.model_nodes);
+    for (const auto& n : g.nodes) {
+      auto* pn = pg->add_nodes();
+      pn->set_name(n.name);
+      pn->set_op_type(n.op_type);
+      pn->set_domain(n.domain);
+      pn->set_unit(n.unit);
+      pn->set_quant(n.quant);
+      for (int t : n.inputs) pn->add_inputs(t);
+      for (int t : n.outputs) pn->add_outputs(t);
+    }
+    for (const auto& t : g.tensors) {
+      auto* pt = pg->add_tensors();
+      pt->set_name(t.name);
+      pt->set_producer(t.producer);
+      pt->set_initializer(t.initializer);
+      pt->set_graph_input(t.graph_input);
+      pt->set_graph_output(t.graph_output);
+    }
+  }
 }
 
 v1::Report ToProto(const Report& report) {
@@ -239,6 +267,35 @@ Report FromProto(const v1::Report& p) {
     out.output_qdq.assign(u.output_qdq().begin(), u.output_qdq().end());
     r.units.push_back(std::move(out));
   }
+  if (p.has_graph()) {
+    auto g = std::make_shared<ModelGraph>();
+    g->complete = p.graph().complete();
+    g->model_nodes = p.graph().model_nodes();
+    const auto nodes = p.graph().nodes_size();
+    const auto tensors = p.graph().tensors_size();
+    auto valid = [&](int t) { return t >= -1 && t < tensors ? t : -1; };
+    for (const auto& pn : p.graph().nodes()) {
+      GraphNode n;
+      n.name = pn.name();
+      n.op_type = pn.op_type();
+      n.domain = pn.domain();
+      n.unit = pn.unit() >= 0 && pn.unit() < p.units_size() ? pn.unit() : -1;
+      n.quant = pn.quant();
+      for (int t : pn.inputs()) n.inputs.push_back(valid(t));
+      for (int t : pn.outputs()) n.outputs.push_back(valid(t));
+      g->nodes.push_back(std::move(n));
+    }
+    for (const auto& pt : p.graph().tensors()) {
+      GraphTensor t;
+      t.name = pt.name();
+      t.producer = pt.producer() >= 0 && pt.producer() < nodes ? pt.producer() : -1;
+      t.initializer = pt.initializer();
+      t.graph_input = pt.graph_input();
+      t.graph_output = pt.graph_output();
+      g->tensors.push_back(std::move(t));
+    }
+    r.graph = std::move(g);
+  }
   return r;
 }
 
@@ -256,6 +313,7 @@ CheckOptions CoreOptions(const v1::CheckOptions& options) {
   out.check_value = options.check_value();
   out.max_locations = options.max_locations() == 0 ? kDefaultMaxLocations : options.max_locations();
   out.include_units = true;
+  out.include_graph = true;  // stored as an excerpt (ToProto): the HTML report's graph views
   return out;
 }
 

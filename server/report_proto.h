@@ -39,9 +39,9 @@ CheckOptions CoreOptions(const v1::CheckOptions& options);
 std::string OptionsKey(const v1::CheckOptions& options);
 
 // Revision of the stored report's content beyond the rule set: reports of an older revision
-// lack fields (r2: Finding.fingerprint; r3: Finding.id, cause and hint, Summary.causes) and are
-// checked again instead of being served.
-inline constexpr const char* kReportRevision = "r3";
+// lack fields (r2: Finding.fingerprint; r3: Finding.id, cause and hint, Summary.causes; r4:
+// Report.graph) and are checked again instead of being served.
+inline constexpr const char* kReportRevision = "r4";
 
 // Cache key of a report: sha256 + options + rule-set version + report revision,
 // e.g. "<sha256>|cv=0;ml=5|2026.12.1|r3".

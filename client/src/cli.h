@@ -41,8 +41,9 @@ struct CheckArgs {
   std::vector<std::string> models;
   bool check_value = false;
   bool check_value_given = false;  // -c or --no-check-value on the command line
-  std::string format = "text";     // text | json | junit | sarif | github | gitlab
+  std::string format = "text";     // text | json | junit | sarif | github | gitlab | html | dot
   std::string output;              // -o FILE ("" = stdout)
+  std::string rules_url = "docs/rules/";  // --rules-url: base of the rule links in html
   bool explain = false;
   std::string color = "auto";  // auto | always | never
   std::size_t max_locations = 5;

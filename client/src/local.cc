@@ -13,6 +13,7 @@
 #include "axqc/checker.h"
 #include "axqc/gate.h"
 #include "axqc/render.h"
+#include "axqc/render_graph.h"
 #include "cli.h"
 #include "config.h"
 #include "exit_codes.h"
@@ -218,6 +219,23 @@ int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results) 
       }
     }
     *out << (docs.size() == 1 ? docs[0] : docs).dump(2) << "\n";
+  } else if (args.format == "html" || args.format == "dot") {
+    // One model per page; a model that could not be checked has no page (its error is above).
+    for (const auto& r : results) {
+      if (!r.ok) continue;
+      if (args.format == "dot") {
+        if (r.report.graph) {
+          *out << RenderDot(r.report);
+        } else {
+          std::cerr << "axqc: " << r.file << ": the report carries no graph\n";
+          if (Rank(kExitError) > Rank(worst)) worst = kExitError;
+        }
+      } else {
+        HtmlOptions html;
+        html.rules_url = args.rules_url;
+        *out << RenderHtml(r.report, html);
+      }
+    }
   } else if (args.format == "junit") {
     *out << RenderJunit(reports, errors);
   } else if (args.format == "sarif") {
@@ -264,6 +282,7 @@ int RunLocalCheck(const CheckArgs& args, GateSetup& gate) {
   CheckOptions opts;
   opts.check_value = args.check_value;
   opts.max_locations = args.max_locations;
+  opts.include_graph = args.format == "html" || args.format == "dot";
   std::unique_ptr<IsolatedChecker> isolated;
   if (args.isolate) {
     try {

@@ -101,8 +101,14 @@ int Main(int argc, char** argv) {
       "-c,--check-value,!--no-check-value", check.check_value,
       "Run the numeric value checks of spec 2.5 (zero_point ranges, bias scale, pair values, "
       "Split exits, value_info completeness); --no-check-value overrides the configuration");
-  cmd->add_option("--format", check.format, "Report format")
-      ->check(CLI::IsMember({"text", "json", "junit", "sarif", "github", "gitlab"}))
+  cmd->add_option("--format", check.format,
+                  "Report format (html: one self-contained page with graph views; dot: the "
+                  "graph in Graphviz's language; both take one model)")
+      ->check(CLI::IsMember({"text", "json", "junit", "sarif", "github", "gitlab", "html", "dot"}))
+      ->capture_default_str();
+  cmd->add_option("--rules-url", check.rules_url,
+                  "--format html: base of the links to the rule pages (<URL><rule>.md, '/' in the "
+                  "rule ID written '--')")
       ->capture_default_str();
   cmd->add_option("-o,--output", check.output, "Write the report to FILE instead of stdout");
   cmd->add_flag("--explain", check.explain, "Print the ownership map (units and their Q/DQ)");
@@ -255,6 +261,11 @@ int Main(int argc, char** argv) {
       }
     } else if (check.models.empty() && check.refs.empty()) {
       std::cerr << "axqc: check needs at least one model or --ref\n";
+      return kExitError;
+    }
+    if ((check.format == "html" || check.format == "dot") &&
+        check.models.size() + check.refs.size() != 1) {
+      std::cerr << "axqc: --format " << check.format << " takes one model\n";
       return kExitError;
     }
     auto gate = PrepareGate(check);

@@ -412,6 +412,52 @@ UnitInfo ToInfo(const Unit& u, const GraphIndex& g, const Ownership& claims) {
   return info;
 }
 
+// The main graph for pictures (Report::graph): nodes in topological order with their unit (the
+// index into Report::units, which lists units.all() in order) and, for Q/DQ nodes, their
+// parameters.
+std::shared_ptr<const ModelGraph> CollectGraph(const GraphIndex& g, const QuantTable& q,
+                                               const Units& units) {
+  auto graph = std::make_shared<ModelGraph>();
+  graph->complete = true;
+  graph->model_nodes = static_cast<std::size_t>(g.node_count());
+  std::vector<int> unit_of(static_cast<std::size_t>(g.node_count()), -1);
+  const auto& all = units.all();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    for (const auto* v : {&all[i].nodes, &all[i].tails}) {
+      for (int n : *v) unit_of[static_cast<std::size_t>(n)] = static_cast<int>(i);
+    }
+  }
+  graph->tensors.resize(static_cast<std::size_t>(g.tensor_count()));
+  for (int t = 0; t < g.tensor_count(); ++t) {
+    auto& info = graph->tensors[static_cast<std::size_t>(t)];
+    info.name = CleanText(g.TensorName(t));
+    info.initializer = g.InitializerOf(t) != nullptr;
+    info.graph_input = g.IsGraphInputId(t);
+    info.graph_output = g.IsGraphOutputId(t);
+  }
+  const auto& order = g.topo_order();
+  graph->nodes.reserve(order.size());
+  for (int n : order) {
+    GraphNode node;
+    node.name = CleanText(g.NodeName(n));
+    node.op_type = CleanText(g.node(n).op_type());
+    node.domain = CleanText(g.node(n).domain());
+    if (const auto* p = q.Of(n)) {
+      node.quant = CleanText(Describe(*p));
+    } else {
+      node.unit = unit_of[static_cast<std::size_t>(n)];
+    }
+    const auto index = static_cast<int>(graph->nodes.size());
+    for (int id : g.InputIds(n)) node.inputs.push_back(id);
+    for (int id : g.OutputIds(n)) {
+      node.outputs.push_back(id);
+      if (id >= 0) graph->tensors[static_cast<std::size_t>(id)].producer = index;
+    }
+    graph->nodes.push_back(std::move(node));
+  }
+  return graph;
+}
+
 Report Run(LoadedModel& m, const CheckOptions& options) {
   StageClock clock(options.timings);
   Report report;
@@ -578,6 +624,7 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
     report.summary.units_by_kind[u.Kind()]++;
     report.summary.units_by_op[CleanText(g.node(u.anchor).op_type())]++;
   }
+  if (options.include_graph) report.graph = CollectGraph(g, q, units);
   FinalizeReport(report, options.max_locations);
   if (!in_scope) report.verdict = Verdict::kNotApplicable;
   clock.Lap(&StageTimings::report_s);

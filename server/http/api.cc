@@ -13,6 +13,7 @@ std::shared_ptr<Router> BuildRouter(Api api) {
   AddLookupRoutes(*router, api);
   AddStatsRoutes(*router, api);
   AddOpenApiRoutes(*router);
+  AddPageRoutes(*router);
   AddHookRoutes(*router, api);
   return router;
 }

@@ -3,12 +3,15 @@
 // limits, metrics and request log), one file per endpoint group:
 //   POST /v1/check                   check.cc     model bytes (Upload) or JSON (Check)
 //   GET  /v1/reports/{sha256}        lookup.cc    GetReport
+//   GET  /v1/reports/{sha256}/html   lookup.cc    GetReport, as the HTML report
 //   GET  /v1/rules                   lookup.cc    ListRules
 //   GET  /v1/stats                   stats.cc     GetStats (+ time series)
 //   GET  /v1/models                  stats.cc     ListModels
 //   GET  /v1/openapi.json            openapi.cc   the OpenAPI 3 document (docs/openapi.json)
 //   POST /v1/hooks/mlflow            hooks_mlflow.cc        MLflow model-registry webhooks
 //   POST /v1/hooks/huggingface       hooks_huggingface.cc   Hugging Face Hub webhooks
+// and the dashboard's pages (pages.cc; no data of their own, their script calls the API):
+//   GET  /  GET /models/{sha256}  GET /ui/dashboard.js
 #pragma once
 
 #include <functional>
@@ -39,6 +42,7 @@ void AddCheckRoutes(Router& router, Api api);
 void AddLookupRoutes(Router& router, Api api);
 void AddStatsRoutes(Router& router, Api api);
 void AddOpenApiRoutes(Router& router);
+void AddPageRoutes(Router& router);                 // pages.cc
 void AddHookRoutes(Router& router, Api api);        // hooks_mlflow.cc
 void AddHuggingFaceRoute(Router& router, Api api);  // hooks_huggingface.cc
 

@@ -1,8 +1,13 @@
-# Writes OUT: a header defining kOpenApiJson with the contents of IN (docs/openapi.json).
+# Writes OUT: a header defining NAME (default kOpenApiJson) with the contents of IN (docs/openapi.json,
+# server/http/dashboard.js).
+if(NOT DEFINED NAME)
+  set(NAME kOpenApiJson)
+endif()
 file(READ "${IN}" content)
-string(FIND "${content}" ")axqc_openapi\"" clash)
+string(FIND "${content}" ")axqc_embed\"" clash)
 if(NOT clash EQUAL -1)
   message(FATAL_ERROR "${IN} contains the raw-string delimiter")
 endif()
-file(WRITE "${OUT}.tmp" "// Generated from docs/openapi.json by server/http/embed_openapi.cmake.\n#pragma once\ninline constexpr char kOpenApiJson[] = R\"axqc_openapi(${content})axqc_openapi\";\n")
+get_filename_component(source "${IN}" NAME)
+file(WRITE "${OUT}.tmp" "// Generated from ${source} by server/http/embed_openapi.cmake.\n#pragma once\ninline constexpr char ${NAME}[] = R\"axqc_embed(${content})axqc_embed\";\n")
 file(RENAME "${OUT}.tmp" "${OUT}")

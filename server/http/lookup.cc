@@ -3,11 +3,38 @@
 #include <charconv>
 #include <string>
 
+#include "axqc/render_graph.h"
 #include "http/api.h"
 #include "labels.h"
+#include "report_proto.h"
 #include "request_validation.h"
 
 namespace axqc::server::http {
+
+namespace {
+
+// GetReport's request from the path and the query: sha256, check_value, max_locations, name.
+grpc::Status ReportRequest(Request& request, v1::ReportFormat format, v1::GetReportRequest& req) {
+  req.set_sha256(request.path_params["sha256"]);
+  req.mutable_options()->set_format(format);
+  if (auto v = request.Query("check_value")) {
+    auto b = ParseBool(*v);
+    if (!b) return Invalid("check_value must be true or false");
+    req.mutable_options()->set_check_value(*b);
+  }
+  if (auto v = request.Query("max_locations")) {
+    unsigned n = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (ec != std::errc() || p != v->data() + v->size()) {
+      return Invalid("max_locations must be a number");
+    }
+    req.mutable_options()->set_max_locations(n);
+  }
+  if (auto v = request.Query("name")) req.set_name(*v);
+  return grpc::Status::OK;
+}
+
+}  // namespace
 
 void AddLookupRoutes(Router& router, Api api) {
   Route report;
@@ -17,23 +44,7 @@ void AddLookupRoutes(Router& router, Api api) {
     api.admission->Http<GetReportRpc>(
         OriginOf(request), request.Header("authorization"),
         [&request](v1::GetReportRequest& req) {
-          req.set_sha256(request.path_params["sha256"]);
-          req.mutable_options()->set_format(v1::REPORT_FORMAT_JSON);
-          if (auto v = request.Query("check_value")) {
-            auto b = ParseBool(*v);
-            if (!b) return Invalid("check_value must be true or false");
-            req.mutable_options()->set_check_value(*b);
-          }
-          if (auto v = request.Query("max_locations")) {
-            unsigned n = 0;
-            auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-            if (ec != std::errc() || p != v->data() + v->size()) {
-              return Invalid("max_locations must be a number");
-            }
-            req.mutable_options()->set_max_locations(n);
-          }
-          if (auto v = request.Query("name")) req.set_name(*v);
-          return grpc::Status::OK;
+          return ReportRequest(request, v1::REPORT_FORMAT_JSON, req);
         },
         Answer<v1::CheckResponse>(
             std::move(reply), [](const std::string& request_id, v1::CheckResponse& resp) {
@@ -44,6 +55,33 @@ void AddLookupRoutes(Router& router, Api api) {
             }));
   };
   router.Add(std::move(report));
+
+  // The same report as the HTML report (render_graph.h), with the graph excerpt stored with it.
+  Route html;
+  html.method = "GET";
+  html.pattern = "/v1/reports/{sha256}/html";
+  html.handle = [api](Request& request, Reply reply) {
+    api.admission->Http<GetReportRpc>(
+        OriginOf(request), request.Header("authorization"),
+        [&request](v1::GetReportRequest& req) {
+          return ReportRequest(request, v1::REPORT_FORMAT_PROTOBUF, req);
+        },
+        Answer<v1::CheckResponse>(
+            std::move(reply), [](const std::string& request_id, v1::CheckResponse& resp) {
+              HtmlOptions options;
+              options.home_url = "/";
+              options.rules_url.clear();  // the server does not serve the rule pages
+              Response r;
+              r.content_type = "text/html; charset=utf-8";
+              r.body = RenderHtml(service::FromProto(resp.report()), options);
+              r.request_id = request_id;
+              r.headers.emplace_back("X-Axqc-Verdict", VerdictLabel(resp.verdict()));
+              r.headers.emplace_back("X-Axqc-Cache", CacheLabel(resp.cache()));
+              r.headers.emplace_back("X-Content-Type-Options", "nosniff");
+              return r;
+            }));
+  };
+  router.Add(std::move(html));
 
   Route rules;
   rules.method = "GET";

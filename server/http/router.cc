@@ -108,7 +108,17 @@ Router::Match Router::Find(Request& request) const {
 std::vector<std::pair<std::string, std::string>> Router::Routes() const {
   std::vector<std::pair<std::string, std::string>> out;
   out.reserve(routes_.size());
-  for (const auto& r : routes_) out.emplace_back(r.method, r.pattern);
+  for (const auto& r : routes_) {
+    if (!r.page) out.emplace_back(r.method, r.pattern);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> Router::PageRoutes() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& r : routes_) {
+    if (r.page) out.emplace_back(r.method, r.pattern);
+  }
   return out;
 }
 

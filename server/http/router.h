@@ -20,6 +20,9 @@ struct Route {
   // that `stream` returns (null: the endpoint has replied already, the body is not read).
   std::function<bool(const Request&)> streams;
   std::function<std::unique_ptr<BodySink>(Request&, Reply)> stream;
+  // A page of the dashboard (HTML or its script), not an endpoint of the JSON API: not in the
+  // OpenAPI document.
+  bool page = false;
 };
 
 class Router {
@@ -34,8 +37,11 @@ class Router {
   // Fills request.path_params on a match.
   Match Find(Request& request) const;
 
-  // (method, pattern) of every route, in the order added (the OpenAPI test compares them).
+  // (method, pattern) of every API route (pages excluded), in the order added (the OpenAPI test
+  // compares them with the document).
   std::vector<std::pair<std::string, std::string>> Routes() const;
+  // (method, pattern) of the dashboard's pages.
+  std::vector<std::pair<std::string, std::string>> PageRoutes() const;
 
  private:
   std::vector<Route> routes_;

@@ -76,6 +76,7 @@ EXPECTED = {
         ("build/release/client/axqc check -c model.onnx", 0),
         ("build/release/client/axqc check --format json -o report.json a.onnx b.onnx", 1),
         ("build/release/client/axqc check --explain model.onnx", 0),
+        ("build/release/client/axqc check --format html -o report.html model.onnx", 0),
         ("build/release/client/axqc rules", 0),
         ("build/release/client/axqc check --write-baseline axqc-baseline.json b.onnx", 0),
         ("build/release/client/axqc check --baseline axqc-baseline.json b.onnx", 0),
@@ -156,6 +157,7 @@ EXPECTED = {
   -d '{"path": "detector/yolo-int8.onnx", "labels": {"project": "detector"}, "options": {"check_value": true}}' \\
   http://127.0.0.1:8080/v1/check""", 0),
         ('curl -s "http://127.0.0.1:8080/v1/reports/$sha"', 0),
+        ('curl -s "http://127.0.0.1:8080/v1/reports/$sha/html" -o report.html', 0),
         ("curl -s http://127.0.0.1:8080/v1/rules", 0),
         ("curl -s -H 'X-Request-Id: ci-1234' http://127.0.0.1:8080/v1/reports/0000000000000000000000000000000000000000000000000000000000000000", 0),
         ("curl -s 'http://127.0.0.1:8080/v1/stats?window=1d&step=1h&label.project=detector'", 0),

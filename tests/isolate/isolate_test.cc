@@ -36,6 +36,7 @@ TEST(IsolateProtocol, RequestRoundTripsEveryField) {
   m.model_bytes = 123456789012ull;
   m.check_value = true;
   m.include_units = false;
+  m.include_graph = true;
   m.max_locations = 17;
   m.cpu_seconds = 42;
   m.memory_bytes = 5ull << 30;
@@ -47,6 +48,7 @@ TEST(IsolateProtocol, RequestRoundTripsEveryField) {
   EXPECT_EQ(back->model_bytes, m.model_bytes);
   EXPECT_TRUE(back->check_value);
   EXPECT_FALSE(back->include_units);
+  EXPECT_TRUE(back->include_graph);
   EXPECT_EQ(back->max_locations, 17u);
   EXPECT_EQ(back->cpu_seconds, 42u);
   EXPECT_EQ(back->memory_bytes, 5ull << 30);

@@ -52,6 +52,15 @@ TEST(HttpOpenApi, EveryRouteIsDocumentedAndEveryDocumentedPathIsRouted) {
   EXPECT_TRUE(routed.count({"get", "/v1/stats"}));
   EXPECT_TRUE(routed.count({"get", "/v1/models"}));
   EXPECT_TRUE(routed.count({"post", "/v1/hooks/mlflow"}));
+  EXPECT_TRUE(routed.count({"get", "/v1/reports/{sha256}/html"}));
+  // The dashboard's pages are routes too, but not endpoints of the API.
+  std::set<std::pair<std::string, std::string>> pages;
+  for (const auto& [method, pattern] : BuildRouter(Api{})->PageRoutes()) {
+    pages.emplace(Lower(method), pattern);
+    EXPECT_FALSE(documented.count({Lower(method), pattern})) << pattern;
+  }
+  EXPECT_EQ(pages, (std::set<std::pair<std::string, std::string>>{
+                       {"get", "/"}, {"get", "/models/{sha256}"}, {"get", "/ui/dashboard.js"}}));
 }
 
 TEST(HttpOpenApi, TheServedDocumentIsTheRepositorysFile) {

@@ -18,6 +18,7 @@ struct CheckOptions {
   bool check_value = false;         // spec 2.5: -c / --check-value
   std::size_t max_locations = 5;    // per finding group
   bool include_units = true;        // fill Report::units (ownership map)
+  bool include_graph = false;       // fill Report::graph (the whole graph, for pictures)
   StageTimings* timings = nullptr;  // when set, filled with the time of each stage
   // CheckBytes only: the SHA-256 (64 lowercase hex) of `bytes` when the caller has already
   // computed it from the same bytes (the server hashes uploads while receiving them); the loader

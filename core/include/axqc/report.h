@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,7 +34,7 @@ struct Hint {
 
 // One violation (or note) at one place in the graph.
 struct Finding {
-  std::string rule;                  // rule ID from the catalog
+  std::string rule;  // rule ID from the catalog
   Severity severity = Severity::kError;
   std::string section;               // spec section
   std::string message;               // specific message, names the node/tensor and values
@@ -41,7 +42,8 @@ struct Finding {
   std::string op_type;               // op type of the unit or node involved ("" if none)
   std::vector<std::string> nodes;    // node names involved (first is the primary one)
   std::vector<std::string> tensors;  // tensor names involved
-  std::vector<std::pair<std::string, std::string>> values;  // values involved, e.g. {"scale[3]", "0"}
+  std::vector<std::pair<std::string, std::string>>
+      values;  // values involved, e.g. {"scale[3]", "0"}
   // 16 hex digits identifying the finding across runs, file renames and node/tensor renames:
   // built from the rule, its kind (group_key) and the graph structure around the primary node,
   // never from names (recipe: docs/report-schema.md). Findings at structurally identical places
@@ -69,14 +71,14 @@ struct FindingGroup {
   std::string rule;
   Severity severity = Severity::kError;
   std::string section;
-  std::string summary;               // group_key
+  std::string summary;  // group_key
   std::size_t count = 0;
-  std::vector<Finding> first;        // up to ReportOptions::max_locations, in graph order
+  std::vector<Finding> first;  // up to ReportOptions::max_locations, in graph order
 };
 
 struct ModelFacts {
-  std::string file;                  // path or caller-supplied name
-  std::string sha256;                // hex of the model file bytes
+  std::string file;    // path or caller-supplied name
+  std::string sha256;  // hex of the model file bytes
   std::uint64_t size_bytes = 0;
   std::int64_t ir_version = 0;
   std::vector<std::pair<std::string, std::int64_t>> opsets;  // domain ("" = ai.onnx), version
@@ -91,12 +93,42 @@ struct ModelFacts {
 // One unit of the ownership map: a single-operator unit or a pattern instance.
 struct UnitInfo {
   std::size_t id = 0;
-  std::string kind;                  // "op", "pattern:silu", "passive", "requantize", ...
-  std::string op_type;               // op type of the anchor node
-  std::string mode;                  // "quantized", "non_quant", "native_int", ...
+  std::string kind;     // "op", "pattern:silu", "passive", "requantize", ...
+  std::string op_type;  // op type of the anchor node
+  std::string mode;     // "quantized", "non_quant", "native_int", ...
   std::vector<std::string> nodes;
   std::vector<std::string> input_qdq;   // boundary DQ nodes feeding the unit
   std::vector<std::string> output_qdq;  // boundary Q nodes leaving the unit
+};
+
+// The model's main graph as the pictures need it (the HTML and DOT reports, render.h): nodes with
+// their unit and, for Q/DQ nodes, their quantization parameters; tensors by index. Either the
+// whole graph (`complete`) or an excerpt (GraphExcerpt: the neighbourhoods of the findings).
+struct GraphNode {
+  std::string name;     // display name (as in findings)
+  std::string op_type;  // "Conv", "QuantizeLinear", ...
+  std::string domain;   // "" = ai.onnx
+  int unit = -1;        // index into Report::units; -1 for Q/DQ nodes and nodes of no unit
+  // Q/DQ nodes only: integer type, granularity, scale and zero point, e.g.
+  // "U8 per-tensor scale=0.0235 zp=128" (values as far as they are readable).
+  std::string quant;
+  std::vector<int> inputs;   // tensor indices by slot, -1 for an omitted input
+  std::vector<int> outputs;  // tensor indices by slot, -1 for an omitted output
+};
+
+struct GraphTensor {
+  std::string name;
+  int producer = -1;         // node index, -1 for graph inputs and initializers
+  bool initializer = false;  // a constant (weights, scales): drawn as an edge label only
+  bool graph_input = false;
+  bool graph_output = false;
+};
+
+struct ModelGraph {
+  bool complete = false;         // every node of the model (false: an excerpt)
+  std::size_t model_nodes = 0;   // node count of the whole model
+  std::vector<GraphNode> nodes;  // topological order
+  std::vector<GraphTensor> tensors;
 };
 
 struct Summary {
@@ -106,11 +138,11 @@ struct Summary {
   std::size_t errors = 0;
   std::size_t warnings = 0;
   std::size_t infos = 0;
-  std::map<std::string, std::size_t> by_rule;          // rule ID -> findings
-  std::map<std::string, std::size_t> units_by_kind;    // unit kind -> count
-  std::map<std::string, std::size_t> units_by_op;      // op type -> units anchored on it
-  std::map<std::string, std::size_t> errors_by_op;     // op type -> error findings
-  std::size_t qdq_edges = 0;                           // Q->DQ pairs and DQ-only constants
+  std::map<std::string, std::size_t> by_rule;        // rule ID -> findings
+  std::map<std::string, std::size_t> units_by_kind;  // unit kind -> count
+  std::map<std::string, std::size_t> units_by_op;    // op type -> units anchored on it
+  std::map<std::string, std::size_t> errors_by_op;   // op type -> error findings
+  std::size_t qdq_edges = 0;                         // Q->DQ pairs and DQ-only constants
   std::size_t owned_qdq_edges = 0;
 };
 
@@ -166,6 +198,9 @@ struct Report {
   std::vector<FindingGroup> groups;  // grouped view of `findings`
   std::vector<UnitInfo> units;       // ownership map
   GateResult gate;                   // CI gate (client side); inactive unless one was applied
+  // The graph for pictures (CheckOptions::include_graph); null when not collected. Not part of
+  // the JSON report; the service stores an excerpt with the report (axqc.v1.Report.graph).
+  std::shared_ptr<const ModelGraph> graph;
 };
 
 // One root cause of a report: the root findings (no `cause`) of one hint, or of one rule and kind

@@ -1,0 +1,57 @@
+// Pictures of a report: the HTML report with graph views and the DOT graph (library
+// axqc_render_html; the layout is Graphviz's, docs/report-html.md). They draw Report::graph, which
+// the checker fills with CheckOptions::include_graph (the whole graph) and the service stores as an
+// excerpt (GraphExcerpt).
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "axqc/report.h"
+
+namespace axqc {
+
+struct HtmlOptions {
+  // Base of the links to the rule pages: <rules_url><page>.md with the rule ID's '/' written
+  // "--" ("qdq/scale-value" -> "qdq--scale-value.md"). The default is relative to a checkout of
+  // the repository (the same links as the SARIF report). "" = rule IDs without links.
+  std::string rules_url = "docs/rules/";
+  int hops = 2;  // compute nodes around the findings' nodes in a view (Q/DQ nodes are free)
+  std::size_t view_max_nodes = 60;          // nodes of one finding group's view
+  std::size_t whole_model_max_nodes = 300;  // the ownership map of the whole model up to this
+  std::string home_url;                     // a "back" link in the header ("" = none)
+  std::string home_label = "dashboard";
+};
+
+// One self-contained HTML document (inline CSS, JS and SVG; nothing is fetched when it is
+// opened): headline and verdict, root causes, the finding groups with a graph view of the
+// neighbourhood of each group's first locations, and the model view (the whole ownership map
+// for small models, a searchable, pannable explorer for every model). Without Report::graph the
+// findings are shown without graph views.
+std::string RenderHtml(const Report& report, const HtmlOptions& options = {});
+
+// The graph in Graphviz's DOT language: every node of Report::graph (an excerpt when it is one),
+// boxes coloured by unit, multi-node units as clusters, Q/DQ edges labelled with their
+// parameters, the nodes of error and warning findings outlined. Throws std::invalid_argument
+// without Report::graph.
+std::string RenderDot(const Report& report);
+
+// The node indices of `graph` within `hops` compute nodes of `seeds` (edges followed both ways;
+// stepping onto a Q/DQ node costs nothing, so a Q/DQ pair never uses up a hop), seeds first, then
+// by distance, at most `max_nodes`, each node expanding to at most 24 neighbours. Sorted
+// ascending (topological order).
+std::vector<int> Neighbourhood(const ModelGraph& graph, std::span<const int> seeds, int hops,
+                               std::size_t max_nodes);
+
+// Index of each finding group's seed nodes (the nodes named by its first locations, primary
+// nodes first) in report.graph; empty without a graph.
+std::vector<std::vector<int>> GroupSeeds(const Report& report);
+
+// The part of report.graph that the HTML report draws: the neighbourhoods of the finding groups,
+// and the whole graph when the model has at most options.whole_model_max_nodes nodes (then it
+// stays `complete`). What the service stores with a report.
+ModelGraph GraphExcerpt(const Report& report, const HtmlOptions& options = {});
+
+}  // namespace axqc

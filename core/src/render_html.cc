@@ -1,0 +1,498 @@
+// The HTML report (render_graph.h): one self-contained document, graph views laid out by
+// Graphviz (gvc/cgraph).
+#include <graphviz/cgraph.h>
+#include <graphviz/gvc.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "axqc/render_graph.h"
+#include "render_dot.h"
+
+namespace axqc {
+namespace {
+
+using detail::IsQdq;
+
+std::string Esc(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// Graphviz keeps global state (contexts, the error handler, plugin tables): one layout at a time.
+std::mutex& GraphvizMutex() {
+  static std::mutex m;
+  return m;
+}
+
+GVC_t* Context() {
+  static GVC_t* gvc = [] {
+    agseterr(AGMAX);  // errors are reported through the return values, not on stderr
+    return gvContext();
+  }();
+  return gvc;
+}
+
+// SVG of a DOT graph laid out with "dot"; "" when Graphviz cannot lay it out.
+std::string Layout(const std::string& dot, const std::string& css_class) {
+  std::lock_guard lock(GraphvizMutex());
+  GVC_t* gvc = Context();
+  if (gvc == nullptr) return "";
+  Agraph_t* g = agmemread(dot.c_str());
+  if (g == nullptr) return "";
+  std::string svg;
+  if (gvLayout(gvc, g, "dot") == 0) {
+    char* data = nullptr;
+    unsigned int length = 0;
+    if (gvRenderData(gvc, g, "svg", &data, &length) == 0 && data != nullptr) {
+      svg.assign(data, length);
+    }
+    if (data != nullptr) gvFreeRenderData(data);
+    gvFreeLayout(gvc, g);
+  }
+  agclose(g);
+  // Inline SVG: without the XML prolog, DOCTYPE and comments before the element.
+  const auto start = svg.find("<svg");
+  if (start == std::string::npos) return "";
+  svg.erase(0, start);
+  svg.insert(4, " class=\"" + css_class + "\"");
+  return svg;
+}
+
+std::string RuleLink(const HtmlOptions& o, const std::string& rule) {
+  if (o.rules_url.empty()) return "<span class=\"rule\">" + Esc(rule) + "</span>";
+  return "<a class=\"rule\" href=\"" + Esc(o.rules_url + detail::RulePage(rule) + ".md") + "\">" +
+         Esc(rule) + "</a>";
+}
+
+const char* kCss = R"CSS(
+:root{--err:#c62828;--warn:#ef6c00;--info:#1565c0;--ok:#2e7d32;--na:#00838f;--line:#d5d9de}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0;color:#1f2328;background:#f6f8fa}
+header{background:#fff;border-bottom:1px solid var(--line);padding:16px 24px}
+header h1{font-size:20px;margin:0 0 4px;word-break:break-all}
+main{padding:8px 24px 40px;max-width:1400px}
+section{background:#fff;border:1px solid var(--line);border-radius:6px;padding:12px 16px;margin:16px 0}
+h2{font-size:17px;margin:0 0 8px}h3{font-size:15px;margin:4px 0}
+.verdict{display:inline-block;padding:2px 10px;border-radius:12px;color:#fff;font-weight:600;text-transform:uppercase;font-size:13px}
+.verdict-conformant,.verdict-pass{background:var(--ok)}.verdict-non_conformant,.verdict-fail{background:var(--err)}
+.verdict-not_applicable{background:var(--na)}
+.headline{font-size:16px;margin:6px 0}
+.facts{color:#57606a;font-size:12.5px}.facts code{font-size:12px}
+.sev{font-weight:600;text-transform:uppercase;font-size:11.5px;padding:1px 6px;border-radius:4px;color:#fff}
+.sev-error{background:var(--err)}.sev-warn{background:var(--warn)}.sev-info{background:var(--info)}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{border-bottom:1px solid #eaeef2;padding:4px 6px;text-align:left;vertical-align:top}
+th{background:#f6f8fa;font-weight:600}
+td.msg{max-width:640px}
+tr.row-error td:first-child{border-left:3px solid var(--err)}tr.row-warn td:first-child{border-left:3px solid var(--warn)}tr.row-info td:first-child{border-left:3px solid var(--info)}
+.cause{border-left:4px solid var(--err);padding:4px 10px;margin:8px 0;background:#fff8f7}
+.cause.sev-w{border-color:var(--warn);background:#fffaf2}.cause.sev-i{border-color:var(--info);background:#f5f9ff}
+.hint{color:#3b4249;margin:4px 0}
+.group{border-top:1px solid var(--line);padding-top:8px;margin-top:12px}
+.view{border:1px solid var(--line);border-radius:4px;margin:8px 0;background:#fbfcfd;overflow:hidden;position:relative}
+.view svg{display:block;width:100%;height:auto;max-height:560px;cursor:grab}
+.view svg.whole{max-height:1400px}
+.view .tools{position:absolute;right:6px;top:6px;z-index:2}
+.view .tools button{font-size:12px;margin-left:2px}
+.legend span{display:inline-block;margin-right:12px;font-size:12px}
+.legend i{display:inline-block;width:14px;height:10px;border:1px solid #5b6470;border-radius:3px;margin-right:4px;vertical-align:middle}
+svg g.offending > path,svg g.offending > polygon,svg g.offending > ellipse{filter:drop-shadow(0 0 3px rgba(214,39,40,.6))}
+code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
+.small{color:#57606a;font-size:12px}
+#explorer-search{width:100%;max-width:480px;padding:5px 8px;font-size:14px}
+#explorer-list{max-height:260px;overflow:auto;border:1px solid var(--line);margin:6px 0;padding:0;list-style:none}
+#explorer-list li{padding:2px 8px;cursor:pointer;font-size:12.5px}
+#explorer-list li:hover,#explorer-list li.sel{background:#e8f0fe}
+#explorer-list li.bad{color:var(--err);font-weight:600}
+#explorer-view svg{max-height:520px}
+a.rule,span.rule{font-weight:600;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+)CSS";
+
+// Pan and zoom of every graph view, the explorer of the whole graph.
+const char* kJs = R"JS(
+(function(){
+'use strict';
+function panZoom(svg){
+  if(svg.dataset.pz)return;svg.dataset.pz='1';
+  var vb=svg.viewBox.baseVal;if(!vb||!vb.width)return;
+  var home=[vb.x,vb.y,vb.width,vb.height];
+  function set(a){svg.setAttribute('viewBox',a.join(' '));}
+  svg.removeAttribute('width');svg.removeAttribute('height');
+  svg.addEventListener('wheel',function(e){
+    e.preventDefault();var r=svg.getBoundingClientRect(),v=svg.viewBox.baseVal;
+    var k=e.deltaY<0?0.8:1.25,px=v.x+(e.clientX-r.left)/r.width*v.width,py=v.y+(e.clientY-r.top)/r.height*v.height;
+    set([px-(px-v.x)*k,py-(py-v.y)*k,v.width*k,v.height*k]);},{passive:false});
+  var drag=null;
+  svg.addEventListener('mousedown',function(e){drag=[e.clientX,e.clientY];svg.style.cursor='grabbing';});
+  window.addEventListener('mouseup',function(){drag=null;svg.style.cursor='';});
+  window.addEventListener('mousemove',function(e){
+    if(!drag)return;var r=svg.getBoundingClientRect(),v=svg.viewBox.baseVal;
+    var dx=(e.clientX-drag[0])*v.width/r.width,dy=(e.clientY-drag[1])*v.height/r.height;
+    drag=[e.clientX,e.clientY];set([v.x-dx,v.y-dy,v.width,v.height]);});
+  var box=svg.parentNode,tools=document.createElement('div');tools.className='tools';
+  [['+',0.8],['\u2212',1.25],['reset',0]].forEach(function(b){
+    var btn=document.createElement('button');btn.textContent=b[0];btn.type='button';
+    btn.onclick=function(){var v=svg.viewBox.baseVal;
+      if(!b[1]){set(home);return;}
+      var cx=v.x+v.width/2,cy=v.y+v.height/2;set([cx-v.width*b[1]/2,cy-v.height*b[1]/2,v.width*b[1],v.height*b[1]]);};
+    tools.appendChild(btn);});
+  box.insertBefore(tools,svg);
+}
+window.axqcPanZoom=panZoom;
+document.querySelectorAll('.view svg.graph').forEach(panZoom);
+var el=document.getElementById('axqc-graph');if(!el)return;
+var G=JSON.parse(el.textContent),n=G.names.length,succ=[];
+for(var i=0;i<n;i++)succ.push([]);
+G.preds.forEach(function(p,v){for(var k=0;k<p.length;k+=2)succ[p[k]].push(v,p[k+1]);});
+var input=document.getElementById('explorer-search'),list=document.getElementById('explorer-list'),
+    view=document.getElementById('explorer-view'),count=document.getElementById('explorer-count');
+var bad={};G.bad.forEach(function(i){bad[i]=1;});
+function fill(){
+  var q=input.value.trim().toLowerCase(),shown=0,total=0;list.textContent='';
+  for(var i=0;i<n;i++){
+    if(q&&G.names[i].toLowerCase().indexOf(q)<0&&G.ops[G.op[i]].toLowerCase()!==q)continue;
+    total++;if(shown>=200)continue;shown++;
+    var li=document.createElement('li');li.dataset.node=i;if(bad[i])li.className='bad';
+    li.textContent=G.ops[G.op[i]]+'  '+G.names[i];li.onclick=function(){show(+this.dataset.node);};
+    list.appendChild(li);}
+  count.textContent=total+' node'+(total==1?'':'s')+' match'+(total==1?'es':'')+(total>shown?' (first '+shown+' listed)':'');
+}
+var NS='http://www.w3.org/2000/svg';
+function mk(t,a,p){var e=document.createElementNS(NS,t);for(var k in a)e.setAttribute(k,a[k]);if(p)p.appendChild(e);return e;}
+function show(c){
+  Array.prototype.forEach.call(list.children,function(li){li.classList.toggle('sel',+li.dataset.node===c);});
+  var dist={},order=[c],qu=[c];dist[c]=0;
+  while(qu.length&&order.length<60){
+    var u=qu.shift(),nb=[],p=G.preds[u],s=succ[u];
+    for(var k=0;k<p.length;k+=2)nb.push(p[k]);for(k=0;k<s.length;k+=2)nb.push(s[k]);
+    nb.slice(0,24).forEach(function(v){if(v in dist||dist[u]>=2||order.length>=60)return;dist[v]=dist[u]+1;order.push(v);qu.push(v);});}
+  order.sort(function(a,b){return a-b;});
+  var layer={},rows=[],inset={};order.forEach(function(v){inset[v]=1;});
+  order.forEach(function(v){var l=0,p=G.preds[v];for(var k=0;k<p.length;k+=2)if(inset[p[k]])l=Math.max(l,layer[p[k]]+1);
+    layer[v]=l;(rows[l]=rows[l]||[]).push(v);});
+  var W=170,H=34,GX=24,GY=58,width=4*(W+GX),pos={};
+  rows.forEach(function(r){width=Math.max(width,r.length*(W+GX));});
+  rows.forEach(function(r,l){var x0=(width-r.length*(W+GX))/2;r.forEach(function(v,k){pos[v]=[x0+k*(W+GX)+GX/2,l*(H+GY)+10];});});
+  var svg=mk('svg',{'class':'graph explorer',viewBox:'0 0 '+width+' '+Math.max(rows.length*(H+GY)+10,3*(H+GY))});
+  mk('defs',{},svg).innerHTML='<marker id="ax-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0L10,5L0,10z" fill="#7a828c"/></marker>';
+  order.forEach(function(v){var p=G.preds[v];for(var k=0;k<p.length;k+=2){var u=p[k];if(!inset[u])continue;
+    var a=pos[u],b=pos[v],g=mk('g',{'class':'edge'+(G.quant[p[k+1]]?' qdq':'')},svg);
+    mk('line',{x1:a[0]+W/2,y1:a[1]+H,x2:b[0]+W/2,y2:b[1],stroke:'#7a828c','marker-end':'url(#ax-arrow)'},g);
+    if(G.quant[p[k+1]]){var t=mk('text',{x:(a[0]+b[0])/2+W/2+4,y:(a[1]+H+b[1])/2,'font-size':9,fill:'#37474f'},g);t.textContent=G.quant[p[k+1]];}}});
+  var fills={pattern:'#dccbf5',operator:'#cfe5f7',passive:'#d8efd1',nonquant:'#ececec',none:'#ececec'};
+  order.forEach(function(v){var cls=G.classes[G.cls[v]],g=mk('g',{'class':'node unit-'+cls+(bad[v]?' offending':'')+(v===c?' selected':''),id:'x-node-'+G.names[v]},svg);
+    g.style.cursor='pointer';g.onclick=function(){show(v);};
+    var r=mk('rect',{x:pos[v][0],y:pos[v][1],width:W,height:H,rx:5,fill:fills[cls]||'#ececec',stroke:bad[v]?'#d62728':(v===c?'#1565c0':'#5b6470'),'stroke-width':bad[v]||v===c?3:1},g);
+    mk('title',{},g).textContent=G.ops[G.op[v]]+' '+G.names[v];
+    var t1=mk('text',{x:pos[v][0]+W/2,y:pos[v][1]+14,'text-anchor':'middle','font-size':11},g);t1.textContent=G.ops[G.op[v]];
+    var nm=G.names[v];if(nm.length>28)nm='\u2026'+nm.slice(-27);
+    var t2=mk('text',{x:pos[v][0]+W/2,y:pos[v][1]+27,'text-anchor':'middle','font-size':10,fill:'#444'},g);t2.textContent=nm;});
+  view.textContent='';view.appendChild(svg);panZoom(svg);
+}
+input.addEventListener('input',fill);fill();
+if(G.bad.length)show(G.bad[0]);else if(n)show(0);
+// The explorer changed the page's height: go to the address's anchor again.
+if(location.hash){var target=document.getElementById(location.hash.slice(1));if(target)target.scrollIntoView();}
+})();
+)JS";
+
+// The explorer's data: compute nodes (Q/DQ chains folded into labelled edges), in graph order.
+nlohmann::json ExplorerData(const Report& r, const ModelGraph& g,
+                            const std::set<std::string>& offending) {
+  std::vector<int> index(g.nodes.size(), -1);
+  nlohmann::json names = nlohmann::json::array(), op = nlohmann::json::array(),
+                 cls = nlohmann::json::array(), preds = nlohmann::json::array(),
+                 bad = nlohmann::json::array();
+  std::map<std::string, int> ops, quants, classes;
+  std::vector<std::string> op_list, quant_list{""}, class_list;
+  quants[""] = 0;
+  auto intern = [](std::map<std::string, int>& m, std::vector<std::string>& l,
+                   const std::string& s) {
+    auto [it, added] = m.emplace(s, static_cast<int>(l.size()));
+    if (added) l.push_back(s);
+    return it->second;
+  };
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) {
+    const auto& node = g.nodes[n];
+    if (IsQdq(node)) continue;
+    index[n] = static_cast<int>(names.size());
+    if (offending.contains(node.name)) bad.push_back(index[n]);
+    names.push_back(node.name);
+    op.push_back(intern(ops, op_list, node.op_type));
+    cls.push_back(intern(classes, class_list, std::string(detail::NodeClass(r, node))));
+    nlohmann::json p = nlohmann::json::array();
+    for (int t : node.inputs) {
+      std::string quant;
+      // Through the Q/DQ chain feeding this input (at most a few nodes) to a compute node.
+      for (int step = 0; step < 4 && t >= 0 && static_cast<std::size_t>(t) < g.tensors.size();
+           ++step) {
+        const int u = g.tensors[static_cast<std::size_t>(t)].producer;
+        if (u < 0) break;
+        const auto& prod = g.nodes[static_cast<std::size_t>(u)];
+        if (!IsQdq(prod)) {
+          const int from = index[static_cast<std::size_t>(u)];
+          if (from >= 0) {  // an earlier node (graph order is topological)
+            p.push_back(from);
+            p.push_back(intern(quants, quant_list, quant));
+          }
+          break;
+        }
+        if (quant.empty() || prod.op_type == "QuantizeLinear") quant = prod.quant;
+        t = prod.inputs.empty() ? -1 : prod.inputs[0];
+      }
+    }
+    preds.push_back(std::move(p));
+  }
+  return {{"names", std::move(names)}, {"ops", op_list},        {"op", std::move(op)},
+          {"classes", class_list},     {"cls", std::move(cls)}, {"quant", quant_list},
+          {"preds", std::move(preds)}, {"bad", std::move(bad)}};
+}
+
+// JSON inside <script>: no "</" (it would end the element).
+std::string ScriptSafe(std::string s) {
+  for (std::size_t p = s.find("</"); p != std::string::npos; p = s.find("</", p + 3)) {
+    s.replace(p, 2, "<\\/");
+  }
+  return s;
+}
+
+const char* SevClass(Severity s) {
+  return s == Severity::kError ? "sev-error" : s == Severity::kWarn ? "sev-warn" : "sev-info";
+}
+
+void Legend(std::ostringstream& os) {
+  os << "<p class=\"legend\"><span><i style=\"background:#dccbf5\"></i>pattern unit</span>"
+        "<span><i style=\"background:#cfe5f7\"></i>operator unit</span>"
+        "<span><i style=\"background:#d8efd1\"></i>passive / requantize</span>"
+        "<span><i style=\"background:#ececec\"></i>non-quant / not covered</span>"
+        "<span><i style=\"background:#fff1bf;border-radius:7px\"></i>Q / DQ</span>"
+        "<span><i style=\"background:#fff;border:3px solid #d62728\"></i>offending</span>"
+        "<span><i style=\"background:#fff;border:2px solid #ff7f0e\"></i>involved</span>"
+        "<span class=\"small\">Q/DQ edges: type, granularity, scale, zero point. Drag to pan, "
+        "wheel to zoom.</span></p>\n";
+}
+
+}  // namespace
+
+std::string RenderHtml(const Report& r, const HtmlOptions& o) {
+  std::ostringstream os;
+  const auto& s = r.summary;
+  const std::string verdict(VerdictName(r.verdict));
+  os << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+        "<meta name=\"generator\" content=\"axqc "
+     << Esc(r.tool_version) << "\"><title>axqc: " << Esc(r.model.file) << " - " << verdict
+     << "</title><style>" << kCss << "</style></head>\n<body class=\"axqc-report\">\n<header>";
+  if (!o.home_url.empty()) {
+    os << "<div class=\"small\"><a href=\"" << Esc(o.home_url) << "\">&larr; " << Esc(o.home_label)
+       << "</a></div>";
+  }
+  os << "<h1>" << Esc(r.model.file) << "</h1>\n<div class=\"headline\" id=\"headline\">"
+     << "<span class=\"verdict verdict-" << verdict << "\" id=\"verdict\">" << Esc(verdict)
+     << "</span> ";
+  if (s.causes > 0) os << s.causes << (s.causes == 1 ? " root cause: " : " root causes: ");
+  os << s.errors << (s.errors == 1 ? " error, " : " errors, ") << s.warnings
+     << (s.warnings == 1 ? " warning, " : " warnings, ") << s.infos << " info";
+  if (r.gate.active) {
+    const std::string gv(GateVerdictName(r.gate.verdict));
+    os << " &middot; gate <span class=\"verdict verdict-" << gv << "\" id=\"gate\">" << gv
+       << "</span> (" << r.gate.counted.total() << " counted, " << r.gate.waived.total()
+       << " waived, " << r.gate.baselined.total() << " in the baseline)";
+  }
+  os << "</div>\n<div class=\"facts\">sha256 <code>" << Esc(r.model.sha256)
+     << "</code> &middot; IR " << r.model.ir_version << " &middot; opsets";
+  for (const auto& [d, v] : r.model.opsets) os << " " << Esc(d.empty() ? "ai.onnx" : d) << ":" << v;
+  if (!r.model.producer_name.empty()) {
+    os << " &middot; producer " << Esc(r.model.producer_name) << " "
+       << Esc(r.model.producer_version);
+  }
+  os << "<br>" << r.model.node_count << " nodes (Q " << r.model.q_count << ", DQ "
+     << r.model.dq_count << ") &middot; Q/DQ edges " << s.qdq_edges << " (owned "
+     << s.owned_qdq_edges << ") &middot; axqc " << Esc(r.tool_version) << ", rules "
+     << Esc(r.rule_set_version) << (r.check_value ? " &middot; check_value on" : "")
+     << "</div></header>\n<main>\n";
+
+  // Root causes.
+  const auto causes = GroupCauses(r);
+  if (!causes.empty()) {
+    os << "<section id=\"causes\"><h2>Root causes</h2>\n";
+    std::size_t number = 0;
+    for (const auto& c : causes) {
+      const Finding& root = r.findings[c.roots.front()];
+      const char* sev = c.severity == Severity::kError  ? ""
+                        : c.severity == Severity::kWarn ? " sev-w"
+                                                        : " sev-i";
+      os << "<div class=\"cause" << sev << "\" data-rule=\"" << Esc(root.rule) << "\"><b>"
+         << (c.severity == Severity::kInfo ? std::string("note")
+                                           : "cause " + std::to_string(++number))
+         << "</b> <span class=\"sev " << SevClass(c.severity) << "\">" << SeverityName(c.severity)
+         << "</span> " << RuleLink(o, root.rule) << " ";
+      if (!c.hint.id.empty()) os << "<b>" << Esc(c.hint.title) << "</b> ";
+      os << "&mdash; " << Esc(root.group_key);
+      const std::size_t total = c.roots.size() + c.consequences.size();
+      os << " <span class=\"small\">(" << total << (total == 1 ? " finding" : " findings");
+      if (!c.consequences.empty()) {
+        os << ": " << c.roots.size() << " at the root, " << c.consequences.size()
+           << (c.consequences.size() == 1 ? " consequence" : " consequences");
+      }
+      os << ")</span>";
+      if (!c.hint.id.empty()) {
+        os << "<div class=\"hint\">" << Esc(c.hint.text);
+        if (!c.hint.rewrite.empty()) {
+          os << " Repair: <code>axqc fix --apply " << Esc(c.hint.rewrite) << "</code>.";
+        }
+        os << "</div>";
+      }
+      os << "<div class=\"small\">e.g. " << Esc(root.message)
+         << (root.nodes.empty() ? "" : " (node <code>" + Esc(root.nodes[0]) + "</code>)")
+         << "</div></div>\n";
+    }
+    os << "</section>\n";
+  }
+
+  // Finding groups with their graph views.
+  const auto seeds = GroupSeeds(r);
+  os << "<section id=\"findings\"><h2>Findings</h2>\n";
+  if (r.groups.empty()) os << "<p>No findings.</p>\n";
+  if (!r.groups.empty() && r.graph) Legend(os);
+  if (!r.groups.empty() && !r.graph) {
+    os << "<p class=\"small\" id=\"no-graph\">This report carries no graph of the model, so the "
+          "findings are shown without graph views.</p>\n";
+  }
+  for (std::size_t k = 0; k < r.groups.size(); ++k) {
+    const auto& grp = r.groups[k];
+    os << "<div class=\"group\" id=\"group-" << k << "\" data-rule=\"" << Esc(grp.rule)
+       << "\"><h3><span class=\"sev " << SevClass(grp.severity) << "\">"
+       << SeverityName(grp.severity) << "</span> " << RuleLink(o, grp.rule) << " ["
+       << Esc(grp.section) << "] &times;" << grp.count << ": " << Esc(grp.summary) << "</h3>\n"
+       << "<table><thead><tr><th>rule</th><th>node</th><th>tensors</th><th>message</th>"
+          "<th>values</th></tr></thead><tbody>\n";
+    for (const auto& f : grp.first) {
+      os << "<tr class=\"finding row-" << SeverityName(f.severity) << "\" data-rule=\""
+         << Esc(f.rule) << "\" data-node=\"" << Esc(f.nodes.empty() ? "" : f.nodes[0])
+         << "\" data-id=\"" << Esc(f.id) << "\"><td class=\"mono\">" << Esc(f.rule)
+         << "</td><td class=\"mono\">";
+      for (std::size_t i = 0; i < f.nodes.size(); ++i) {
+        os << (i > 0 ? "<br>" : "") << Esc(f.nodes[i]);
+      }
+      os << "</td><td class=\"mono\">";
+      for (std::size_t i = 0; i < f.tensors.size(); ++i) {
+        os << (i > 0 ? "<br>" : "") << Esc(f.tensors[i]);
+      }
+      os << "</td><td class=\"msg\">" << Esc(f.message);
+      if (f.state == FindingState::kWaived) {
+        os << " <span class=\"small\">[waived: " << Esc(f.waiver_reason) << " ("
+           << Esc(f.waiver_source) << ")]</span>";
+      } else if (f.state == FindingState::kBaselined) {
+        os << " <span class=\"small\">[in the baseline]</span>";
+      }
+      if (!f.cause.empty()) {
+        os << " <span class=\"small\">(caused by " << Esc(f.cause) << ")</span>";
+      }
+      os << "</td><td class=\"mono\">";
+      for (std::size_t i = 0; i < f.values.size(); ++i) {
+        os << (i > 0 ? "<br>" : "") << Esc(f.values[i].first) << " = " << Esc(f.values[i].second);
+      }
+      os << "</td></tr>\n";
+    }
+    os << "</tbody></table>";
+    if (grp.count > grp.first.size()) {
+      os << "<p class=\"small\">&hellip; and " << (grp.count - grp.first.size())
+         << " more (the JSON report lists every finding).</p>";
+    }
+    if (r.graph && !seeds[k].empty()) {
+      detail::DotView view;
+      view.prefix = "g" + std::to_string(k) + "-";
+      for (const auto& f : grp.first) {
+        if (!f.nodes.empty()) view.offending.insert(f.nodes[0]);
+        for (std::size_t i = 1; i < f.nodes.size(); ++i) view.involved.insert(f.nodes[i]);
+        for (const auto& t : f.tensors) view.bad_tensors.insert(t);
+      }
+      for (const auto& n : view.offending) view.involved.erase(n);
+      const auto nodes = Neighbourhood(*r.graph, seeds[k], o.hops, o.view_max_nodes);
+      const std::string svg = Layout(detail::BuildDot(r, *r.graph, nodes, view), "graph");
+      if (!svg.empty()) {
+        os << "\n<div class=\"view\" id=\"view-" << k << "\">" << svg << "</div>";
+      } else {
+        os << "\n<p class=\"small\">The graph view could not be laid out.</p>";
+      }
+    }
+    os << "</div>\n";
+  }
+  os << "</section>\n";
+
+  // The model: ownership map of a small model, the explorer for every model.
+  if (r.graph && !r.graph->nodes.empty()) {
+    const ModelGraph& g = *r.graph;
+    std::set<std::string> offending;
+    std::set<std::string> named;  // every node of those findings (the explorer marks compute nodes)
+    for (const auto& f : r.findings) {
+      if (f.severity == Severity::kInfo || f.nodes.empty()) continue;
+      offending.insert(f.nodes[0]);
+      named.insert(f.nodes.begin(), f.nodes.end());
+    }
+    if (g.complete && g.nodes.size() <= o.whole_model_max_nodes) {
+      detail::DotView view;
+      view.prefix = "m-";
+      view.clusters = true;
+      view.offending = offending;
+      std::vector<int> all(g.nodes.size());
+      for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+      const std::string svg = Layout(detail::BuildDot(r, g, all, view), "graph whole");
+      if (!svg.empty()) {
+        os << "<section id=\"model\"><h2>Ownership map of the whole model</h2>\n";
+        Legend(os);
+        os << "<p class=\"small\">Units with more than one node are drawn as dashed clusters; the "
+              "nodes of error and warning findings are outlined.</p><div class=\"view\" "
+              "id=\"view-model\">"
+           << svg << "</div></section>\n";
+      }
+    }
+    os << "<section id=\"explorer\"><h2>Graph explorer</h2>\n<p class=\"small\">"
+       << (g.complete ? "Every compute node of the model"
+                      : "The nodes around the findings (this report carries an excerpt of the "
+                        "graph of " +
+                            std::to_string(g.model_nodes) + " nodes)")
+       << "; Q/DQ pairs are folded into the labelled edges. Search by name or op type, click a "
+          "node to see its neighbourhood (2 hops).</p>\n<input id=\"explorer-search\" "
+          "type=\"search\" placeholder=\"node name or op type\" autocomplete=\"off\">"
+          " <span class=\"small\" id=\"explorer-count\"></span>\n<ul id=\"explorer-list\"></ul>"
+          "<div class=\"view\" id=\"explorer-view\"></div>\n<script type=\"application/json\" "
+          "id=\"axqc-graph\">"
+       << ScriptSafe(ExplorerData(r, g, named)
+                         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+       << "</script></section>\n";
+  }
+  os << "</main>\n<script>" << kJs << "</script>\n</body></html>\n";
+  return os.str();
+}
+
+}  // namespace axqc

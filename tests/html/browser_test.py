@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""The HTML report and the dashboard pages in a real browser (ctest html_browser).
+
+    tests/html/browser_test.py BUILD_DIR
+
+1. `axqc check --format html` of a failing real export (tests/data/real_exports), opened in
+   Debian's headless Chromium: the DOM after the page's scripts ran must have a finding row per
+   first location of every group (rule IDs and primary nodes as the JSON report says), every
+   group's graph view with its primary nodes drawn as SVG elements of class "offending", Q/DQ edge
+   labels with scale and zero point, and the graph explorer filled by its script.
+2. axqc-server (release binary, HTTP port, no token) after checks with labels: "/" must show a
+   pass-rate chart with data points, the failing rules of those checks and the recent checks with
+   their verdicts; "/models/{sha256}" must show the stored report with its graph views.
+
+Screenshots of each view are written to $AXQC_SCREENSHOTS when set (scripts/screenshots.sh writes
+docs/images/), else into a temporary directory. Exit 77 (skipped) when Chromium is not installed.
+Each check names what it expects; the first failure ends the test with exit code 1.
+"""
+import html.parser
+import http.client
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/release")
+SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+AXQC = os.path.join(BUILD, "client", "axqc")
+SERVER = os.path.join(BUILD, "server", "axqc-server")
+EXPORTS = os.path.join(SOURCE, "tests", "data", "real_exports")
+FAILING = os.path.join(EXPORTS, "vit_manual_numbers_op13.onnx")
+FAILING_CNN = os.path.join(EXPORTS, "defect_weight_u8_op17.onnx")
+PASSING = os.path.join(EXPORTS, "spec_cnn_op17.onnx")
+WORK = tempfile.mkdtemp(prefix="axqc-browser-")
+SHOTS = os.environ.get("AXQC_SCREENSHOTS") or os.path.join(WORK, "shots")
+SERVER_PROC = None
+
+
+def finish(rc):
+    if SERVER_PROC is not None and SERVER_PROC.poll() is None:
+        SERVER_PROC.send_signal(signal.SIGTERM)
+        try:
+            SERVER_PROC.wait(20)
+        except subprocess.TimeoutExpired:
+            SERVER_PROC.kill()
+    if rc == 0:
+        shutil.rmtree(WORK, ignore_errors=True)
+    else:
+        print("work directory kept:", WORK)
+    return rc
+
+
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what, flush=True)
+        raise SystemExit(finish(1))
+    print("ok:", what, flush=True)
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+CHROME = chromium()
+
+
+def browser(url, *, screenshot=None, size="1400,1800", budget=5000):
+    """The DOM after the page's scripts ran (--dump-dom), or a screenshot."""
+    args = [CHROME, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+            "--no-first-run", "--user-data-dir=" + os.path.join(WORK, "profile"),
+            "--window-size=" + size, "--virtual-time-budget=%d" % budget]
+    if screenshot:
+        os.makedirs(os.path.dirname(screenshot), exist_ok=True)
+        args.append("--screenshot=" + screenshot)
+    else:
+        args.append("--dump-dom")
+    args.append(url)
+    r = subprocess.run(args, capture_output=True, timeout=180)
+    if screenshot:
+        check(r.returncode == 0 and os.path.getsize(screenshot) > 10000,
+              f"screenshot {os.path.basename(screenshot)} of {url}")
+        return None
+    check(r.returncode == 0 and r.stdout, f"Chromium loads {url}")
+    return r.stdout.decode("utf-8", "replace")
+
+
+class Dom(html.parser.HTMLParser):
+    """Elements as (tag, attrs, text) in document order; text of <text>/<td>/<li> collected."""
+
+    def __init__(self, text):
+        super().__init__(convert_charrefs=True)
+        self.elements = []
+        self.stack = []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        e = {"tag": tag, "attrs": dict(attrs), "text": ""}
+        self.elements.append(e)
+        if tag not in ("br", "meta", "input", "img", "link", "path", "polygon", "ellipse",
+                       "line", "circle", "polyline", "rect"):
+            self.stack.append(e)
+
+    def handle_endtag(self, tag):
+        while self.stack:
+            e = self.stack.pop()
+            if e["tag"] == tag:
+                break
+
+    def handle_data(self, data):
+        for e in self.stack:
+            e["text"] += data
+
+    def find(self, tag=None, cls=None, **attrs):
+        out = []
+        for e in self.elements:
+            if tag and e["tag"] != tag:
+                continue
+            if cls and cls not in e["attrs"].get("class", "").split():
+                continue
+            if any(e["attrs"].get(k.replace("_", "-")) != v for k, v in attrs.items()):
+                continue
+            out.append(e)
+        return out
+
+
+def json_report(model):
+    r = subprocess.run([AXQC, "check", "--format", "json", "--no-config", model],
+                       capture_output=True, cwd=SOURCE)
+    return json.loads(r.stdout)
+
+
+def check_report_dom(dom, report, where):
+    """Finding rows, offending nodes in every group's view, Q/DQ edge labels."""
+    rows = dom.find("tr", cls="finding")
+    want = [(f["rule"], (f["nodes"] or [""])[0]) for g in report["groups"] for f in g["first"]]
+    got = [(r["attrs"].get("data-rule"), r["attrs"].get("data-node")) for r in rows]
+    check(got == want, f"{where}: one finding row per first location, rule IDs and primary "
+                       f"nodes as in the JSON report ({len(want)} rows; got {got[:3]}...)")
+    ids = {e["attrs"].get("id") for e in dom.elements if "id" in e["attrs"]}
+    offending = {e["attrs"].get("id") for e in dom.find("g", cls="offending")}
+    for k, g in enumerate(report["groups"]):
+        check(dom.find("div", id=f"view-{k}") != [],
+              f"{where}: group {k} ({g['rule']}) has a graph view")
+        for f in g["first"]:
+            node = f["nodes"][0]
+            nid = f"g{k}-node-{node}"
+            check(nid in ids and nid in offending,
+                  f"{where}: group {k} ({g['rule']}): primary node {node} is an SVG element "
+                  f"#{nid} of class offending")
+    labels = [e["text"] for e in dom.find("text") if "scale=" in e["text"] and "zp=" in e["text"]]
+    check(labels, f"{where}: Q/DQ edges are labelled with scale and zero point ({labels[:1]})")
+    check(dom.find("li") != [] and dom.find("g", cls="selected") != [],
+          f"{where}: the graph explorer's script listed nodes and drew a neighbourhood")
+    external = [f"{e['tag']} {k}={e['attrs'][k]}" for e in dom.elements for k in ("src", "href")
+                if (e["attrs"].get(k) or "").startswith(("http:", "https:", "//"))]
+    check(not external and dom.find("link") == [],
+          f"{where}: no external resource (src/href to another site: {external[:3]})")
+
+
+def post(port, path, body, headers=None):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    conn.request("POST", path, body=body, headers=headers or {})
+    r = conn.getresponse()
+    data = r.read()
+    conn.close()
+    return r.status, data
+
+
+def main():
+    global SERVER_PROC
+    if CHROME is None:
+        print("skipped: chromium is not installed")
+        return 77
+    os.makedirs(SHOTS, exist_ok=True)
+
+    # --- 1. the HTML report of a failing real export ---
+    report_html = os.path.join(WORK, "report.html")
+    # Paths relative to the repository, as a user in a checkout would type them.
+    r = subprocess.run([AXQC, "check", "--no-config", "--format", "html", "-o", report_html,
+                        os.path.relpath(FAILING, SOURCE)], capture_output=True, cwd=SOURCE)
+    check(r.returncode == 1 and os.path.getsize(report_html) > 0,
+          f"axqc check --format html of a non-conformant export exits 1 (got {r.returncode})")
+    report = json_report(FAILING)
+    check(report["verdict"] == "non_conformant" and report["groups"],
+          "the export is non_conformant with finding groups")
+    dom = Dom(browser("file://" + report_html))
+    check(dom.find("span", id="verdict")[0]["text"] == "non_conformant",
+          "the headline shows the verdict non_conformant")
+    causes = dom.find("div", cls="cause")
+    check(len(causes) == report["summary"]["causes"],
+          f"one root-cause block per root cause ({report['summary']['causes']})")
+    check_report_dom(dom, report, "vit report")
+    whole = [e for e in dom.find("g", cls="node") if e["attrs"].get("id", "").startswith("m-node-")]
+    check(len(whole) == report["model"]["node_count"],
+          f"a model of {report['model']['node_count']} nodes has the ownership map of the whole "
+          f"model, every node drawn (got {len(whole)})")
+    browser("file://" + report_html, screenshot=os.path.join(SHOTS, "report-html.png"))
+
+    cnn_html = os.path.join(WORK, "cnn.html")
+    subprocess.run([AXQC, "check", "--no-config", "--format", "html", "-o", cnn_html,
+                    os.path.relpath(FAILING_CNN, SOURCE)], capture_output=True, cwd=SOURCE)
+    cnn = json_report(FAILING_CNN)
+    dom = Dom(browser("file://" + cnn_html))
+    check_report_dom(dom, cnn, "cnn report")
+    check([g["rule"] for g in cnn["groups"]][0] == "role/weight-type" and
+          dom.find("g", id="g0-node-/conv_wq/DequantizeLinear", cls="offending") != [],
+          "defect_weight_u8: the weight's DequantizeLinear is outlined in the role/weight-type view")
+    check(dom.find("g", cls="selected") and
+          dom.find("g", cls="selected")[0]["attrs"].get("id") == "x-node-/Conv",
+          "defect_weight_u8: the explorer opens on the Conv of the finding")
+    # The whole page: the group's view, the ownership map and the explorer.
+    browser("file://" + cnn_html, screenshot=os.path.join(SHOTS, "report-cnn.png"),
+            size="1400,3300")
+
+    # --- 2. the dashboard of a running server ---
+    ready = os.path.join(WORK, "ready.json")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AXQC_")}
+    SERVER_PROC = subprocess.Popen(
+        [SERVER, "--listen", "127.0.0.1:0", "--metrics-listen", "", "--http-listen",
+         "127.0.0.1:0", "--ready-file", ready, "--store-path",
+         os.path.join(WORK, "store.sqlite3")],
+        stdout=open(os.path.join(WORK, "server.log"), "w"), stderr=subprocess.STDOUT, env=env)
+    deadline = time.time() + 30
+    while time.time() < deadline and not (os.path.exists(ready) and os.path.getsize(ready) > 0):
+        time.sleep(0.1)
+    check(os.path.exists(ready), "the server is ready")
+    port = json.load(open(ready))["http_port"]
+    shas = {}
+    for model, project in ((FAILING, "vit"), (FAILING_CNN, "cnn"), (PASSING, "cnn"),
+                           (PASSING, "cnn")):
+        with open(model, "rb") as f:
+            st, data = post(port, f"/v1/check?name={os.path.basename(model)}&label.project={project}",
+                            f.read(), {"Content-Type": "application/octet-stream"})
+        check(st == 200, f"POST /v1/check {os.path.basename(model)} (got {st})")
+        shas[model] = json.loads(data)["model"]["sha256"]
+    base = f"http://127.0.0.1:{port}"
+    dom = Dom(browser(base + "/"))
+    points = dom.find("circle", cls="point")
+    check(points and all(float(p["attrs"]["data-requests"]) > 0 for p in points),
+          f"the pass-rate chart has data points ({len(points)})")
+    requests = sum(float(p["attrs"]["data-requests"]) for p in points)
+    passed = sum(float(p["attrs"]["data-requests"]) * float(p["attrs"]["data-pass-rate"])
+                 for p in points)
+    check(requests == 4 and abs(passed - 2) < 1e-6,
+          f"the chart's points hold the 4 checks, 2 of them conformant (got {requests}, {passed})")
+    rules = {e["attrs"]["data-rule"] for e in dom.find("tr", cls="rule-row")}
+    check({"role/weight-type", "onnx/constant-node"} <= rules,
+          f"top failing rules list the rules of the failing checks ({sorted(rules)[:5]})")
+    rows = {e["attrs"]["data-sha256"]: e["attrs"]["data-verdict"]
+            for e in dom.find("tr", cls="check-row")}
+    check(rows.get(shas[FAILING]) == "non_conformant" and rows.get(shas[PASSING]) == "conformant",
+          "recent checks show each model's verdict")
+    links = {e["attrs"].get("href") for e in dom.find("a")}
+    check(f"/models/{shas[FAILING]}" in links, "a recent check links to its report page")
+    browser(base + "/", screenshot=os.path.join(SHOTS, "dashboard.png"), size="1280,1100")
+    dom = Dom(browser(base + "/?label=project"))
+    values = {e["attrs"].get("value") for e in dom.find("option")}
+    check({"vit", "cnn"} <= values, f"the label's values are selectable ({sorted(values - {None})})")
+
+    dom = Dom(browser(f"{base}/models/{shas[FAILING]}"))
+    check(dom.find("span", id="verdict") and dom.find("span", id="verdict")[0]["text"] ==
+          "non_conformant", "/models/{sha256}: the stored report with its verdict")
+    check_report_dom(dom, report, "server report page")
+    browser(f"{base}/models/{shas[FAILING_CNN]}", screenshot=os.path.join(SHOTS, "server-report.png"),
+            size="1400,1300")
+    print("screenshots in", SHOTS)
+    return finish(0)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except SystemExit:
+        raise
+    except BaseException:
+        finish(1)
+        raise
