@@ -60,7 +60,7 @@
   function chart(series, title) {
     var box = $('chart');
     box.textContent = '';
-    var W = 760, H = 240, L = 44, R = 12, T = 14, B = 34;
+    var W = 760, H = 240, L = 44, R = 36, T = 14, B = 34;  // R: room for the last time label
     var svg = svgEl('svg', {viewBox: '0 0 ' + W + ' ' + H, 'class': 'chart', role: 'img',
                             'aria-label': title}, box);
     var n = series.length;

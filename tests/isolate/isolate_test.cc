@@ -228,6 +228,7 @@ CheckResult RunCheck(WorkerPool& pool, const std::string& bytes, const std::stri
   CheckInput in;
   in.bytes = bytes;
   in.name = name;
+  in.options.include_graph = true;  // as the server checks (DirectReport does the same)
   return pool.Check(in);
 }
 
@@ -273,6 +274,7 @@ TEST(WorkerPool, ReadsTheSealedMemfdOfAModelBufferAsItIs) {
   CheckInput in;
   in.model = &b;
   in.name = "memfd.onnx";
+  in.options.include_graph = true;
   in.sha256 = Sha256Hex(bytes);
   StageTimings timings;
   in.options.timings = &timings;

@@ -119,8 +119,8 @@ inline Report DirectReport(const std::string& bytes, const std::string& name,
                            bool check_value = false) {
   CheckOptions o;
   o.check_value = check_value;
-  o.include_graph =
-      true;  // as the service checks (CoreOptions): the report carries the graph excerpt
+  // As the service checks (CoreOptions): the report carries the graph excerpt.
+  o.include_graph = true;
   return CheckBytes(bytes, name, o);
 }
 
