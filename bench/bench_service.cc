@@ -2,7 +2,11 @@
 //
 //   axqc-bench-service --server-bin PATH --small MODEL.onnx --large MODEL.onnx
 //                      [--seconds S] [--json OUT.json] [--machine TEXT] [--only SCENARIO]
+//                      [--connect HOST:PORT] [--upload-repeat N]
 //
+// --connect uses an axqc-server that is already running instead of starting one (to profile the
+// server alone, e.g. under `perf record -p`; the overload scenario is skipped); --upload-repeat:
+// uploads of the large model in the upload_mb_s scenario (best of N, default 5).
 // Starts its own axqc-server processes on free loopback ports (store in a temporary directory)
 // and measures, as a client would see it:
 //   get_report_hit   GetReport of a cached model by hash, with 1, 8 and 32 concurrent clients
@@ -73,6 +77,8 @@ double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(
 
 class Server {
  public:
+  // A server that is already running (--connect): nothing is started, RSS is not sampled.
+  explicit Server(std::string target) : external_target_(std::move(target)) {}
   Server(const std::string& bin, const fs::path& dir, std::vector<std::string> extra) {
     fs::create_directories(dir);
     const fs::path ready = dir / "ready.json";
@@ -116,10 +122,13 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  std::string target() const { return "127.0.0.1:" + std::to_string(grpc_port_); }
+  std::string target() const {
+    return external_target_.empty() ? "127.0.0.1:" + std::to_string(grpc_port_) : external_target_;
+  }
   int metrics_port() const { return metrics_port_; }
   // Resident set (VmRSS) and its peak (VmHWM) in MiB.
   std::pair<double, double> Rss() const {
+    if (pid_ <= 0) return {0, 0};
     std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
     std::string line;
     double rss = 0, hwm = 0;
@@ -133,6 +142,7 @@ class Server {
  private:
   pid_t pid_ = -1;
   int grpc_port_ = 0, metrics_port_ = 0;
+  std::string external_target_;
 };
 
 // GET /metrics; returns series name (with labels) -> value for the series we sample.
@@ -364,15 +374,17 @@ int Usage() {
                "                          [--only "
                "get_report_hit|get_report_hit_paced|get_report_hit_wire|"
                "upload_hit|"
-               "upload_miss|upload|overload]\n";
+               "upload_miss|upload|overload]\n"
+               "                          [--connect HOST:PORT] [--upload-repeat N]\n";
   return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::string server_bin, small_path, large_path, json_out, machine, only;
+  std::string server_bin, small_path, large_path, json_out, machine, only, connect;
   double seconds = 3;
+  int upload_repeat = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -393,11 +405,17 @@ int main(int argc, char** argv) try {
       machine = next();
     } else if (a == "--only") {
       only = next();
+    } else if (a == "--connect") {
+      connect = next();
+    } else if (a == "--upload-repeat") {
+      upload_repeat = std::max(1, std::stoi(next()));
     } else {
       return Usage();
     }
   }
-  if (server_bin.empty() || small_path.empty() || large_path.empty()) return Usage();
+  if ((server_bin.empty() && connect.empty()) || small_path.empty() || large_path.empty()) {
+    return Usage();
+  }
   ::signal(SIGPIPE, SIG_IGN);
   const std::string small = ReadFile(small_path), large = ReadFile(large_path);
   const fs::path work =
@@ -418,7 +436,15 @@ int main(int argc, char** argv) try {
 
   json out;
   {
-    Server server(server_bin, work / "main", {"--workers", "2", "--queue-capacity", "64"});
+    std::unique_ptr<Server> started;
+    if (connect.empty()) {
+      started = std::make_unique<Server>(
+          server_bin, work / "main",
+          std::vector<std::string>{"--workers", "2", "--queue-capacity", "64"});
+    } else {
+      started = std::make_unique<Server>(connect);
+    }
+    const Server& server = *started;
     auto stub = axqc::v1::Checker::NewStub(NewChannel(server.target(), 1000));
     axqc::v1::CheckResponse resp;
     if (auto s = Upload(*stub, small, &resp); !s.ok()) {
@@ -484,7 +510,7 @@ int main(int argc, char** argv) try {
     if (want("upload")) {
       // Upload throughput: the large model is cached, so the server receives, hashes and looks up.
       double best_upload = 0;
-      for (int rep = 0; rep < 5; ++rep) {
+      for (int rep = 0; rep < upload_repeat; ++rep) {
         const auto t0 = Clock::now();
         if (auto s = Upload(*stub, large, &resp); !s.ok()) {
           throw std::runtime_error("large upload failed: " + s.error_message());
@@ -508,7 +534,7 @@ int main(int argc, char** argv) try {
     out["main_server_rss_mb"] = {{"rss", rss}, {"peak", hwm}};
   }
 
-  if (want("overload")) {
+  if (want("overload") && connect.empty()) {
     // Overload: 1 worker, queue 4, 48 MiB in-flight budget; burst of 4 x (queue + workers).
     const int queue = 4, workers = 1;
     const double budget_mb = 8;
