@@ -199,9 +199,10 @@ void CheckComputeUnits(Context& c) {
     for (int node : u.nodes) CheckNode(c, u, node, internal);
     // Designated outputs of main nodes (tails are checked by the Relu/Clip rules).
     for (auto out : u.outputs) {
-      int p = c.g.ProducerOf(c.g.TensorId(out));
+      const int id = c.g.TensorId(out);
+      const int p = c.g.ProducerOf(id);
       if (p < 0 || c.units.IsTail(p)) continue;
-      CheckOutputQuantized(c, u.id, p, out, rules::kOpOutputNotQuantized);
+      CheckOutputQuantized(c, u.id, p, id, out, rules::kOpOutputNotQuantized);
     }
   }
 }
