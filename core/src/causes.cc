@@ -212,14 +212,24 @@ class Causes {
     prim_.assign(n, -1);
     nodes_.resize(n);
     tensors_.resize(n);
+    // Display name -> node, only for the names the findings carry (a map of every node would cost
+    // more than the findings on a large model with few of them).
     std::unordered_map<std::string_view, int> by_name;
-    for (int i = 0; i < g.node_count(); ++i) by_name.emplace(g.NodeName(i), i);
+    for (const auto& f : fs) {
+      for (const auto& name : f.nodes) by_name.emplace(name, -1);
+    }
+    if (!by_name.empty()) {
+      for (int i = 0; i < g.node_count(); ++i) {
+        auto it = by_name.find(g.NodeName(i));
+        if (it != by_name.end() && it->second < 0) it->second = i;
+      }
+    }
     for (std::size_t i = 0; i < n; ++i) {
       const int p = i < primary.size() ? primary[i] : -1;
       prim_[i] = p >= 0 && p < g.node_count() ? p : -1;
       for (const auto& name : fs[i].nodes) {
         auto it = by_name.find(name);
-        if (it != by_name.end()) nodes_[i].push_back(it->second);
+        if (it != by_name.end() && it->second >= 0) nodes_[i].push_back(it->second);
       }
       for (const auto& t : fs[i].tensors) tensors_[i].push_back(g.TensorId(t));
       if (prim_[i] >= 0) at_[prim_[i]].push_back(i);

@@ -476,14 +476,12 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   facts.node_count = static_cast<std::size_t>(m.proto->graph().node_size());
   facts.initializer_count = static_cast<std::size_t>(m.proto->graph().initializer_size());
 
-  // value_info as declared by the producer, before inference adds its own: names in one buffer,
-  // resolved to tensor ids once the index exists.
-  std::string declared_names;
-  std::vector<std::size_t> declared_ends;
-  for (const auto& vi : m.proto->graph().value_info()) {
-    if (!TypeFromProto(vi.type()).complete) continue;
-    declared_names += vi.name();
-    declared_ends.push_back(declared_names.size());
+  // value_info as declared by the producer, before inference adds its own: the positions of the
+  // complete entries, resolved to tensor ids once the index exists (it interns the same entries).
+  std::vector<int> declared_complete;
+  for (int k = 0; k < m.proto->graph().value_info_size(); ++k) {
+    if (TypeFromProto(m.proto->graph().value_info(k).type()).complete)
+      declared_complete.push_back(k);
   }
   clock.Lap(&StageTimings::guards_s);
 
@@ -534,9 +532,9 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   GraphIndex& g = *index;
   g.RecordTypes();
   std::vector<bool> declared(static_cast<std::size_t>(g.tensor_count()), false);
-  for (std::size_t i = 0, begin = 0; i < declared_ends.size(); begin = declared_ends[i++]) {
-    const int id =
-        g.TensorId(std::string_view(declared_names).substr(begin, declared_ends[i] - begin));
+  const auto declared_ids = g.DeclaredValueInfoIds();
+  for (const int k : declared_complete) {
+    const int id = declared_ids[static_cast<std::size_t>(k)];
     if (id >= 0) declared[static_cast<std::size_t>(id)] = true;
   }
   Emitter rules(&g, options.check_value);
@@ -640,8 +638,8 @@ Report CheckFile(const std::string& path, const CheckOptions& options) {
 }
 
 Report CheckBytes(std::string_view bytes, const std::string& name, const CheckOptions& options) {
-  auto m = detail::LoadFromBytes(bytes, name, options.timings, ParallelChecks(),
-                                 options.known_sha256);
+  auto m =
+      detail::LoadFromBytes(bytes, name, options.timings, ParallelChecks(), options.known_sha256);
   return detail::Run(m, options);
 }
 

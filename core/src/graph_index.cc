@@ -103,49 +103,6 @@ int NameTable::Find(std::string_view name) const {
   }
 }
 
-void OccurrenceTable::Reserve(std::size_t occurrences) {
-  std::size_t cap = 16;
-  unsigned bits = 4;
-  while (cap < occurrences * 2) {
-    cap *= 2;
-    ++bits;
-  }
-  slots_.assign(cap, Slot{});
-  shift_ = 64 - bits;
-}
-
-std::size_t OccurrenceTable::Home(const char* p) const {
-  return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(p) * 0x9E3779B97F4A7C15ull) >>
-                                  shift_);
-}
-
-void OccurrenceTable::Add(std::string_view occurrence, int id) {
-  if (occurrence.empty() || occurrence.size() > UINT32_MAX || slots_.empty()) return;
-  const std::size_t mask = slots_.size() - 1;
-  std::size_t used = 0;
-  for (std::size_t i = Home(occurrence.data());; i = (i + 1) & mask) {
-    Slot& s = slots_[i];
-    if (s.data == occurrence.data()) return;  // recorded already
-    if (s.data == nullptr) {
-      s = {occurrence.data(), static_cast<std::uint32_t>(occurrence.size()), id};
-      return;
-    }
-    if (++used == slots_.size()) return;  // full (more occurrences than reserved): skip
-  }
-}
-
-int OccurrenceTable::Find(std::string_view name) const {
-  if (slots_.empty() || name.empty()) return -1;
-  const std::size_t mask = slots_.size() - 1;
-  for (std::size_t i = Home(name.data()), probes = 0; probes < slots_.size();
-       i = (i + 1) & mask, ++probes) {
-    const Slot& s = slots_[i];
-    if (s.data == nullptr) return -1;
-    if (s.data == name.data()) return s.size == name.size() ? s.id : -1;
-  }
-  return -1;
-}
-
 // Linear in nodes + edges: every name is interned once (one hash probe per occurrence); the
 // rest works on dense ids.
 GraphIndex::GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext)
@@ -197,23 +154,22 @@ GraphIndex::DeclaredIds GraphIndex::InternTensors() {
   const auto declared = static_cast<std::size_t>(g.initializer_size() + g.input_size() +
                                                  g.value_info_size() + g.output_size());
   ids_.Reserve(declared + io / 2);
-  occ_.Reserve(declared + io);
   DeclaredIds d;
   auto& [init_ids, input_ids, vi_ids, output_ids] = d;
   init_ids.reserve(static_cast<std::size_t>(g.initializer_size()));
-  for (const auto& t : g.initializer()) init_ids.push_back(Intern(t.name()));
-  for (const auto& vi : g.input()) input_ids.push_back(Intern(vi.name()));
+  for (const auto& t : g.initializer()) init_ids.push_back(ids_.Intern(t.name()));
+  for (const auto& vi : g.input()) input_ids.push_back(ids_.Intern(vi.name()));
   vi_ids.reserve(static_cast<std::size_t>(g.value_info_size()));
-  for (const auto& vi : g.value_info()) vi_ids.push_back(Intern(vi.name()));
-  for (const auto& vi : g.output()) output_ids.push_back(Intern(vi.name()));
+  for (const auto& vi : g.value_info()) vi_ids.push_back(ids_.Intern(vi.name()));
+  for (const auto& vi : g.output()) output_ids.push_back(ids_.Intern(vi.name()));
   io_.reserve(io);
   io_begin_.reserve(un + 1);
   out_begin_.reserve(un);
   for (const auto& node : g.node()) {
     io_begin_.push_back(static_cast<std::uint32_t>(io_.size()));
-    for (const auto& in : node.input()) io_.push_back(in.empty() ? -1 : Intern(in));
+    for (const auto& in : node.input()) io_.push_back(in.empty() ? -1 : ids_.Intern(in));
     out_begin_.push_back(static_cast<std::uint32_t>(io_.size()));
-    for (const auto& o : node.output()) io_.push_back(o.empty() ? -1 : Intern(o));
+    for (const auto& o : node.output()) io_.push_back(o.empty() ? -1 : ids_.Intern(o));
   }
   io_begin_.push_back(static_cast<std::uint32_t>(io_.size()));
   return d;
@@ -377,17 +333,6 @@ void GraphIndex::SortTopologically() {
   for (int i = 0; i < n; ++i) {
     if (!done[static_cast<std::size_t>(i)]) topo_.push_back(i);
   }
-}
-
-int GraphIndex::Intern(std::string_view occurrence) {
-  const int id = ids_.Intern(occurrence);
-  occ_.Add(occurrence, id);
-  return id;
-}
-
-int GraphIndex::TensorId(std::string_view tensor) const {
-  const int id = occ_.Find(tensor);
-  return id >= 0 ? id : ids_.Find(tensor);
 }
 
 std::span<const int> GraphIndex::InputIds(int node) const {

@@ -1,8 +1,9 @@
 // Stage 2: index the main graph: producers, consumers, initializers, tensor types and shapes.
 //
 // Every tensor name of the graph is interned once into a dense id (one pass over the strings);
-// producers, consumers (CSR), initializers, flags and types are arrays indexed by id, so the later
-// stages pay one hash probe per name lookup and none when they work with ids.
+// producers, consumers (CSR), initializers, flags and types are arrays indexed by id, and every
+// node's inputs and outputs are ids by slot, so the later stages work with ids (InputId,
+// OutputId) and pay a hash probe only for a name that does not come from a node slot.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -52,26 +53,6 @@ class NameTable {
   std::vector<std::string_view> names_;
 };
 
-// Address of a name's characters in the model proto -> its id. Every name occurrence in the proto
-// has its own storage, so a lookup with a view into the proto (the common case: node.input(i))
-// is one probe without reading or hashing the characters.
-class OccurrenceTable {
- public:
-  void Reserve(std::size_t occurrences);
-  void Add(std::string_view occurrence, int id);
-  int Find(std::string_view name) const;  // -1 when `name` is not a recorded occurrence
-
- private:
-  struct Slot {
-    const char* data = nullptr;
-    std::uint32_t size = 0;
-    std::int32_t id = -1;
-  };
-  std::size_t Home(const char* p) const;
-  std::vector<Slot> slots_;
-  unsigned shift_ = 64;
-};
-
 class GraphIndex {
  public:
   GraphIndex(const onnx::GraphProto& g, const ExternalDataReader* ext);
@@ -93,8 +74,9 @@ class GraphIndex {
   const std::vector<int>& topo_order() const { return topo_; }
 
   // Dense tensor ids: every name used in the graph (node inputs and outputs, graph inputs and
-  // outputs, initializers, value_info). -1 for an unknown name.
-  int TensorId(std::string_view tensor) const;
+  // outputs, initializers, value_info). -1 for an unknown name. A hash probe on the characters:
+  // for a node's slot, InputId / OutputId are array reads.
+  int TensorId(std::string_view tensor) const { return ids_.Find(tensor); }
   std::string_view TensorName(int id) const { return ids_.Name(id); }
   int tensor_count() const { return ids_.size(); }
   // Ids of a node's inputs and outputs by slot; -1 for an empty (omitted) name.
@@ -128,6 +110,10 @@ class GraphIndex {
   int InputId(int node, int slot) const;
   int OutputId(int node, int slot) const;
 
+  // Ids of the graph's value_info entries as they were when the index was built (before shape
+  // inference appended its own), in declaration order.
+  std::span<const int> DeclaredValueInfoIds() const { return declared_.value_info; }
+
   const ExternalDataReader* external() const { return ext_; }
 
  private:
@@ -143,8 +129,6 @@ class GraphIndex {
   std::deque<std::string> made_names_;  // storage of generated node names
   std::vector<int> topo_;
   NameTable ids_;
-  OccurrenceTable occ_;
-  int Intern(std::string_view occurrence);  // ids_ + occ_
   // Construction steps, in order.
   struct DeclaredIds {
     std::vector<int> initializers, inputs, value_info, outputs;  // ids in declaration order

@@ -1,5 +1,7 @@
 #include "ownership.h"
 
+#include <algorithm>
+
 namespace axqc::detail {
 
 namespace {
@@ -16,6 +18,22 @@ Ownership::Ownership(const QuantTable& q, int node_count, std::size_t unit_count
       in_dq_(unit_count),
       out_q_(unit_count) {}
 
+// Most boundaries have a few entries: a linear search, without a hash set entry (and its
+// allocation) per claim. A boundary that grows past kLinear (a Concat with thousands of inputs)
+// moves to the hash set, so that claiming stays O(1).
+void Ownership::AddBoundary(std::vector<int>& boundary, int unit, bool is_q, int node) {
+  constexpr std::size_t kLinear = 16;
+  if (boundary.size() < kLinear) {
+    if (std::find(boundary.begin(), boundary.end(), node) != boundary.end()) return;
+    boundary.push_back(node);
+    if (boundary.size() == kLinear) {
+      for (const int n : boundary) boundaries_.insert(BoundaryKey(unit, is_q, n));
+    }
+    return;
+  }
+  if (boundaries_.insert(BoundaryKey(unit, is_q, node)).second) boundary.push_back(node);
+}
+
 void Ownership::ClaimDq(int dq, int unit) {
   if (!q_.IsDQ(dq)) return;
   claimed_[static_cast<std::size_t>(dq)] = true;
@@ -23,9 +41,7 @@ void Ownership::ClaimDq(int dq, int unit) {
   int qn = -1;
   if (q_.SourceOf(dq, &qn) == DqSource::kPairedQ && qn >= 0)
     claimed_[static_cast<std::size_t>(qn)] = true;
-  if (unit >= 0 && boundaries_.insert(BoundaryKey(unit, false, dq)).second) {
-    in_dq_[static_cast<std::size_t>(unit)].push_back(dq);
-  }
+  if (unit >= 0) AddBoundary(in_dq_[static_cast<std::size_t>(unit)], unit, false, dq);
 }
 
 void Ownership::Touch(int dq) {
@@ -61,9 +77,7 @@ void Ownership::ClaimQ(int qn, int unit) {
     claimed_[static_cast<std::size_t>(dq)] = true;
     owned_edge_[static_cast<std::size_t>(dq)] = true;
   }
-  if (unit >= 0 && boundaries_.insert(BoundaryKey(unit, true, qn)).second) {
-    out_q_[static_cast<std::size_t>(unit)].push_back(qn);
-  }
+  if (unit >= 0) AddBoundary(out_q_[static_cast<std::size_t>(unit)], unit, true, qn);
 }
 
 }  // namespace axqc::detail

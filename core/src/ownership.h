@@ -50,8 +50,10 @@ class Ownership {
   std::vector<bool> claimed_;     // Q/DQ node -> has a purpose
   std::vector<bool> owned_edge_;  // DQ node -> its edge is owned by an operator/pattern rule
   std::vector<std::vector<int>> in_dq_, out_q_;  // per unit
-  // (unit, kind, node) already in a boundary: keeps claiming O(1) for nodes with tens of
-  // thousands of inputs (a linear search made that quadratic).
+  // Appends `node` to a unit's boundary unless it is there already.
+  void AddBoundary(std::vector<int>& boundary, int unit, bool is_q, int node);
+  // (unit, kind, node) already in a boundary of more than a few entries: keeps claiming O(1) for
+  // nodes with tens of thousands of inputs (a linear search made that quadratic).
   std::unordered_set<std::uint64_t> boundaries_;
 };
 

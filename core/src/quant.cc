@@ -65,17 +65,16 @@ namespace {
 
 bool IsQdqOp(const onnx::NodeProto& n, std::string_view op) { return IsOnnxOp(n, op); }
 
-// Value of an integer tensor, following Identity/Cast chains and Constant nodes (2.2: zero_points
-// computed by covered nodes stay allowed; their values are read through the chain).
-std::optional<std::vector<std::int64_t>> ReadIntChain(const GraphIndex& g, std::string_view t,
-                                                      int depth = 0) {
-  if (depth > 16 || t.empty()) return std::nullopt;
-  if (const auto* init = g.InitializerOf(g.TensorId(t))) return ReadInts(*init, g.external());
-  int p = g.ProducerOf(g.TensorId(t));
+// Value of the integer tensor with id `t`, following Identity/Cast chains and Constant nodes (2.2:
+// zero_points computed by covered nodes stay allowed; their values are read through the chain).
+std::optional<std::vector<std::int64_t>> ReadIntChain(const GraphIndex& g, int t, int depth = 0) {
+  if (depth > 16 || t < 0) return std::nullopt;
+  if (const auto* init = g.InitializerOf(t)) return ReadInts(*init, g.external());
+  int p = g.ProducerOf(t);
   if (p < 0) return std::nullopt;
   const auto& n = g.node(p);
   if ((n.op_type() == "Identity" || n.op_type() == "Cast") && n.input_size() >= 1) {
-    return ReadIntChain(g, n.input(0), depth + 1);
+    return ReadIntChain(g, g.InputId(p, 0), depth + 1);
   }
   if (n.op_type() == "Constant") {
     if (const auto* a = FindAttr(n, "value"); a && a->has_t())
@@ -85,9 +84,9 @@ std::optional<std::vector<std::int64_t>> ReadIntChain(const GraphIndex& g, std::
   return std::nullopt;
 }
 
-std::optional<std::vector<double>> ReadFloatDirect(const GraphIndex& g, std::string_view t) {
-  if (const auto* init = g.InitializerOf(g.TensorId(t))) return ReadFloats(*init, g.external());
-  int p = g.ProducerOf(g.TensorId(t));
+std::optional<std::vector<double>> ReadFloatDirect(const GraphIndex& g, int t) {
+  if (const auto* init = g.InitializerOf(t)) return ReadFloats(*init, g.external());
+  int p = g.ProducerOf(t);
   if (p >= 0 && g.node(p).op_type() == "Constant") {
     if (const auto* a = FindAttr(g.node(p), "value"); a && a->has_t()) {
       return ReadFloats(a->t(), g.external());
@@ -123,8 +122,8 @@ void ReadStructure(const GraphIndex& g, int idx, bool is_q, QuantParams& p) {
   p.scale_is_initializer = p.scale_id >= 0 && g.InitializerOf(p.scale_id) != nullptr;
   if (auto bs = AttrInt(n, "block_size"); bs && *bs != 0) p.block_size = true;
   p.axis_attr = AttrInt(n, "axis");
-  p.scale_values = ReadFloatDirect(g, p.scale);
-  if (!p.zp.empty()) p.zp_values = ReadIntChain(g, p.zp);
+  p.scale_values = ReadFloatDirect(g, p.scale_id);
+  if (!p.zp.empty()) p.zp_values = ReadIntChain(g, p.zp_id);
 }
 
 // The rest, from the types of its tensors.

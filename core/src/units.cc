@@ -69,16 +69,14 @@ UnitMode DecideMode(const GraphIndex& g, const QuantTable& q, const Unit& u) {
   const auto& anchor = g.node(u.anchor);
   const auto* spec = FindOp(anchor.op_type(), anchor.domain());
   // A DQ on the data input of `node` (the first input) decides pass-through and mixed units.
-  auto dq_fed = [&](const onnx::NodeProto& node) {
-    if (node.input_size() == 0) return UnitMode::kNonQuant;
-    return q.DqProducing(g.TensorId(node.input(0))) >= 0 ? UnitMode::kQuantized
-                                                         : UnitMode::kNonQuant;
+  auto dq_fed = [&](int node) {
+    return q.DqProducing(g.InputId(node, 0)) >= 0 ? UnitMode::kQuantized : UnitMode::kNonQuant;
   };
   switch (u.kind) {
     case UnitKind::kRequantize:
       return UnitMode::kQuantized;
     case UnitKind::kPassive:
-      return dq_fed(g.node(u.nodes.front()));
+      return dq_fed(u.nodes.front());
     case UnitKind::kPattern:
       return UnitMode::kQuantized;
     case UnitKind::kOp:
@@ -90,12 +88,12 @@ UnitMode DecideMode(const GraphIndex& g, const QuantTable& q, const Unit& u) {
   switch (spec->cls) {
     case OpClass::kMixed:
       if (anchor.input_size() == 0 || anchor.output_size() == 0) return UnitMode::kNone;
-      return dq_fed(anchor);
+      return dq_fed(u.anchor);
     case OpClass::kQuantOnly: {
       // Native integer: the operator's data output is a known non-float tensor (the unit exists
       // only when the operator has a native-integer mode, see the single-operator step).
       if (anchor.output_size() == 0 || anchor.output(0).empty()) return UnitMode::kQuantized;
-      const int et = g.ElemTypeOf(g.TensorId(anchor.output(0)));
+      const int et = g.ElemTypeOf(g.OutputId(u.anchor, 0));
       return et != 0 && !IsFloatType(et) ? UnitMode::kNativeInt : UnitMode::kQuantized;
     }
     case OpClass::kReluLike:

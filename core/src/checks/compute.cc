@@ -1,6 +1,7 @@
 // Quant-only operators (5.2-5.8, 5.12) and pattern units (6.2-6.4): every external input by
 // its role, operator-specific constraints, and every designated output through Q/DQ.
-#include <unordered_set>
+#include <algorithm>
+#include <span>
 
 #include "roles.h"
 
@@ -128,8 +129,12 @@ void CheckSameType(Context& c, int node,
   }
 }
 
-void CheckNode(Context& c, const Unit& u, int node,
-               const std::unordered_set<std::string_view>& internal) {
+// Tensor ids produced inside a unit (its internal edges; a few per unit).
+bool Internal(std::span<const int> internal, int id) {
+  return std::find(internal.begin(), internal.end(), id) != internal.end();
+}
+
+void CheckNode(Context& c, const Unit& u, int node, std::span<const int> internal) {
   const auto& n = c.g.node(node);
   const auto* spec = FindOp(n.op_type(), n.domain());
   if (!spec) return;
@@ -137,9 +142,10 @@ void CheckNode(Context& c, const Unit& u, int node,
   const QuantParams* in = nullptr;
   const QuantParams* w = nullptr;
   std::vector<std::pair<int, const QuantParams*>> data;
+  const auto ids = c.g.InputIds(node);
   for (int s = 0; s < n.input_size(); ++s) {
-    const auto& t = n.input(s);
-    if (t.empty() || internal.contains(t)) continue;
+    const int id = ids[static_cast<std::size_t>(s)];
+    if (id < 0 || Internal(internal, id)) continue;
     switch (spec->InputRole(s)) {
       case InRole::kData:
       case InRole::kPass: {
@@ -169,7 +175,7 @@ void CheckNode(Context& c, const Unit& u, int node,
     }
   }
   if (spec->inputs.size() > 2 && spec->inputs[2] == InRole::kBias &&
-      !internal.contains(n.input_size() > 2 ? n.input(2) : "")) {
+      !Internal(internal, c.g.InputId(node, 2))) {
     CheckBias(c, u.id, node, *spec, in, w);
   }
   if (spec->flags & kSameTypeData) CheckSameType(c, node, data);
@@ -184,16 +190,19 @@ void CheckComputeUnits(Context& c) {
     if (u.kind == UnitKind::kOp && (!anchor || anchor->cls != OpClass::kQuantOnly)) continue;
     if (u.mode == UnitMode::kNativeInt) continue;  // 5.5, 5.12: no Q/DQ boundary to check
     // Tensors produced inside the unit are internal edges, not boundaries.
-    std::unordered_set<std::string_view> internal;
+    std::vector<int> internal;
     for (int node : u.nodes) {
-      for (const auto& o : c.g.node(node).output()) internal.insert(o);
+      for (const int o : c.g.OutputIds(node)) {
+        if (o >= 0) internal.push_back(o);
+      }
     }
     for (int node : u.nodes) CheckNode(c, u, node, internal);
     // Designated outputs of main nodes (tails are checked by the Relu/Clip rules).
     for (auto out : u.outputs) {
-      int p = c.g.ProducerOf(c.g.TensorId(out));
+      const int id = c.g.TensorId(out);
+      const int p = c.g.ProducerOf(id);
       if (p < 0 || c.units.IsTail(p)) continue;
-      CheckOutputQuantized(c, u.id, p, out, rules::kOpOutputNotQuantized);
+      CheckOutputQuantized(c, u.id, p, id, out, rules::kOpOutputNotQuantized);
     }
   }
 }

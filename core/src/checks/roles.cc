@@ -451,8 +451,8 @@ void CheckStaticParam(Context& c, int node, int slot, std::string_view what) {
               .more_nodes = Nodes({dq, k})});
 }
 
-bool CheckOutputQuantized(Context& c, int unit, int node, std::string_view tensor, RuleId rule) {
-  const int tensor_id = c.g.TensorId(tensor);
+bool CheckOutputQuantized(Context& c, int unit, int node, int tensor_id, std::string_view tensor,
+                          RuleId rule) {
   bool ok = true;
   const auto& u = c.units.all()[static_cast<std::size_t>(unit)];
   auto inside = [&](int n) { return c.units.UnitOf(n) == u.id; };

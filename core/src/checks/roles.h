@@ -20,7 +20,7 @@ void CheckBias(Context& c, int unit, int node, const OpSpec& spec, const QuantPa
 void CheckStaticParam(Context& c, int node, int slot, std::string_view what);
 // Every consumer of a designated output must be a Q; claims them. Returns false when some
 // consumer is not (after reporting `rule`).
-bool CheckOutputQuantized(Context& c, int unit, int node, std::string_view tensor,
+bool CheckOutputQuantized(Context& c, int unit, int node, int tensor_id, std::string_view tensor,
                           RuleId rule);
 // Where a float tensor without DQ comes from, for messages.
 std::string SourceText(const Context& c, std::string_view tensor);

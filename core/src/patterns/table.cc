@@ -30,8 +30,8 @@ std::size_t PatternSize(const GraphIndex& g, const std::vector<int>& nodes) {
   const std::unordered_set<int> members(nodes.begin(), nodes.end());
   std::unordered_set<std::uint64_t> edges;
   for (int n : nodes) {
-    for (const auto& in : g.node(n).input()) {
-      const int p = in.empty() ? -1 : g.ProducerOf(g.TensorId(in));
+    for (const int in : g.InputIds(n)) {
+      const int p = g.ProducerOf(in);
       if (p >= 0 && members.contains(p)) {
         edges.insert((static_cast<std::uint64_t>(static_cast<std::uint32_t>(p)) << 32) |
                      static_cast<std::uint32_t>(n));
