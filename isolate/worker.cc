@@ -1,6 +1,5 @@
 #include "worker.h"
 
-#include <malloc.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -129,22 +128,6 @@ std::string WarmUpModel() {
   return model;
 }
 
-// glibc malloc, for a process that does one big check after another: memory freed at the end of
-// a check stays in the heap for the next one instead of going back to the kernel, so that the next
-// check's parse (which copies every tensor's bytes into the heap) reuses those pages rather than
-// faulting fresh zeroed ones in. glibc's defaults trim the top of the heap on free() once it
-// exceeds twice the (dynamic) mmap threshold: here that gave back most of a parsed model after
-// every check. Buffers of 32 MiB or more (glibc's largest threshold) stay mappings of their own.
-// What is kept is bounded: free() still trims once the free top of the heap exceeds kKeepBytes
-// (a model bigger than that gives its memory back as before), and the pool recycles a worker
-// whose resident size passes --worker-max-rss.
-constexpr std::size_t kKeepBytes = 256u << 20;
-
-void KeepFreedMemory() {
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, static_cast<int>(kKeepBytes));
-}
-
 CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, int* report_fd,
                         const TestHook& hook) {
   const double cpu_start = ProcessCpuSeconds();
@@ -228,7 +211,6 @@ int RunWorker(int argc, char** argv, const TestHook& hook) {
   std::uint64_t baseline = 0;
   try {
     ApplyStartupLimits(args.memory_limit);
-    KeepFreedMemory();
     SetParallelChecks(false);  // the seccomp filter (sandbox.cc) allows no new threads
     (void)CheckBytes(WarmUpModel(), "warm-up.onnx", CheckOptions{});
     baseline = CurrentVmBytes();
