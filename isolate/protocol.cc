@@ -127,6 +127,7 @@ std::string Encode(const CheckRequestMsg& m) {
   w.U8(m.check_value ? 1 : 0);
   w.U8(m.include_units ? 1 : 0);
   w.U8(m.include_graph ? 1 : 0);
+  w.U8(m.timings_cpu ? 1 : 0);
   w.U32(m.max_locations);
   w.U32(m.cpu_seconds);
   w.U64(m.memory_bytes);
@@ -163,8 +164,8 @@ std::optional<CheckRequestMsg> DecodeRequest(std::string_view data) {
   CheckRequestMsg m;
   if (!r.Tag(kTagRequest) || !r.Str(&m.name) || !r.Str(&m.path) || !r.U64(&m.model_bytes) ||
       !r.Str(&m.sha256) || !r.Bool(&m.check_value) || !r.Bool(&m.include_units) ||
-      !r.Bool(&m.include_graph) || !r.U32(&m.max_locations) || !r.U32(&m.cpu_seconds) ||
-      !r.U64(&m.memory_bytes) || !r.AtEnd()) {
+      !r.Bool(&m.include_graph) || !r.Bool(&m.timings_cpu) || !r.U32(&m.max_locations) ||
+      !r.U32(&m.cpu_seconds) || !r.U64(&m.memory_bytes) || !r.AtEnd()) {
     return std::nullopt;
   }
   return m;

@@ -15,7 +15,8 @@
 namespace axqc::isolate {
 
 // 2: CheckRequestMsg.sha256 (the parent's hash of the model) and include_graph
-inline constexpr std::uint32_t kProtocolVersion = 2;
+// 3: CheckRequestMsg.timings_cpu
+inline constexpr std::uint32_t kProtocolVersion = 3;
 
 // Worker -> parent, once, after the sandbox is in place.
 struct ReadyMsg {
@@ -36,6 +37,7 @@ struct CheckRequestMsg {
   bool check_value = false;
   bool include_units = true;
   bool include_graph = false;  // the graph for pictures (stored as an excerpt in the report)
+  bool timings_cpu = false;    // stage timings on the worker's CPU clock (StageTimings::thread_cpu)
   std::uint32_t max_locations = 5;
   std::uint32_t cpu_seconds = 0;   // CPU-time limit of this check; 0 = none
   std::uint64_t memory_bytes = 0;  // address-space limit of this check; 0 = the worker's own

@@ -137,6 +137,7 @@ CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, int* report_fd
   options.include_units = req.include_units;
   options.include_graph = req.include_graph;
   options.max_locations = req.max_locations;
+  result.timings.thread_cpu = req.timings_cpu;
   options.timings = &result.timings;
   // The parent hashed these bytes itself (the protocol never carries a client's claim): the
   // report names them by that hash without hashing 65 MB again.

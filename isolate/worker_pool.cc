@@ -311,6 +311,7 @@ CheckResult WorkerPool::Exchange(Worker& w, const CheckInput& input) {
   req.check_value = input.options.check_value;
   req.include_units = input.options.include_units;
   req.include_graph = input.options.include_graph;
+  req.timings_cpu = input.options.timings != nullptr && input.options.timings->thread_cpu;
   req.max_locations =
       static_cast<std::uint32_t>(std::min<std::size_t>(input.options.max_locations, UINT32_MAX));
   req.cpu_seconds = options_.cpu_seconds;
@@ -357,11 +358,7 @@ CheckResult WorkerPool::Exchange(Worker& w, const CheckInput& input) {
       out.error = "malformed answer";
       return out;
     }
-    if (input.options.timings != nullptr) {
-      const bool thread_cpu = input.options.timings->thread_cpu;
-      *input.options.timings = result->timings;
-      input.options.timings->thread_cpu = thread_cpu;
-    }
+    if (input.options.timings != nullptr) *input.options.timings = result->timings;
     out.kind = result->kind;
     out.error = std::move(result->error);
     out.worker_cpu_seconds = result->cpu_seconds;

@@ -4,7 +4,6 @@
 #include <boost/asio/post.hpp>
 #include <exception>
 
-#include "memory.h"
 #include "report_proto.h"
 
 namespace axqc::server {
@@ -102,6 +101,7 @@ void CheckEngine::UpdateGaugesLocked() {
 
 void CheckEngine::Run(const std::shared_ptr<Flight>& flight) {
   CheckOutcome outcome;
+  if (trimmer_ != nullptr) trimmer_->CheckStarted();
   const auto start = Clock::now();
   StageTimings timings;
   CheckOptions options = flight->job.options;
@@ -140,7 +140,7 @@ void CheckEngine::Run(const std::shared_ptr<Flight>& flight) {
   if (flight_end_) flight_end_(flight->job.key);
   const std::size_t model_bytes = flight->job.bytes != nullptr ? flight->job.bytes->size() : 0;
   flight->job.bytes.reset();  // the model's memory is given back before any waiter is answered
-  if (model_bytes >= kTrimAfterBytes) ReturnFreeMemory();
+  if (trimmer_ != nullptr) trimmer_->CheckEnded(model_bytes);
 
   std::vector<std::pair<std::uint64_t, Completion>> waiters;
   {

@@ -20,6 +20,7 @@
 
 #include "axqc/checker.h"
 #include "axqc/v1/axqc.pb.h"
+#include "memory.h"
 #include "metrics.h"
 #include "model_buffer.h"
 
@@ -106,6 +107,9 @@ class CheckEngine {
   // True while a check of `key` is queued or running.
   bool HasFlight(const std::string& key) const;
   std::size_t queue_depth() const;
+  // Told when each check starts and ends (server/memory.h: when to give freed memory back).
+  // Set before the first Submit; null (the default): no trimming.
+  void set_memory_trimmer(MemoryTrimmer* trimmer) { trimmer_ = trimmer; }
   unsigned busy_workers() const;
   unsigned workers() const { return workers_; }
 
@@ -128,6 +132,7 @@ class CheckEngine {
   ResultSink sink_;
   Metrics* metrics_;
   FlightEnd flight_end_;
+  MemoryTrimmer* trimmer_ = nullptr;
   boost::asio::thread_pool pool_;
 
   mutable std::mutex mu_;

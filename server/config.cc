@@ -208,6 +208,15 @@ const std::vector<Opt>& Options() {
                  "a model that crashed a worker or exceeded its limits is answered with the same "
                  "error at once for this long, without checking it again; 0 = not remembered",
                  &ServerConfig::worker_failure_memory_seconds),
+      SecondsOpt("memory-trim-idle-seconds",
+                 "after checks of models of 4MiB or more, free memory is given back to the "
+                 "operating system once no check has run for this long; 0 = right after every "
+                 "such check (each big check then faults its memory in again)",
+                 &ServerConfig::memory_trim_idle_seconds),
+      BytesOpt("memory-trim-rss",
+               "give free memory back right after a check of a model of 4MiB or more when the "
+               "server's resident size exceeds this (e.g. 2GiB), even while busy; 0 = never",
+               &ServerConfig::memory_trim_rss),
       UintOpt("queue-capacity",
               "checks that may wait for a worker; beyond it requests get RESOURCE_EXHAUSTED",
               &ServerConfig::queue_capacity, 1000000),

@@ -33,6 +33,12 @@ struct ServerConfig {
   double worker_failure_memory_seconds = 600;  // a model that made a worker fail is answered at
                                                // once for this long; 0 = not remembered
 
+  // Memory (server/memory.h): after checks of models of 4 MiB or more, freed memory goes back to
+  // the operating system once no check has run for this long (0: right after every such check)...
+  double memory_trim_idle_seconds = 1;
+  // ... or right after such a check when the resident size exceeds this (0 = never).
+  std::uint64_t memory_trim_rss = 0;
+
   // Limits.
   std::uint64_t max_inline_bytes = 4ull << 20;    // CheckRequest.content
   std::uint64_t max_model_bytes = 1ull << 30;     // Upload, path and URL models

@@ -170,6 +170,13 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                          .Register(r);
   worker_rss_sum_ = &worker_rss.Add({{"stat", "sum"}});
   worker_rss_max_ = &worker_rss.Add({{"stat", "max"}});
+  memory_trims_ = &prometheus::BuildCounter()
+                       .Name("axqc_memory_trims_total")
+                       .Help(
+                           "Free memory given back to the operating system after big checks, by "
+                           "reason: idle (no check for memory-trim-idle-seconds), rss (resident "
+                           "size over memory-trim-rss), check (memory-trim-idle-seconds 0)")
+                       .Register(r);
   prometheus::BuildGauge()
       .Name("axqc_build_info")
       .Help("Always 1; labels carry the checker version and rule-set version")
@@ -216,6 +223,10 @@ void Metrics::CountClaimTakeover() { claim_takeovers_->Increment(); }
 
 void Metrics::CountWorkerRestart(const std::string& cause) {
   worker_restarts_->Add({{"cause", cause}}).Increment();
+}
+
+void Metrics::CountMemoryTrim(const std::string& reason) {
+  memory_trims_->Add({{"reason", reason}}).Increment();
 }
 
 void Metrics::CountWorkerCheck(const std::string& outcome) {

@@ -52,6 +52,9 @@ class Metrics {
   void CountWorkerRestart(const std::string& cause);
   void CountWorkerCheck(const std::string& outcome);
   void SetWorkerResidentBytes(double sum, double max);
+  // Freed memory given back to the operating system (server/memory.h), by reason: "idle", "rss",
+  // "check".
+  void CountMemoryTrim(const std::string& reason);
 
   prometheus::Gauge& queue_depth() { return *queue_depth_; }
   prometheus::Gauge& busy_workers() { return *busy_workers_; }
@@ -95,6 +98,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* worker_checks_;
   prometheus::Gauge* worker_rss_sum_;
   prometheus::Gauge* worker_rss_max_;
+  prometheus::Family<prometheus::Counter>* memory_trims_;
 };
 
 }  // namespace axqc::server

@@ -62,11 +62,6 @@ std::shared_ptr<const isolate::ModelBuffer> AccountedBytes(isolate::ModelBuffer&
   });
 }
 
-std::shared_ptr<const isolate::ModelBuffer> AccountedBytes(std::string&& bytes,
-                                                           Reservation&& reservation) {
-  return AccountedBytes(isolate::ModelBuffer::FromString(std::move(bytes)), std::move(reservation));
-}
-
 bool IsWithin(const fs::path& path, const fs::path& root) {
   auto p = path.begin();
   for (auto r = root.begin(); r != root.end(); ++r, ++p) {

@@ -80,9 +80,6 @@ class Reservation {
 // A sealed model buffer whose reservation is released when the last reference goes away.
 std::shared_ptr<const isolate::ModelBuffer> AccountedBytes(isolate::ModelBuffer&& buffer,
                                                            Reservation&& reservation);
-// The same for bytes already held in a string (kept on the heap, not copied).
-std::shared_ptr<const isolate::ModelBuffer> AccountedBytes(std::string&& bytes,
-                                                           Reservation&& reservation);
 
 struct LoadedModel {
   std::shared_ptr<const isolate::ModelBuffer> bytes;  // sealed

@@ -143,6 +143,14 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
       [store = s->store_.get(), io = s->io_.get()](const std::string& key) {
         boost::asio::post(*io, [store, key] { store->ReleaseClaim(key); });
       });
+  TrimPolicy trim;
+  trim.idle_delay = std::chrono::milliseconds(
+      static_cast<std::int64_t>(std::llround(c.memory_trim_idle_seconds * 1000)));
+  trim.rss_ceiling = c.memory_trim_rss;
+  s->trimmer_ = std::make_unique<MemoryTrimmer>(
+      trim,
+      [metrics = s->metrics_.get()](const char* reason) { metrics->CountMemoryTrim(reason); });
+  s->engine_->set_memory_trimmer(s->trimmer_.get());
   deps.engine = s->engine_.get();
   s->service_ = std::make_unique<CheckerService>(deps);
 

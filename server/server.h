@@ -79,6 +79,7 @@ class Server {
   std::unique_ptr<ByteBudget> budget_;
   std::unique_ptr<PathResolver> paths_;
   std::unique_ptr<boost::asio::thread_pool> io_;
+  std::unique_ptr<MemoryTrimmer> trimmer_;  // outlives the engine
   std::unique_ptr<CheckEngine> engine_;
   std::unique_ptr<CheckerService> service_;
   std::unique_ptr<ReflectionV1Service> reflection_v1_;

@@ -6,6 +6,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string_view>
+#include <system_error>
 
 // GCC's -Wnull-dereference fires inside Asio's scheduler (scheduler.ipp) when run_for() is
 // inlined here; the diagnostic is a false positive in third-party code.
@@ -48,13 +50,54 @@ bool ValidPort(const std::string& p) {
   return ec == std::errc() && ptr == p.data() + p.size() && v >= 1 && v <= 65535;
 }
 
+// A response body received straight into a model buffer (isolate/model_buffer.h: a memfd, written
+// with write(); no heap copy of the model, and a worker process is later handed the same memfd).
+struct ModelBufferBody {
+  struct value_type {
+    std::unique_ptr<isolate::ModelBuffer> buffer;
+    std::uint64_t size() const { return buffer != nullptr ? buffer->size() : 0; }
+  };
+
+  class reader {
+   public:
+    template <bool kIsRequest, class Fields>
+    reader(http::header<kIsRequest, Fields>& /*header*/, value_type& body) : body_(body) {}
+
+    void init(const boost::optional<std::uint64_t>& length, beast::error_code& ec) {
+      body_.buffer = std::make_unique<isolate::ModelBuffer>(isolate::ModelBuffer::Backing::kMemfd,
+                                                            length ? *length : 0);
+      ec = {};
+    }
+
+    template <class ConstBufferSequence>
+    std::size_t put(const ConstBufferSequence& buffers, beast::error_code& ec) {
+      std::size_t n = 0;
+      try {
+        for (const auto b : beast::buffers_range_ref(buffers)) {
+          body_.buffer->Append(std::string_view(static_cast<const char*>(b.data()), b.size()));
+          n += b.size();
+        }
+        ec = {};
+      } catch (const std::system_error& e) {
+        ec = beast::error_code(e.code().value(), boost::system::generic_category());
+      }
+      return n;
+    }
+
+    void finish(beast::error_code& ec) { ec = {}; }
+
+   private:
+    value_type& body_;
+  };
+};
+
 // Result of one request/response exchange.
 struct Hop {
   beast::error_code ec;
   const char* stage = "";
   unsigned status = 0;
   std::string location;
-  std::string body;
+  std::unique_ptr<isolate::ModelBuffer> body;  // the 200 answer's body
   // Bytes of the body charged to the byte budget while it is read (the declared Content-Length
   // up front, else as it arrives).
   Reservation reservation;
@@ -204,7 +247,7 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
       ReadSome();
       return;
     }
-    out_->body = std::move(parser_.get().body());
+    out_->body = std::move(parser_.get().body().buffer);
   }
 
   // Grows the reservation to `total` bytes; false (and the hop failed) when the budget refuses.
@@ -229,7 +272,7 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
   Hop* out_;
   beast::flat_buffer buffer_;
   http::request<http::string_body> req_;
-  http::response_parser<http::string_body> parser_;
+  http::response_parser<ModelBufferBody> parser_;
 };
 
 Hop RunHop(const ParsedUrl& url, std::chrono::steady_clock::time_point deadline,
@@ -401,11 +444,18 @@ LoadedModel FetchUrl(const std::string& url_text, const UrlPolicy& policy, ByteB
     }
     if (hop.status == 200) {
       Reservation reservation = std::move(hop.reservation);
-      if (hop.body.size() > reservation.bytes())
-        reservation.Grow(hop.body.size() - reservation.bytes());
+      isolate::ModelBuffer body =
+          hop.body != nullptr ? std::move(*hop.body) : isolate::ModelBuffer();  // no body at all
+      if (body.size() > reservation.bytes()) reservation.Grow(body.size() - reservation.bytes());
       LoadedModel out;
-      out.sha256 = service::Sha256Hex(hop.body);
-      out.bytes = AccountedBytes(std::move(hop.body), std::move(reservation));
+      try {
+        body.Seal();
+        out.sha256 = service::Sha256Hex(body.view());
+      } catch (const std::system_error& e) {
+        throw SourceError(grpc::StatusCode::INTERNAL,
+                          "fetching " + url.Redacted() + ": " + e.what());
+      }
+      out.bytes = AccountedBytes(std::move(body), std::move(reservation));
       return out;
     }
     const bool redirect = hop.status == 301 || hop.status == 302 || hop.status == 303 ||

@@ -2,6 +2,7 @@
 #include <boost/asio/post.hpp>
 #include <map>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include "report_proto.h"
@@ -15,7 +16,8 @@ namespace axqc::server {
 
 namespace {
 
-// Inline bytes: accounted in the model-bytes budget, hashed on the I/O pool.
+// Inline bytes: accounted in the model-bytes budget, copied into a model buffer, hashed on the I/O
+// pool.
 void StartInline(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
                  const v1::CheckRequest& req) {
   const ServiceDeps& d = s.d;
@@ -40,7 +42,17 @@ void StartInline(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
     call->Finish(e.status());
     return;
   }
-  auto bytes = AccountedBytes(std::string(content), std::move(reservation));
+  // Into a model buffer (a memfd, written with write(): later handed to a worker process as it
+  // is, and no page faults of a fresh heap copy here).
+  isolate::ModelBuffer buffer(isolate::ModelBuffer::Backing::kMemfd, content.size());
+  try {
+    buffer.Append(content);
+  } catch (const std::system_error& e) {
+    call->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                              std::string("cannot hold the inline content: ") + e.what()));
+    return;
+  }
+  auto bytes = AccountedBytes(std::move(buffer), std::move(reservation));
   boost::asio::post(*d.io, [&s, call = call, bytes = std::move(bytes)]() mutable {
     const auto t0 = Clock::now();
     LoadedModel model;

@@ -37,6 +37,7 @@ TEST(IsolateProtocol, RequestRoundTripsEveryField) {
   m.check_value = true;
   m.include_units = false;
   m.include_graph = true;
+  m.timings_cpu = true;
   m.max_locations = 17;
   m.cpu_seconds = 42;
   m.memory_bytes = 5ull << 30;
@@ -49,6 +50,7 @@ TEST(IsolateProtocol, RequestRoundTripsEveryField) {
   EXPECT_TRUE(back->check_value);
   EXPECT_FALSE(back->include_units);
   EXPECT_TRUE(back->include_graph);
+  EXPECT_TRUE(back->timings_cpu);
   EXPECT_EQ(back->max_locations, 17u);
   EXPECT_EQ(back->cpu_seconds, 42u);
   EXPECT_EQ(back->memory_bytes, 5ull << 30);

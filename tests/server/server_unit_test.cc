@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "config.h"
 #include "failure_memory.h"
 #include "lru_cache.h"
+#include "memory.h"
 #include "metrics.h"
 #include "model_source.h"
 #include "pg_store.h"
@@ -838,6 +840,100 @@ TEST(Paths, IsWithinComparesWholeComponents) {
 
 TEST(Paths, MissingRootIsAStartupError) {
   EXPECT_THROW(server::PathResolver({"/nonexistent/axqc-root"}), std::runtime_error);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Memory trimmer (when freed memory goes back to the operating system)
+
+struct TrimRecorder {
+  std::mutex mu;
+  std::vector<std::string> reasons;
+  std::atomic<int> trims{0};
+  std::atomic<std::uint64_t> rss{0};
+  server::MemoryTrimmer Make(std::chrono::milliseconds idle, std::uint64_t ceiling) {
+    server::TrimPolicy policy;
+    policy.idle_delay = idle;
+    policy.rss_ceiling = ceiling;
+    return server::MemoryTrimmer(
+        policy,
+        [this](const char* reason) {
+          std::lock_guard<std::mutex> lock(mu);
+          reasons.emplace_back(reason);
+        },
+        [this] { trims.fetch_add(1); }, [this] { return rss.load(); });
+  }
+  std::vector<std::string> Reasons() {
+    std::lock_guard<std::mutex> lock(mu);
+    return reasons;
+  }
+};
+
+constexpr std::uint64_t kBigModel = 64ull << 20;
+
+TEST(MemoryTrimmer, TrimsOnceIdleAfterABigCheck) {
+  TrimRecorder r;
+  auto trimmer = r.Make(std::chrono::milliseconds(20), 0);
+  trimmer.CheckStarted();
+  trimmer.CheckEnded(kBigModel);
+  ASSERT_TRUE(WaitFor([&] { return r.trims.load() == 1; }));
+  EXPECT_EQ(r.Reasons(), std::vector<std::string>{"idle"});
+  // Nothing new since: no second trim.
+  trimmer.CheckStarted();
+  trimmer.CheckEnded(1 << 20);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(r.trims.load(), 1);
+}
+
+TEST(MemoryTrimmer, WaitsWhileAnotherCheckRuns) {
+  TrimRecorder r;
+  auto trimmer = r.Make(std::chrono::milliseconds(1), 0);
+  trimmer.CheckStarted();  // a
+  trimmer.CheckStarted();  // b
+  trimmer.CheckEnded(kBigModel);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(r.trims.load(), 0) << "b still runs: its pages would be faulted in again";
+  trimmer.CheckEnded(1 << 20);
+  ASSERT_TRUE(WaitFor([&] { return r.trims.load() == 1; }));
+  EXPECT_EQ(r.Reasons(), std::vector<std::string>{"idle"});
+}
+
+TEST(MemoryTrimmer, SmallChecksNeverTrim) {
+  TrimRecorder r;
+  auto trimmer = r.Make(std::chrono::milliseconds(1), 1);
+  r.rss = 1ull << 40;
+  for (int i = 0; i < 3; ++i) {
+    trimmer.CheckStarted();
+    trimmer.CheckEnded(server::kTrimAfterBytes - 1);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(r.trims.load(), 0);
+}
+
+TEST(MemoryTrimmer, OverTheRssCeilingTrimsAtOnce) {
+  TrimRecorder r;
+  auto trimmer = r.Make(std::chrono::hours(1), 1000);
+  trimmer.CheckStarted();
+  trimmer.CheckStarted();
+  r.rss = 999;
+  trimmer.CheckEnded(kBigModel);
+  EXPECT_EQ(r.trims.load(), 0) << "under the ceiling: waits for an idle hour";
+  r.rss = 1001;
+  trimmer.CheckEnded(kBigModel);
+  EXPECT_EQ(r.trims.load(), 1);
+  EXPECT_EQ(r.Reasons(), std::vector<std::string>{"rss"});
+}
+
+TEST(MemoryTrimmer, ZeroDelayTrimsAfterEveryBigCheck) {
+  TrimRecorder r;
+  auto trimmer = r.Make(std::chrono::milliseconds(0), 0);
+  for (int i = 0; i < 2; ++i) {
+    trimmer.CheckStarted();
+    trimmer.CheckEnded(kBigModel);
+  }
+  trimmer.CheckStarted();
+  trimmer.CheckEnded(1 << 20);
+  EXPECT_EQ(r.trims.load(), 2);
+  EXPECT_EQ(r.Reasons(), (std::vector<std::string>{"check", "check"}));
 }
 
 // ------------------------------------------------------------------------------------------------
