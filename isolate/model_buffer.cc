@@ -7,13 +7,19 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <stdexcept>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 namespace axqc::isolate {
 
 namespace {
+
+// Seal attempts on EBUSY, sleeping 10, 20, 40, 80, 160 and 320 ms between them (plus the kernel's
+// own wait in each).
+constexpr int kSealAttempts = 7;
 
 [[noreturn]] void Throw(int err, const char* what) {
   throw std::system_error(err, std::generic_category(), what);
@@ -117,9 +123,25 @@ std::uint64_t ModelBuffer::AppendFrom(int fd, std::uint64_t max) {
 
 void ModelBuffer::Seal() {
   if (sealed_) return;
-  if (fd_ >= 0 &&
-      ::fcntl(fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
-    Throw(errno, "cannot seal the model buffer");
+  if (fd_ >= 0) {
+    // F_SEAL_WRITE fails with EBUSY while any page of the memfd has a reference other than its
+    // mappings: the kernel waits about 150 ms for such pins to go, but page migration and
+    // compaction (kcompactd, after a big free) can hold them longer; measured once in a few
+    // thousand seals of 65 MB buffers after malloc_trim. Nothing of this process maps the buffer
+    // writably, so the pins are transient: try again for up to about a second before failing
+    // the request.
+    int err = 0;
+    for (int attempt = 0; attempt < kSealAttempts; ++attempt) {
+      if (::fcntl(fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) ==
+          0) {
+        err = 0;
+        break;
+      }
+      err = errno;
+      if (err != EBUSY && err != EINTR) break;
+      if (err == EBUSY) std::this_thread::sleep_for(std::chrono::milliseconds(10 << attempt));
+    }
+    if (err != 0) Throw(err, "cannot seal the model buffer");
   }
   sealed_ = true;
 }

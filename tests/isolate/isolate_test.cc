@@ -9,6 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <string>
+#include <system_error>
+#include <thread>
+
 #include "axqc/sha256.h"
 #include "model_buffer.h"
 #include "report_proto.h"
@@ -88,6 +93,42 @@ TEST(ModelBuffer, ChunksAreAppendedAndSealedAgainstWriteGrowAndShrink) {
   EXPECT_EQ(moved.size(), 100003u);
   EXPECT_EQ(moved.view().substr(0, 4), "abcx");
   EXPECT_EQ(b.fd(), -1);  // NOLINT(bugprone-use-after-move): the moved-from state is defined
+}
+
+TEST(ModelBuffer, SealWaitsForATransientlyBusyBuffer) {
+  // A writable shared mapping makes F_SEAL_WRITE fail with EBUSY, as the kernel's transient page
+  // pins do; Seal tries again, so once the mapping goes away (here after 50 ms) it succeeds.
+  ModelBuffer b(ModelBuffer::Backing::kMemfd);
+  b.Append(std::string(8192, 'm'));
+  void* writable = ::mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, b.fd(), 0);
+  ASSERT_NE(writable, MAP_FAILED);
+  ASSERT_NE(::fcntl(b.fd(), F_ADD_SEALS, F_SEAL_WRITE), 0);
+  ASSERT_EQ(errno, EBUSY);
+  std::thread unmap([writable] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ::munmap(writable, 8192);
+  });
+  b.Seal();
+  unmap.join();
+  EXPECT_TRUE(b.sealed());
+  EXPECT_EQ(::fcntl(b.fd(), F_GET_SEALS), F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+  EXPECT_EQ(b.view(), std::string(8192, 'm'));
+}
+
+TEST(ModelBuffer, SealFailsWhenTheBufferStaysWritablyMapped) {
+  ModelBuffer b(ModelBuffer::Backing::kMemfd);
+  b.Append("abc");
+  void* writable = ::mmap(nullptr, 3, PROT_READ | PROT_WRITE, MAP_SHARED, b.fd(), 0);
+  ASSERT_NE(writable, MAP_FAILED);
+  try {
+    b.Seal();
+    ADD_FAILURE() << "Seal succeeded on a writably mapped buffer";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code().value(), EBUSY);
+    EXPECT_NE(std::string(e.what()).find("cannot seal the model buffer"), std::string::npos);
+  }
+  EXPECT_FALSE(b.sealed());
+  ::munmap(writable, 3);
 }
 
 TEST(ModelBuffer, FileContentsAndHeapBuffers) {
