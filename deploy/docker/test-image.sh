@@ -20,7 +20,8 @@
 #   AXQC_REBUILD_BASE=1 make the base image again even if it exists
 #   AXQC_KEEP=1       keep the container after the run (for inspection)
 # The first run is long: base image 3.5 min; image build 36 CPU-minutes (scripts/setup builds
-# ONNX, then the project, inside the builder stage; 46 min wall clock measured on 2 busy cores);
+# ONNX, then the project, inside the builder stage; 46-75 min wall clock measured on 2 busy cores,
+# 23 min when only the project is rebuilt with a warm ccache mount);
 # later runs reuse the base image and podman's layer cache. The run itself takes seconds. Not part of .ci/run for that reason (docs/operations.md).
 set -euo pipefail
 
