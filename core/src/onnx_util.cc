@@ -1,5 +1,7 @@
 #include "onnx_util.h"
 
+#include <onnx/defs/schema.h>
+
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -9,6 +11,40 @@
 namespace axqc::detail {
 
 using TP = onnx::TensorProto;
+
+// Element types of newer ONNX releases, by number, so that the checker compiles against every
+// supported ONNX library (the enum names exist from ONNX 1.18 / 1.20 on).
+constexpr int kFloat4E2M1 = 23;  // IR 11
+constexpr int kFloat8E8M0 = 24;  // IR 12
+constexpr int kUint2 = 25;       // IR 13
+constexpr int kInt2 = 26;        // IR 13
+
+std::string OnnxReleaseOfOpset(int opset) {
+  // ONNX's docs/Versioning.md, "Released Versions": the first release of each ai.onnx opset.
+  static constexpr std::string_view kFirstRelease[] = {
+      "",     "1.0",  "1.1",  "1.1",  "1.1",  "1.1",  "1.1.2", "1.2",  "1.3",  "1.4.1",
+      "1.5",  "1.6",  "1.7",  "1.8",  "1.9",  "1.10", "1.11",  "1.12", "1.13", "1.14",
+      "1.15", "1.16", "1.17", "1.18", "1.19", "1.20", "1.21",  "1.22"};
+  if (opset <= 0 || opset >= static_cast<int>(std::size(kFirstRelease))) return {};
+  return std::string(kFirstRelease[opset]);
+}
+
+std::optional<OpOrigin> OnnxOpOrigin(std::string_view op_type) {
+  const std::string op(op_type);
+  const auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  const auto it = ranges.find(onnx::ONNX_DOMAIN);
+  const int max_opset = it == ranges.end() ? 0 : it->second.second;
+  const auto* newest = onnx::OpSchemaRegistry::Schema(op, max_opset, onnx::ONNX_DOMAIN);
+  if (newest == nullptr) return std::nullopt;
+  // Schema(op, v) is the newest schema with since_version <= v: step down through the versions.
+  int first = newest->SinceVersion();
+  while (first > 1) {
+    const auto* older = onnx::OpSchemaRegistry::Schema(op, first - 1, onnx::ONNX_DOMAIN);
+    if (older == nullptr) break;
+    first = older->SinceVersion();
+  }
+  return OpOrigin{.opset = first, .release = OnnxReleaseOfOpset(first)};
+}
 
 std::string ElemTypeName(int t) {
   switch (t) {
@@ -35,6 +71,10 @@ std::string ElemTypeName(int t) {
     case TP::UINT4: return "UINT4";
     case TP::INT4: return "INT4";
     case TP::UNDEFINED: return "UNDEFINED";
+    case kFloat4E2M1: return "FLOAT4E2M1";
+    case kFloat8E8M0: return "FLOAT8E8M0";
+    case kUint2: return "UINT2";
+    case kInt2: return "INT2";
     default: return "type(" + std::to_string(t) + ")";
   }
 }
@@ -56,9 +96,10 @@ bool IsIntegerType(int t) {
 
 int ElemBits(int t) {
   switch (t) {
-    case TP::UINT4: case TP::INT4: return 4;
+    case kUint2: case kInt2: return 2;
+    case TP::UINT4: case TP::INT4: case kFloat4E2M1: return 4;
     case TP::UINT8: case TP::INT8: case TP::BOOL: case TP::FLOAT8E4M3FN:
-    case TP::FLOAT8E4M3FNUZ: case TP::FLOAT8E5M2: case TP::FLOAT8E5M2FNUZ:
+    case TP::FLOAT8E4M3FNUZ: case TP::FLOAT8E5M2: case TP::FLOAT8E5M2FNUZ: case kFloat8E8M0:
       return 8;
     case TP::UINT16: case TP::INT16: case TP::FLOAT16: case TP::BFLOAT16: return 16;
     case TP::INT32: case TP::UINT32: case TP::FLOAT: return 32;
@@ -116,6 +157,7 @@ std::optional<std::size_t> ExpectedRawBytes(const TP& t) {
   int bits = ElemBits(t.data_type());
   if (!n || bits == 0) return std::nullopt;
   if (bits == 4) return static_cast<std::size_t>(*n / 2 + *n % 2);  // no overflow at INT64_MAX
+  if (bits == 2) return static_cast<std::size_t>(*n / 4 + (*n % 4 != 0 ? 1 : 0));
   if (*n > std::numeric_limits<std::int64_t>::max() / (bits / 8)) return std::nullopt;
   return static_cast<std::size_t>(*n) * static_cast<std::size_t>(bits / 8);
 }

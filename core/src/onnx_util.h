@@ -25,6 +25,17 @@ inline bool IsOnnxOp(const onnx::NodeProto& n, std::string_view op_type) {
   return n.op_type() == op_type && IsOnnxDomain(n.domain());
 }
 
+// Where an ai.onnx operator comes from: the opset that first defined it (the since_version of its
+// oldest schema in the linked ONNX library) and the first ONNX release of that opset
+// (docs/Versioning.md of ONNX). Empty when the linked library does not know the operator.
+struct OpOrigin {
+  int opset = 0;
+  std::string release;  // "1.18", ...; empty for opsets newer than this table
+};
+std::optional<OpOrigin> OnnxOpOrigin(std::string_view op_type);
+// The first ONNX release that shipped ai.onnx opset `opset` ("1.0" ... "1.22"); empty if unknown.
+std::string OnnxReleaseOfOpset(int opset);
+
 const onnx::AttributeProto* FindAttr(const onnx::NodeProto& n, std::string_view name);
 std::optional<std::int64_t> AttrInt(const onnx::NodeProto& n, std::string_view name);
 std::optional<float> AttrFloat(const onnx::NodeProto& n, std::string_view name);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "axqc/operators.h"
+#include "onnx_util.h"
 #include "optable.h"
 
 namespace axqc {
@@ -66,6 +67,10 @@ OperatorInfo ToInfo(const OpSpec& s) {
   if (s.flags & detail::kPadQuantParams) o.constraints.emplace_back("static constant_value");
   o.rule = s.rule ? std::string(s.rule->id()) : std::string();
   o.note = std::string(s.note);
+  if (const auto origin = detail::OnnxOpOrigin(s.op_type)) {
+    o.since_opset = origin->opset;
+    o.since_release = origin->release;
+  }
   return o;
 }
 
@@ -160,7 +165,9 @@ std::string OperatorsMarkdown() {
   md +=
       "Every operator that has a rule in section 5 of the ax quant spec, as the checker's operator "
       "table defines it. An operator that is not listed (Shape, Einsum, Loop, custom domains, ...) "
-      "is reported as `closure/uncovered-node`. Rule pages: [README.md](README.md).\n\n";
+      "is reported as `closure/uncovered-node`, with the opset and ONNX release that added it. "
+      "\"ai.onnx since\" is the opset whose schema first defined the operator and the first ONNX "
+      "release of that opset. Rule pages: [README.md](README.md).\n\n";
   md += "## Behaviour classes (5.1)\n\n";
   md += "| class | meaning |\n|---|---|\n";
   for (const auto& c : kClassLegend) {
@@ -177,9 +184,9 @@ std::string OperatorsMarkdown() {
       "outputs) need Q/DQ.\n";
   md += "\n## Operators\n\n";
   md +=
-      "| operator | class | section | inputs | outputs | data types | constraints | type rule | "
-      "notes |\n";
-  md += "|---|---|---|---|---|---|---|---|---|\n";
+      "| operator | ai.onnx since | class | section | inputs | outputs | data types | constraints | "
+      "type rule | notes |\n";
+  md += "|---|---|---|---|---|---|---|---|---|---|\n";
   std::size_t count = 0;
   for (const auto& o : Operators()) {
     ++count;
@@ -187,7 +194,12 @@ std::string OperatorsMarkdown() {
     for (std::size_t i = 0; i < o.data_types.size(); ++i) {
       types += (i ? ", " : "") + o.data_types[i];
     }
-    md += "| " + Cell(o.op_type) + " | " + Cell(o.op_class) + " | " + Cell(o.section) + " | " +
+    const std::string since =
+        o.since_opset == 0 ? std::string("-")
+                           : "opset " + std::to_string(o.since_opset) +
+                                 (o.since_release.empty() ? "" : " (ONNX " + o.since_release + ")");
+    md += "| " + Cell(o.op_type) + " | " + since + " | " + Cell(o.op_class) + " | " +
+          Cell(o.section) + " | " +
           Cell(Join(o.inputs, o.variadic_inputs)) + " | " +
           Cell(Join(o.outputs, o.variadic_outputs)) + " | " + Cell(types) + " | " +
           Cell(Join(o.constraints, false)) + " | " +

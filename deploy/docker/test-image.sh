@@ -103,6 +103,13 @@ fi
 T1=$(now)
 
 # ---- 2. the image ----------------------------------------------------------------------------------
+# The ONNX 1.22.0 source for a builder without internet access (deploy/docker/deps/README.md).
+onnx_src=${AXQC_ONNX_TARBALL:-$ROOT/../shared/deps/onnx-1.22.0.tar.gz}
+if [ -f "$onnx_src" ] && [ "$(basename "$onnx_src")" = onnx-1.22.0.tar.gz ]; then
+  cmp -s "$onnx_src" "$ROOT/deploy/docker/deps/onnx-1.22.0.tar.gz" ||
+    cp "$onnx_src" "$ROOT/deploy/docker/deps/onnx-1.22.0.tar.gz"
+  log "ONNX 1.22.0 source for the builder: $onnx_src"
+fi
 log "podman build -f deploy/docker/Dockerfile -t $IMAGE (log: $WORK/build.log)"
 podman build --runtime runc --network host --ulimit nofile=1024:1024 --ulimit nproc=4096:4096 \
   --format docker -f "$ROOT/deploy/docker/Dockerfile" -t "$IMAGE" "$ROOT" >"$WORK/build.log" 2>&1 ||

@@ -64,6 +64,13 @@ int64_t NumElements(const std::vector<int64_t>& dims) {
   return n;
 }
 
+// Element types of newer ONNX releases, by number, so that the builder compiles against every
+// supported ONNX library (the enum names exist from ONNX 1.18 / 1.20 on).
+constexpr int kFloat4E2M1 = 23;  // IR 11
+constexpr int kFloat8E8M0 = 24;  // IR 12
+constexpr int kUint2 = 25;       // IR 13
+constexpr int kInt2 = 26;        // IR 13
+
 // Byte width of one element for the non-4-bit integer-like types; 0 if unsupported.
 int ElemBytes(int elem_type) {
   switch (elem_type) {
@@ -74,6 +81,7 @@ int ElemBytes(int elem_type) {
     case TensorProto::FLOAT8E4M3FNUZ:
     case TensorProto::FLOAT8E5M2:
     case TensorProto::FLOAT8E5M2FNUZ:
+    case kFloat8E8M0:
       return 1;
     case TensorProto::INT16:
     case TensorProto::UINT16:
@@ -92,8 +100,11 @@ int ElemBytes(int elem_type) {
 }
 
 bool Is4Bit(int elem_type) {
-  return elem_type == TensorProto::INT4 || elem_type == TensorProto::UINT4;
+  return elem_type == TensorProto::INT4 || elem_type == TensorProto::UINT4 ||
+         elem_type == kFloat4E2M1;
 }
+
+bool Is2Bit(int elem_type) { return elem_type == kUint2 || elem_type == kInt2; }
 
 void SetShape(onnx::TypeProto_Tensor* tt, const std::vector<Dim>& shape) {
   auto* sh = tt->mutable_shape();
@@ -389,6 +400,23 @@ TensorProto ModelBuilder::MakeInt(const std::string& name, int elem_type,
     for (std::size_t i = 0; i < values.size(); ++i) {
       const auto nib = static_cast<uint8_t>(static_cast<uint64_t>(values[i]) & 0x0F);
       packed[i / 2] = static_cast<uint8_t>(packed[i / 2] | (i % 2 == 0 ? nib : nib << 4));
+    }
+    if (s == Storage::kRaw) {
+      t.set_raw_data(std::string(packed.begin(), packed.end()));
+    } else {
+      for (uint8_t b : packed) {
+        t.add_int32_data(b);
+      }
+    }
+    return t;
+  }
+
+  if (Is2Bit(elem_type)) {
+    // Four elements per byte, first element in the lowest two bits (as ONNX packs INT2/UINT2).
+    std::vector<uint8_t> packed((values.size() + 3) / 4, 0);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto two = static_cast<uint8_t>(static_cast<uint64_t>(values[i]) & 0x03);
+      packed[i / 4] = static_cast<uint8_t>(packed[i / 4] | (two << (2 * (i % 4))));
     }
     if (s == Storage::kRaw) {
       t.set_raw_data(std::string(packed.begin(), packed.end()));

@@ -21,6 +21,8 @@ struct OperatorInfo {
   std::vector<std::string> constraints;  // narrowing flags ("same integer type", "symmetric", ...)
   std::string rule;                      // rule ID used for data-type violations ("" if none)
   std::string note;                      // one line
+  int since_opset = 0;                   // the ai.onnx opset that first defined it (0: unknown)
+  std::string since_release;             // the first ONNX release with that opset ("1.13")
 };
 
 // Every operator with a rule, ordered by spec section (numerically), then table order.

@@ -135,7 +135,13 @@ Uncovered UncoveredWhy(const Context& c, int node) {
   }
   bool has_subgraph = false;
   for (const auto& a : n.attribute()) has_subgraph |= a.has_g() || a.graphs_size() > 0;
-  return {n.op_type() + " is in no operator list of the ax quant spec" +
+  // Name where the operator comes from, so that a model of a newer opset says why it is new.
+  std::string origin;
+  if (const auto o = OnnxOpOrigin(n.op_type())) {
+    origin = " (ai.onnx since opset " + std::to_string(o->opset) +
+             (o->release.empty() ? std::string() : ", ONNX " + o->release) + ")";
+  }
+  return {n.op_type() + origin + " is in no operator list of the ax quant spec" +
               (has_subgraph ? std::string(" (control flow with subgraphs is not covered)") : ""),
           key,
           {}};

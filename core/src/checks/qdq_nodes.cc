@@ -21,6 +21,26 @@ bool SharedWithPair(const Context& c, const QuantParams& p, std::string_view nam
 
 void CheckFloatSide(Context& c, const QuantParams& p) {
   const std::string n = c.Name(p.node);
+  // Attributes of newer opsets that move the float side off FP32 (reading 14): QuantizeLinear's
+  // `precision` (the type of x / y_scale, opset 25) and DequantizeLinear's `output_dtype` (the
+  // type of y, opset 23+). 0 is the default: the scale's type.
+  const auto& node = c.g.node(p.node);
+  const std::string_view attr = p.is_q ? "precision" : "output_dtype";
+  int attr_type = 0;
+  if (auto v = AttrInt(node, attr); v && *v != 0 && *v != onnx::TensorProto::FLOAT) {
+    attr_type = static_cast<int>(*v);
+    const std::string t = ElemTypeName(attr_type);
+    c.out.Emit({.rule = rules::kQdqFloatSideType,
+                .node = p.node,
+                .message = Kind(p) + " '" + n + "' has " + std::string(attr) + " = " + t +
+                           (p.is_q ? " (it divides by the scale in " + t + ")"
+                                   : " (it outputs '" + std::string(p.y) + "' as " + t + ")") +
+                           "; the float side must be FP32",
+                .group_key = std::string(p.is_q ? "Q" : "DQ") + " attribute " + std::string(attr) +
+                             " is " + t + ", not FP32",
+                .tensors = {std::string(p.is_q ? p.x : p.y)},
+                .values = {{std::string(attr), t}}});
+  }
   if (p.is_q) {
     int xt = c.g.ElemTypeOf(p.x_id);
     if (xt != 0 && xt != onnx::TensorProto::FLOAT) {
@@ -34,7 +54,7 @@ void CheckFloatSide(Context& c, const QuantParams& p) {
     }
   } else {
     int yt = c.g.ElemTypeOf(p.y_id);
-    if (yt != 0 && yt != onnx::TensorProto::FLOAT) {
+    if (yt != 0 && yt != onnx::TensorProto::FLOAT && yt != attr_type) {
       c.out.Emit({.rule = rules::kQdqFloatSideType,
                   .node = p.node,
                   .message = "DequantizeLinear '" + n + "' outputs '" + std::string(p.y) + "' as " +

@@ -159,7 +159,9 @@ TP ZeroTensor(const std::string& name, int elem_type, const std::vector<std::int
     n *= d;
   }
   const int bits = ElemBits(elem_type);
-  const auto bytes = static_cast<std::size_t>(bits == 4 ? (n + 1) / 2 : n * (bits / 8));
+  const auto bytes = static_cast<std::size_t>(bits == 2   ? (n + 3) / 4
+                                              : bits == 4 ? (n + 1) / 2
+                                                          : n * (bits / 8));
   t.set_raw_data(std::string(bytes, '\0'));
   return t;
 }
