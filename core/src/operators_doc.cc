@@ -184,8 +184,8 @@ std::string OperatorsMarkdown() {
       "outputs) need Q/DQ.\n";
   md += "\n## Operators\n\n";
   md +=
-      "| operator | ai.onnx since | class | section | inputs | outputs | data types | constraints | "
-      "type rule | notes |\n";
+      "| operator | class | section | inputs | outputs | data types | constraints | type rule | "
+      "notes | ai.onnx since |\n";
   md += "|---|---|---|---|---|---|---|---|---|---|\n";
   std::size_t count = 0;
   for (const auto& o : Operators()) {
@@ -198,12 +198,12 @@ std::string OperatorsMarkdown() {
         o.since_opset == 0 ? std::string("-")
                            : "opset " + std::to_string(o.since_opset) +
                                  (o.since_release.empty() ? "" : " (ONNX " + o.since_release + ")");
-    md += "| " + Cell(o.op_type) + " | " + since + " | " + Cell(o.op_class) + " | " +
-          Cell(o.section) + " | " +
+    md += "| " + Cell(o.op_type) + " | " + Cell(o.op_class) + " | " + Cell(o.section) + " | " +
           Cell(Join(o.inputs, o.variadic_inputs)) + " | " +
           Cell(Join(o.outputs, o.variadic_outputs)) + " | " + Cell(types) + " | " +
           Cell(Join(o.constraints, false)) + " | " +
-          (o.rule.empty() ? std::string("-") : "`" + o.rule + "`") + " | " + Cell(o.note) + " |\n";
+          (o.rule.empty() ? std::string("-") : "`" + o.rule + "`") + " | " + Cell(o.note) + " | " +
+          since + " |\n";
   }
   md += "\n" + std::to_string(count) + " operators.\n";
   return md;

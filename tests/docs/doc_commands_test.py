@@ -72,6 +72,7 @@ EXPECTED = {
     "README.md": [
         ("scripts/run-examples", skip(SKIP_BUILD)),
         ("scripts/test", skip(SKIP_BUILD)),
+        ("AXQC_ONNX_TARBALL=/path/to/onnx-1.22.0.tar.gz scripts/test", skip(SKIP_BUILD)),
         ("build/release/client/axqc check model.onnx", 0),
         ("build/release/client/axqc check -c model.onnx", 0),
         ("build/release/client/axqc check --format json -o report.json a.onnx b.onnx", 1),

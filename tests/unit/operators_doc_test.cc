@@ -91,6 +91,14 @@ TEST(OperatorsDoc, ListsEveryOperatorOfTheTableOnce) {
               std::string::npos)
         << op.op_type;
     EXPECT_FALSE(op.section.empty()) << op.op_type;
+    // The last cell: the opset and ONNX release that added the operator.
+    const auto row = md.find("| " + op.op_type + " | ");
+    ASSERT_NE(row, std::string::npos) << op.op_type;
+    const std::string line = md.substr(row, md.find('\n', row) - row);
+    EXPECT_NE(line.find("| opset " + std::to_string(op.since_opset) + " (ONNX " +
+                        op.since_release + ") |"),
+              std::string::npos)
+        << line;
   }
   EXPECT_NE(md.find(std::to_string(Operators().size()) + " operators."), std::string::npos);
 }
