@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "axqc/fix.h"
 #include "axqc/operators.h"
 #include "check_helpers.h"
 
@@ -214,6 +215,57 @@ TEST(Reading14QdqAttributes, IrVersions11To13AreRead) {
   p.opset = 25;
   p.ir = 13;
   EXPECT_CLEAN(RunCheck(PairModel(p)));
+}
+
+// ------------------------------------------------------------------ axqc fix --ir-version 10
+
+// Toolchains pinned to IR 10 (onnxruntime 1.23 reads at most IR 11; Axera's QAT flow pins IR 10):
+// an IR 11-13 file that uses nothing newer is lowered, one that does is refused with the reason.
+TEST(IrVersion10, NewerFilesThatUseNothingNewerAreLowered) {
+  for (int64_t ir : {11, 12, 13}) {
+    Pair p;
+    p.ir = ir;
+    std::string bytes, fixed;
+    PairModel(p).Build().SerializeToString(&bytes);
+    FixOptions o;
+    o.only = {"ir-version"};
+    o.ir_version = 10;
+    const FixResult r = FixBytes(bytes, "m.onnx", o, &fixed);
+    onnx::ModelProto out;
+    ASSERT_TRUE(out.ParseFromString(fixed));
+    EXPECT_EQ(out.ir_version(), 10);
+    EXPECT_EQ(r.after.verdict, Verdict::kConformant) << Dump(r.after);
+    ASSERT_FALSE(r.rewrites.empty());
+    EXPECT_EQ(r.rewrites[0].note.rfind("IR " + std::to_string(ir) + " -> 10", 0), 0u)
+        << r.rewrites[0].note;
+  }
+}
+
+TEST(IrVersion10, FilesThatUseAnIr11PlusTypeAreRefusedWithTheReason) {
+  NEED_OPSET(25);
+  struct Case {
+    int type;
+    const char* why;
+  };
+  for (const Case& k : {Case{23, "element type FLOAT4E2M1 needs IR 11"},
+                        Case{26, "element type INT2 needs IR 13"}}) {
+    // An opset-21 model (IR 10 would do) that carries one tensor of the newer type.
+    Pair p;
+    p.ir = 13;
+    auto m = PairModel(p).Build();
+    *m.mutable_graph()->add_initializer() = B::MakeInt("unused_new_type", k.type, {2}, {0, 1});
+    std::string bytes;
+    m.SerializeToString(&bytes);
+    FixOptions o;
+    o.only = {"ir-version"};
+    o.ir_version = 10;
+    try {
+      FixBytes(bytes, "m.onnx", o, nullptr);
+      ADD_FAILURE() << "expected FixRefused for " << k.why;
+    } catch (const FixRefused& e) {
+      EXPECT_NE(std::string(e.what()).find(k.why), std::string::npos) << e.what();
+    }
+  }
 }
 
 // ------------------------------------------------------------------ reading 14: new operators
