@@ -1087,15 +1087,20 @@ TEST(Config, IsolationOptions) {
   EXPECT_EQ(defaults.config.worker_max_rss, 1ull << 30);
   EXPECT_EQ(defaults.config.worker_memory_limit, 0u);
   EXPECT_EQ(defaults.config.worker_failure_memory_seconds, 600);
-  const auto set =
-      server::LoadConfig({"axqc-server", "--isolation", "off", "--worker-memory-limit", "2GiB",
-                          "--worker-cpu-seconds", "30", "--worker-failure-memory-seconds", "0"},
-                         Env({{"AXQC_WORKER_MAX_CHECKS", "50"}}));
+  EXPECT_EQ(defaults.config.worker_failure_memory_bytes, 1ull << 20);
+  const auto set = server::LoadConfig(
+      {"axqc-server", "--isolation", "off", "--worker-memory-limit", "2GiB", "--worker-cpu-seconds",
+       "30", "--worker-failure-memory-seconds", "0"},
+      Env({{"AXQC_WORKER_MAX_CHECKS", "50"}, {"AXQC_WORKER_FAILURE_MEMORY_BYTES", "64KiB"}}));
   EXPECT_EQ(set.config.isolation, "off");
   EXPECT_EQ(set.config.worker_memory_limit, 2ull << 30);
   EXPECT_EQ(set.config.worker_cpu_seconds, 30u);
   EXPECT_EQ(set.config.worker_max_checks, 50u);
   EXPECT_EQ(set.config.worker_failure_memory_seconds, 0);
+  EXPECT_EQ(set.config.worker_failure_memory_bytes, 64u << 10);
+  EXPECT_EQ(server::LoadConfig({"axqc-server", "--worker-failure-memory-bytes", "0"}, Env({}))
+                .config.worker_failure_memory_bytes,
+            0u);
   server::ServerConfig bad;
   bad.isolation = "container";
   EXPECT_THROW(server::FinalizeConfig(bad), server::ConfigError);
