@@ -32,13 +32,14 @@
 #   * the replicas get AXQC_TEST_CHECK_DELAY_SECONDS (every check takes that long, so checks are in
 #     flight when a replica is killed) and AXQC_CLAIM_LEASE_SECONDS (the other replica takes a dead
 #     replica's claim over after that long);
-#   * the ulimits test-image.sh runs the image with.
+#   * bounded ulimits for every service (nofile 16384, nproc 4096), as for every container the
+#     script runs itself.
 #
 # Steps:
 #   1. both replicas SERVING on the shared database, then nginx answering on 127.0.0.1:50051;
 #   2. AXQC_CHECKS new models (distinct bytes; conformant and non-conformant alternately) checked
 #      at once through nginx with the image's `axqc check --retries 0`, labelled run=RUN, item=I;
-#   3. once both replicas are running checks (axqc_busy_workers), one is killed (podman kill);
+#   3. as soon as a replica is running checks (axqc_busy_workers), it is killed (podman kill);
 #   4. every check ends with its expected verdict (exit 0 / 1) or is reported failed (exit 4 with
 #      an error message); at least one must have been in flight on the killed replica and reported
 #      failed, else the run proved nothing and fails;
@@ -52,9 +53,13 @@
 # Environment:
 #   AXQC_IMAGE          axqc-server image (default localhost/axqc-server:test)
 #   AXQC_BUILD_IMAGE=1  run deploy/docker/test-image.sh first when AXQC_IMAGE does not exist
+#   AXQC_HOST_BUILD=DIR instead of test-image.sh's image, make one from the runtime stage of
+#                       deploy/docker/Dockerfile with the binaries of a release build on this
+#                       (Debian 12) machine: DIR/server/axqc-server, DIR/server/axqc-worker,
+#                       DIR/client/axqc (minutes instead of 36 CPU-minutes)
 #   AXQC_COMPOSE_WORK   work directory (default /var/tmp/axqc-compose)
 #   AXQC_CHECKS         checks sent at once (default 8)
-#   AXQC_CHECK_DELAY    seconds every check takes (default 6)
+#   AXQC_CHECK_DELAY    seconds every check takes (default 15)
 #   AXQC_KEEP=1         leave the stack running (remove it with the podman-compose `down -v` the
 #                       script prints)
 set -euo pipefail
@@ -63,7 +68,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 IMAGE=${AXQC_IMAGE:-localhost/axqc-server:test}
 WORK=${AXQC_COMPOSE_WORK:-/var/tmp/axqc-compose}
 CHECKS=${AXQC_CHECKS:-8}
-DELAY=${AXQC_CHECK_DELAY:-6}
+DELAY=${AXQC_CHECK_DELAY:-15}
 LEASE=5
 PROJECT=axqc-pg-test
 COMPOSE_FILE=$ROOT/deploy/docker/compose.postgres.yaml
@@ -74,6 +79,11 @@ LB_IMAGE=nginx:1.27-bookworm
 SERVER_IMAGE=axqc-server:local
 LB_PORT=50051
 RUN_ID=compose-$(date +%s)-$$
+# Bounded ulimits: podman's default RLIMIT_NOFILE (1048576) is above the hard limit of some
+# sandboxes and CI machines, where every container would fail to start ("error setting rlimit").
+NOFILE=16384
+NPROC=4096
+PODMAN_RUN_OPTS=(--runtime runc --ulimit "nofile=$NOFILE:$NOFILE" --ulimit "nproc=$NPROC:$NPROC")
 IMAGES_ONLY=0
 [ "${1:-}" = --images-only ] && IMAGES_ONLY=1
 
@@ -99,12 +109,17 @@ cleanup() {
       log "AXQC_KEEP=1: the stack stays up; remove it with:" \
         "AXQC_MODELS_DIR=$WORK/models podman-compose -p $PROJECT -f $COMPOSE_FILE -f $WORK/compose.test.yaml down -v"
     else
+      # -v: also the anonymous volumes (the image's VOLUME /var/lib/axqc) that `down -v` leaves.
+      for c in $(podman ps -a --filter "label=io.podman.compose.project=$PROJECT" --format '{{.Names}}'); do
+        podman rm -f -v -t 0 "$c" >/dev/null 2>&1 || true
+      done
       compose down -v >"$WORK/down.log" 2>&1 || true
     fi
   fi
   podman rm -f -t 0 "$PROJECT-pgcheck" "$PROJECT-lbcheck" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 for tool in podman python3; do
   command -v "$tool" >/dev/null || fail "$tool is missing (apt-get install podman podman-compose runc debootstrap python3)"
@@ -123,7 +138,7 @@ fi
 # short names locally and never pulls.
 build_local() {  # build_local NAME:TAG CONTEXT_DIR
   log "podman build $1 (FROM $BASE_SLIM; log: $WORK/build-${1%%:*}.log)"
-  podman build --runtime runc --network host --format docker -t "docker.io/library/$1" "$2" \
+  podman build "${PODMAN_RUN_OPTS[@]}" --network host --format docker -t "docker.io/library/$1" "$2" \
     >"$WORK/build-${1%%:*}.log" 2>&1 || { tail -20 "$WORK/build-${1%%:*}.log" >&2; fail "podman build $1"; }
 }
 
@@ -198,11 +213,13 @@ grep -Eq '^[[:space:]]*server[[:space:]]+axqc-server:[0-9]+;' "$WORK/nginx-grpc.
 # nginx accepts the balancer's configuration (the upstream name given a local address).
 log "checking $PG_IMAGE: initdb, password login over TCP"
 podman rm -f -t 0 "$PROJECT-pgcheck" >/dev/null 2>&1 || true
-podman run -d --name "$PROJECT-pgcheck" --runtime runc -e POSTGRES_USER=axqc -e POSTGRES_DB=axqc \
-  -e POSTGRES_PASSWORD=secret-1 "$PG_IMAGE" >/dev/null
+podman run -d --name "$PROJECT-pgcheck" "${PODMAN_RUN_OPTS[@]}" -e POSTGRES_USER=axqc -e POSTGRES_DB=axqc \
+  -e POSTGRES_PASSWORD=secret-1 "$PG_IMAGE" >"$WORK/pgcheck.log" 2>&1 ||
+  fail "$PG_IMAGE does not start: $(cat "$WORK/pgcheck.log")"
 ok=0
 for _ in $(seq 1 60); do
-  if podman exec "$PROJECT-pgcheck" pg_isready -U axqc -d axqc >/dev/null 2>&1; then ok=1; break; fi
+  # Over TCP: during the first-start initialisation the server listens on its socket only.
+  if podman exec "$PROJECT-pgcheck" pg_isready -h 127.0.0.1 -U axqc -d axqc >/dev/null 2>&1; then ok=1; break; fi
   sleep 1
 done
 [ "$ok" = 1 ] || fail "$PG_IMAGE: not ready within 60 s: $(podman logs --tail 10 "$PROJECT-pgcheck" 2>&1)"
@@ -221,7 +238,7 @@ podman rm -f -t 0 "$PROJECT-pgcheck" >/dev/null
 log "$PG_IMAGE: initialised, password login as axqc/axqc, wrong password refused, clean stop"
 
 log "checking $LB_IMAGE: nginx -t with the balancer's configuration"
-podman run --rm --name "$PROJECT-lbcheck" --runtime runc --add-host axqc-server:127.0.0.1 \
+podman run --rm --name "$PROJECT-lbcheck" "${PODMAN_RUN_OPTS[@]}" --add-host axqc-server:127.0.0.1 \
   -v "$WORK/nginx-grpc.conf:/etc/nginx/conf.d/default.conf:ro" "$LB_IMAGE" nginx -t \
   >"$WORK/nginx-t.log" 2>&1 || fail "$LB_IMAGE rejects the configuration: $(cat "$WORK/nginx-t.log")"
 log "$LB_IMAGE: $(grep -m1 'test is successful' "$WORK/nginx-t.log" || cat "$WORK/nginx-t.log")"
@@ -231,6 +248,29 @@ if [ "$IMAGES_ONLY" = 1 ]; then
   exit 0
 fi
 
+if [ -n "${AXQC_HOST_BUILD:-}" ]; then
+  # The Dockerfile's runtime stage as it is, with the host build's binaries in place of the
+  # builder stage's.
+  IMAGE=localhost/axqc-server:host-build
+  SCTX=$WORK/server-image
+  rm -rf "$SCTX" && mkdir -p "$SCTX/bin" "$SCTX/share/axqc/proto/axqc/v1" "$SCTX/deploy/docker"
+  for b in server/axqc-server server/axqc-worker client/axqc; do
+    [ -x "$AXQC_HOST_BUILD/$b" ] || fail "AXQC_HOST_BUILD: no $AXQC_HOST_BUILD/$b"
+    strip -o "$SCTX/bin/$(basename "$b")" "$AXQC_HOST_BUILD/$b"
+  done
+  cp "$ROOT/proto/axqc/v1/axqc.proto" "$SCTX/share/axqc/proto/axqc/v1/"
+  cp "$ROOT/deploy/docker/server.conf" "$SCTX/deploy/docker/"
+  {
+    grep -m1 '^ARG DEBIAN_SUITE=' "$ROOT/deploy/docker/Dockerfile"
+    sed -n '/^FROM .* AS runtime/,$p' "$ROOT/deploy/docker/Dockerfile" |
+      sed -E 's#^COPY --from=builder /opt/axqc/#COPY #; s# /opt/axqc/bin/# bin/#g'
+  } >"$SCTX/Dockerfile"
+  grep -q '^COPY bin/axqc-server bin/axqc-worker bin/axqc /usr/local/bin/' "$SCTX/Dockerfile" ||
+    fail "deploy/docker/Dockerfile: the runtime stage's COPY --from=builder lines changed; adapt AXQC_HOST_BUILD"
+  log "podman build $IMAGE: runtime stage of deploy/docker/Dockerfile + $AXQC_HOST_BUILD (log: $WORK/build-server.log)"
+  podman build "${PODMAN_RUN_OPTS[@]}" --network host --format docker -t "$IMAGE" "$SCTX" \
+    >"$WORK/build-server.log" 2>&1 || { tail -20 "$WORK/build-server.log" >&2; fail "podman build $IMAGE"; }
+fi
 if ! podman image exists "$IMAGE"; then
   [ "${AXQC_BUILD_IMAGE:-0}" = 1 ] || fail "no image $IMAGE: run deploy/docker/test-image.sh first (or AXQC_BUILD_IMAGE=1)"
   log "building $IMAGE with test-image.sh (36 CPU-minutes)"
@@ -261,27 +301,43 @@ EOF
 chmod -R a+rX "$MODELS"
 cat >"$WORK/compose.test.yaml" <<EOF
 # Override of compose.postgres.yaml for deploy/docker/test-compose.sh (written by it).
+x-ulimits: &ulimits
+  nofile: {soft: $NOFILE, hard: $NOFILE}
+  nproc: {soft: $NPROC, hard: $NPROC}
 services:
+  postgres:
+    ulimits: *ulimits
   axqc-server:
     environment:
       AXQC_TEST_CHECK_DELAY_SECONDS: "$DELAY"
       AXQC_CLAIM_LEASE_SECONDS: "$LEASE"
-    ulimits:
-      nofile: 1024
-      nproc: 4096
+    ulimits: *ulimits
   grpc-lb:
     volumes:
       - $WORK/nginx-grpc.conf:/etc/nginx/conf.d/default.conf:ro
+    ulimits: *ulimits
 EOF
 compose down -v >"$WORK/down.log" 2>&1 || true
 CLEANUP_STACK=1
-log "podman-compose up -d axqc-server (postgres + 2 replicas; log: $WORK/up.log)"
-compose up -d axqc-server >"$WORK/up.log" 2>&1 || fail "podman-compose up axqc-server (see $WORK/up.log)"
-replicas() {
-  podman ps --filter "label=io.podman.compose.project=$PROJECT" \
-    --filter "label=com.docker.compose.service=axqc-server" --format '{{.Names}}' | sort
+service_containers() {  # service_containers SERVICE: its containers, running or not
+  podman ps -a --filter "label=io.podman.compose.project=$PROJECT" \
+    --filter "label=com.docker.compose.service=$1" --format '{{.Names}}' | sort
 }
-mapfile -t REPLICAS < <(replicas)
+# podman-compose 1.0.3 does not wait for `condition: service_healthy`: PostgreSQL first, until it
+# accepts TCP connections (after its first-start initialisation), then the replicas.
+log "podman-compose up -d postgres (log: $WORK/up.log)"
+compose up -d postgres >"$WORK/up.log" 2>&1 || fail "podman-compose up postgres (see $WORK/up.log)"
+PG=$(service_containers postgres)
+[ -n "$PG" ] || fail "no postgres container (see $WORK/up.log)"
+ok=0
+for _ in $(seq 1 90); do
+  if podman exec "$PG" pg_isready -h 127.0.0.1 -U axqc -d axqc >/dev/null 2>&1; then ok=1; break; fi
+  sleep 1
+done
+[ "$ok" = 1 ] || fail "$PG: PostgreSQL not accepting connections within 90 s"
+log "podman-compose up -d axqc-server (2 replicas)"
+compose up -d axqc-server >>"$WORK/up.log" 2>&1 || fail "podman-compose up axqc-server (see $WORK/up.log)"
+mapfile -t REPLICAS < <(service_containers axqc-server)
 [ "${#REPLICAS[@]}" = 2 ] || fail "expected 2 axqc-server replicas, found: ${REPLICAS[*]:-none}"
 for c in "${REPLICAS[@]}"; do
   up=0
@@ -295,7 +351,8 @@ log "replicas SERVING on the shared database: ${REPLICAS[*]}"
 compose up -d grpc-lb >>"$WORK/up.log" 2>&1 || fail "podman-compose up grpc-lb (see $WORK/up.log)"
 
 cli() {  # the image's command line on the host network, the models under /m
-  podman run --rm --runtime runc --network host -v "$MODELS:/m:ro" --entrypoint axqc "$IMAGE" "$@"
+  podman run --rm "${PODMAN_RUN_OPTS[@]}" --no-healthcheck --network host -v "$MODELS:/m:ro" \
+    --entrypoint axqc "$IMAGE" "$@"
 }
 up=0
 for _ in $(seq 1 30); do
@@ -326,16 +383,18 @@ for i in $(seq 0 $((CHECKS - 1))); do
   ) &
   PIDS+=($!)
 done
-both=0
-for _ in $(seq 1 120); do
-  b0=$(busy "${REPLICAS[0]}") b1=$(busy "${REPLICAS[1]}")
-  if [ "$b0" -gt 0 ] && [ "$b1" -gt 0 ]; then both=1; break; fi
-  sleep 0.5
+VICTIM=
+for _ in $(seq 1 60); do
+  for c in "${REPLICAS[@]}"; do
+    b=$(busy "$c")
+    if [ "$b" -gt 0 ]; then VICTIM=$c; break 2; fi
+  done
+  sleep 0.2
 done
-[ "$both" = 1 ] || fail "the replicas never ran checks at the same time (busy workers: $b0, $b1)"
-VICTIM=${REPLICAS[0]}
-SURVIVOR=${REPLICAS[1]}
-log "busy workers: $VICTIM $b0, $SURVIVOR $b1; podman kill $VICTIM"
+[ -n "$VICTIM" ] || fail "no replica ever ran a check"
+SURVIVOR=
+for c in "${REPLICAS[@]}"; do [ "$c" = "$VICTIM" ] || SURVIVOR=$c; done
+log "$VICTIM runs $b checks; podman kill $VICTIM"
 podman kill "$VICTIM" >/dev/null || fail "podman kill $VICTIM"
 for pid in "${PIDS[@]}"; do wait "$pid" || true; done
 T3=$(date +%s)
@@ -351,7 +410,7 @@ for i in $(seq 0 $((CHECKS - 1))); do
       [ "$rc" = "$(expected_rc "$i")" ] || fail "item $i: exit $rc, expected $(expected_rc "$i")"
       ANSWERED+=("$i") ;;
     4)
-      [ -s "$OUT/item$i.err" ] || fail "item $i: exit 4 without an error message"
+      grep -q '^axqc: ' "$OUT/item$i.err" || fail "item $i: exit 4 without an error message"
       FAILED+=("$i") ;;
     *) fail "item $i: exit $rc ($(head -c 400 "$OUT/item$i.err"))" ;;
   esac
@@ -360,7 +419,7 @@ log "first attempt: answered ${#ANSWERED[@]} (${ANSWERED[*]:-}), reported failed
 [ "${#FAILED[@]}" -ge 1 ] ||
   fail "no check was reported failed: none was in flight on $VICTIM when it was killed (raise AXQC_CHECK_DELAY)"
 for i in "${FAILED[@]}"; do
-  log "item $i reported failed: $(head -c 200 "$OUT/item$i.err" | tr '\n' ' ')"
+  log "item $i reported failed: $(grep -m1 '^axqc: ' "$OUT/item$i.err" | head -c 200)"
 done
 
 # ---- 5. the failed checks sent again -----------------------------------------------------------------------
