@@ -49,7 +49,8 @@
 #      answered at the first attempt is there exactly once with its verdict, every check answered
 #      on retry at least once with its verdict.
 #
-# Packages: podman podman-compose runc debootstrap python3 (apt-get install ...).
+# Packages: podman podman-compose runc netavark aardvark-dns iptables debootstrap python3
+# (apt-get install ...; without iptables podman's bridge networks fail: "netavark: No such file").
 # Environment:
 #   AXQC_IMAGE          axqc-server image (default localhost/axqc-server:test)
 #   AXQC_BUILD_IMAGE=1  run deploy/docker/test-image.sh first when AXQC_IMAGE does not exist
@@ -122,7 +123,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 for tool in podman python3; do
-  command -v "$tool" >/dev/null || fail "$tool is missing (apt-get install podman podman-compose runc debootstrap python3)"
+  command -v "$tool" >/dev/null || fail "$tool is missing (apt-get install podman podman-compose runc netavark aardvark-dns iptables debootstrap python3)"
 done
 [ "$IMAGES_ONLY" = 1 ] || command -v podman-compose >/dev/null ||
   fail "podman-compose is missing (apt-get install podman-compose)"
