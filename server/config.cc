@@ -208,6 +208,10 @@ const std::vector<Opt>& Options() {
                  "a model that crashed a worker or exceeded its limits is answered with the same "
                  "error at once for this long, without checking it again; 0 = not remembered",
                  &ServerConfig::worker_failure_memory_seconds),
+      BytesOpt("worker-failure-memory-bytes",
+               "memory of models that made a worker fail, at most (e.g. 1MiB; the least recently "
+               "used models are forgotten first); 0 = not remembered",
+               &ServerConfig::worker_failure_memory_bytes),
       SecondsOpt("memory-trim-idle-seconds",
                  "after checks of models of 4MiB or more, free memory is given back to the "
                  "operating system once no check has run for this long; 0 = right after every "
@@ -278,7 +282,9 @@ const std::vector<Opt>& Options() {
                  "this; a claim not renewed this long (replica died) is taken over by a waiting "
                  "replica",
                  &ServerConfig::claim_lease_seconds),
-      BytesOpt("cache-bytes", "in-memory report cache size (e.g. 256MiB); 0 disables",
+      BytesOpt("cache-bytes",
+               "in-memory report cache size (e.g. 256MiB; the least recently used reports are "
+               "evicted beyond it); 0 disables",
                &ServerConfig::cache_bytes),
       SecondsOpt("grace-period-seconds",
                  "on SIGTERM/SIGINT, time in-flight RPCs get before they are cancelled",

@@ -32,6 +32,7 @@ struct ServerConfig {
                                  << 30;  // ... or once its resident size exceeds this; 0 = never
   double worker_failure_memory_seconds = 600;  // a model that made a worker fail is answered at
                                                // once for this long; 0 = not remembered
+  std::uint64_t worker_failure_memory_bytes = 1ull << 20;  // ... bounded by bytes (LRU)
 
   // Memory (server/memory.h): after checks of models of 4 MiB or more, freed memory goes back to
   // the operating system once no check has run for this long (0: right after every such check)...

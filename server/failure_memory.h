@@ -1,24 +1,34 @@
 // Models whose check made a worker process fail (crash, memory or CPU limit) are remembered for a
 // while (--worker-failure-memory-seconds): a request for the same model within that time is
 // answered at once with the same status instead of running the checker on it again.
+//
+// The memory is bounded in bytes (--worker-failure-memory-bytes: hash, message and the
+// bookkeeping of each entry): remembering past the bound forgets the least recently used models
+// first. Its size and entry count are the gauges axqc_worker_failure_memory_bytes and
+// axqc_worker_failure_memory_entries.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "check_engine.h"
+#include "metrics.h"
 
 namespace axqc::server {
 
 class FailureMemory {
  public:
   using Clock = std::chrono::steady_clock;
-  // `seconds` 0 remembers nothing; at most `capacity` models (the oldest entries go first).
-  explicit FailureMemory(double seconds, std::size_t capacity = 10000);
+  static constexpr std::size_t kDefaultCapacityBytes = 1u << 20;
+  // `seconds` 0 remembers nothing; at most `capacity_bytes` (see Cost) are held. `metrics` (may be
+  // null) gets the byte and entry gauges.
+  explicit FailureMemory(double seconds, std::size_t capacity_bytes = kDefaultCapacityBytes,
+                         Metrics* metrics = nullptr);
 
   struct Entry {
     CheckerFailure::Cause cause;
@@ -27,14 +37,32 @@ class FailureMemory {
   };
   void Remember(const std::string& sha256, CheckerFailure::Cause cause, const std::string& message,
                 Clock::time_point now = Clock::now());
+  // A hit makes the model the most recently used one.
   std::optional<Entry> Find(const std::string& sha256, Clock::time_point now = Clock::now());
   double seconds() const { return seconds_; }
 
+  // The bytes one entry counts for.
+  static std::size_t Cost(const std::string& sha256, const std::string& message);
+  std::size_t capacity_bytes() const { return capacity_; }
+  std::size_t bytes() const;
+  std::size_t entries() const;
+
  private:
+  struct Node {
+    std::string sha256;
+    Entry entry;
+    std::size_t cost;
+  };
+  void EraseLocked(std::list<Node>::iterator it);
+  void UpdateGaugesLocked();
+
   const double seconds_;
   const std::size_t capacity_;
-  std::mutex mu_;
-  std::unordered_map<std::string, Entry> entries_;
+  Metrics* metrics_;
+  mutable std::mutex mu_;
+  std::list<Node> order_;  // front = most recently used
+  std::unordered_map<std::string, std::list<Node>::iterator> index_;
+  std::size_t bytes_ = 0;
 };
 
 }  // namespace axqc::server

@@ -10,26 +10,35 @@ std::shared_ptr<const v1::Report> LruCache::Get(const std::string& key) {
   return it->second->report;
 }
 
-void LruCache::Put(const std::string& key, std::shared_ptr<const v1::Report> report) {
+std::size_t LruCache::Cost(const std::string& key, const v1::Report& report) {
   // Estimated memory: a parsed message takes about twice its wire size (strings, repeated-field
-  // and map overhead); plus the key and the bookkeeping. (Reflection's SpaceUsedLong is avoided:
-  // it is slow, and crashed on map fields under ThreadSanitizer.)
-  const std::size_t cost = key.size() + 2 * report->ByteSizeLong() + sizeof(Entry) + 64;
+  // and map overhead); plus the key twice (list entry and index), the list node and the index
+  // node. (Reflection's SpaceUsedLong is avoided: it is slow, and crashed on map fields under
+  // ThreadSanitizer.)
+  return 2 * key.size() + 2 * report.ByteSizeLong() + sizeof(Entry) + 64;
+}
+
+std::size_t LruCache::Put(const std::string& key, std::shared_ptr<const v1::Report> report) {
+  const std::size_t cost = Cost(key, *report);
+  std::size_t released = 0;
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = index_.find(key); it != index_.end()) {
     bytes_ -= it->second->cost;
+    released += it->second->cost;
     order_.erase(it->second);
     index_.erase(it);
   }
-  if (cost > capacity_) return;
+  if (cost > capacity_) return released;
   order_.push_front(Entry{key, std::move(report), cost});
   index_[key] = order_.begin();
   bytes_ += cost;
   while (bytes_ > capacity_ && !order_.empty()) {
     bytes_ -= order_.back().cost;
+    released += order_.back().cost;
     index_.erase(order_.back().key);
     order_.pop_back();
   }
+  return released;
 }
 
 std::size_t LruCache::bytes() const {

@@ -1,5 +1,6 @@
 // In-memory LRU of reports, bounded in bytes (key + an estimate of the report's memory from its
-// wire size). Thread-safe.
+// wire size + the bookkeeping of one entry). Inserting past the bound evicts the least recently
+// used entries until the total is within it again. Thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -18,9 +19,14 @@ class LruCache {
   explicit LruCache(std::size_t capacity_bytes) : capacity_(capacity_bytes) {}
 
   std::shared_ptr<const v1::Report> Get(const std::string& key);
-  // An entry larger than the whole capacity is not cached.
-  void Put(const std::string& key, std::shared_ptr<const v1::Report> report);
+  // An entry larger than the whole capacity is not cached. Returns the estimated bytes that left
+  // the cache (evicted entries and a replaced entry), so the caller can give memory back.
+  std::size_t Put(const std::string& key, std::shared_ptr<const v1::Report> report);
 
+  // The estimated memory of one entry (what bytes() counts for it).
+  static std::size_t Cost(const std::string& key, const v1::Report& report);
+
+  std::size_t capacity() const { return capacity_; }
   std::size_t bytes() const;
   std::size_t entries() const;
 

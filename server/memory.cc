@@ -76,10 +76,28 @@ void MemoryTrimmer::CheckEnded(std::uint64_t model_bytes) {
   cv_.notify_all();
 }
 
+void MemoryTrimmer::MemoryReleased(std::uint64_t bytes) {
+  if (bytes == 0) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ += bytes;
+    if (released_ < kTrimAfterBytes) return;
+    released_ = 0;
+    due_ = true;
+    last_end_ = Clock::now();
+  }
+  if (policy_.idle_delay.count() == 0) {
+    Trim("check");
+    return;
+  }
+  cv_.notify_all();
+}
+
 void MemoryTrimmer::Trim(const char* reason) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     due_ = false;
+    released_ = 0;
   }
   trim_();
   if (on_trim_) on_trim_(reason);
@@ -98,6 +116,7 @@ void MemoryTrimmer::Loop() {
       continue;
     }
     due_ = false;
+    released_ = 0;
     lock.unlock();
     trim_();
     if (on_trim_) on_trim_("idle");

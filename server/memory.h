@@ -62,6 +62,9 @@ class MemoryTrimmer {
   void CheckStarted();
   // After a check, once its model bytes are released.
   void CheckEnded(std::uint64_t model_bytes);
+  // Memory freed outside checks (entries evicted from the in-memory caches). Once kTrimAfterBytes
+  // or more have been freed since the last trim, the next idle period trims as after a big check.
+  void MemoryReleased(std::uint64_t bytes);
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -74,8 +77,9 @@ class MemoryTrimmer {
   const std::function<std::uint64_t()> rss_;
   std::mutex mu_;
   std::condition_variable cv_;
-  unsigned running_ = 0;  // checks running now
-  bool due_ = false;      // a big check ended since the last trim
+  unsigned running_ = 0;        // checks running now
+  bool due_ = false;            // a big check ended since the last trim
+  std::uint64_t released_ = 0;  // bytes freed by MemoryReleased since the last trim
   Clock::time_point last_end_;
   bool stopping_ = false;
   std::thread thread_;

@@ -137,6 +137,18 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                         .Help("Reports held by the in-memory report cache")
                         .Register(r)
                         .Add({});
+  failure_memory_bytes_ =
+      &prometheus::BuildGauge()
+           .Name("axqc_worker_failure_memory_bytes")
+           .Help("Bytes held by the memory of models that made a worker process fail")
+           .Register(r)
+           .Add({});
+  failure_memory_entries_ =
+      &prometheus::BuildGauge()
+           .Name("axqc_worker_failure_memory_entries")
+           .Help("Models held by the memory of models that made a worker process fail")
+           .Register(r)
+           .Add({});
   inflight_bytes_ = &prometheus::BuildGauge()
                          .Name("axqc_inflight_model_bytes")
                          .Help("Model bytes held in memory by requests and running checks")

@@ -62,6 +62,9 @@ class Metrics {
   prometheus::Gauge& queue_capacity() { return *queue_capacity_; }
   prometheus::Gauge& cache_bytes() { return *cache_bytes_; }
   prometheus::Gauge& cache_entries() { return *cache_entries_; }
+  // The worker failure memory (server/failure_memory.h): bytes and models held.
+  prometheus::Gauge& failure_memory_bytes() { return *failure_memory_bytes_; }
+  prometheus::Gauge& failure_memory_entries() { return *failure_memory_entries_; }
   prometheus::Gauge& inflight_bytes() { return *inflight_bytes_; }
   // Check/Upload requests waiting for a check that another server sharing the store runs.
   prometheus::Gauge& claim_waits() { return *claim_waits_; }
@@ -89,6 +92,8 @@ class Metrics {
   prometheus::Gauge* queue_capacity_;
   prometheus::Gauge* cache_bytes_;
   prometheus::Gauge* cache_entries_;
+  prometheus::Gauge* failure_memory_bytes_;
+  prometheus::Gauge* failure_memory_entries_;
   prometheus::Gauge* inflight_bytes_;
   prometheus::Gauge* claim_waits_;
   prometheus::Gauge* inflight_upload_bytes_;

@@ -39,8 +39,9 @@ ReportCache::Found ReportCache::Get(const std::string& key, const std::string& s
 }
 
 void ReportCache::Put(const std::string& key, std::shared_ptr<const v1::Report> report) {
-  memory_.Put(key, std::move(report));
+  const std::size_t released = memory_.Put(key, std::move(report));
   UpdateGauges();
+  if (released > 0 && trimmer_ != nullptr) trimmer_->MemoryReleased(released);
 }
 
 void ReportCache::Store(const CheckJob& job, const std::shared_ptr<const v1::Report>& report) {

@@ -17,6 +17,7 @@
 #include "check_engine.h"
 #include "logger.h"
 #include "lru_cache.h"
+#include "memory.h"
 #include "metrics.h"
 #include "store.h"
 
@@ -38,12 +39,18 @@ class ReportCache {
   // Memory, then the store; a store hit is kept in memory. `sha256` names the model in the log.
   // Throws StoreError when the store cannot be read (callers decide: check anyway, or UNAVAILABLE).
   Found Get(const std::string& key, const std::string& sha256);
-  // Keeps `report` in memory (and updates the cache gauges).
+  // Keeps `report` in memory, evicting the least recently used reports beyond the byte bound, and
+  // updates the cache gauges (axqc_cache_memory_bytes, axqc_cache_entries).
   void Put(const std::string& key, std::shared_ptr<const v1::Report> report);
   // Persists a fresh report in the store (a failed write is counted and logged, not thrown) and
   // keeps it in memory: the check engine's result sink.
   void Store(const CheckJob& job, const std::shared_ptr<const v1::Report>& report);
 
+  // Evicted reports are reported to `trimmer` (may be null), which gives the freed memory back to
+  // the operating system once the server is idle. Set before the first request.
+  void set_memory_trimmer(MemoryTrimmer* trimmer) { trimmer_ = trimmer; }
+
+  std::size_t capacity() const { return memory_.capacity(); }
   std::size_t bytes() const { return memory_.bytes(); }
   std::size_t entries() const { return memory_.entries(); }
 
@@ -54,6 +61,7 @@ class ReportCache {
   ReportStore* store_;
   Metrics* metrics_;
   Logger* logger_;
+  MemoryTrimmer* trimmer_ = nullptr;
 };
 
 }  // namespace axqc::server

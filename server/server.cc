@@ -109,7 +109,8 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
   deps.auth_token = token;
 
   deps.failures = std::make_shared<FailureMemory>(
-      c.isolation == "process" ? c.worker_failure_memory_seconds : 0);
+      c.isolation == "process" ? c.worker_failure_memory_seconds : 0,
+      static_cast<std::size_t>(c.worker_failure_memory_bytes), s->metrics_.get());
   ProtoCheckFn check;
   if (hooks.check) {
     check = ToProtoCheck(hooks.check);
@@ -151,6 +152,7 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
       trim,
       [metrics = s->metrics_.get()](const char* reason) { metrics->CountMemoryTrim(reason); });
   s->engine_->set_memory_trimmer(s->trimmer_.get());
+  s->reports_->set_memory_trimmer(s->trimmer_.get());
   deps.engine = s->engine_.get();
   s->service_ = std::make_unique<CheckerService>(deps);
 

@@ -19,6 +19,7 @@
 #                     debian.sources, else http://deb.debian.org/debian)
 #   AXQC_REBUILD_BASE=1 make the base image again even if it exists
 #   AXQC_KEEP=1       keep the container after the run (for inspection)
+#   AXQC_BASE_ONLY=1  only make the Debian base image (step 1) and stop (test-compose.sh uses it)
 # The first run is long: base image 3.5 min; image build 36 CPU-minutes (scripts/setup builds
 # ONNX, then the project, inside the builder stage; 46-75 min wall clock measured on 2 busy cores,
 # 23 min when only the project is rebuilt with a warm ccache mount);
@@ -101,6 +102,10 @@ else
   log "base image $BASE exists (AXQC_REBUILD_BASE=1 makes it again)"
 fi
 T1=$(now)
+if [ "${AXQC_BASE_ONLY:-0}" = 1 ]; then
+  log "base image ready ($((T1 - T0)) s); AXQC_BASE_ONLY=1: not building $IMAGE"
+  exit 0
+fi
 
 # ---- 2. the image ----------------------------------------------------------------------------------
 # The ONNX 1.22.0 source for a builder without internet access (deploy/docker/deps/README.md).

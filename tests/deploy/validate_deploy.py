@@ -2,6 +2,7 @@
 """Static checks of deploy/ that need no container engine and no cluster (PyYAML + dpkg).
 
   validate_deploy.py ROOT SERVER_BIN CLIENT_BIN TMPDIR
+  validate_deploy.py --k8s-layout ROOT      (only the Kubernetes layout checks below; no binaries)
 
 * The image's and the ConfigMap's server config files are accepted by the real axqc-server
   (`--config FILE --print-config`); ports, store path and shutdown timings are read from there.
@@ -14,7 +15,12 @@
   dashboards, stop_grace_period exceeds the server's shutdown delay + grace period.
 * deploy/k8s: every manifest parses; the kustomization lists them all; Deployment ports, gRPC probe
   ports, annotations and mounts agree with the ConfigMap; terminationGracePeriodSeconds exceeds
-  shutdown delay + grace period; Services, HPA and PDB select/target the Deployment.
+  shutdown delay + grace period; Services select the Deployment's pods.
+* Kubernetes layout (deploy/k8s and deploy/k8s-postgres rendered as `kustomize build` does, and by
+  `kubectl kustomize` too when kubectl is installed): the base is exactly one replica, strategy
+  Recreate, its SQLite store on a ReadWriteOnce PersistentVolumeClaim, no HPA and no PDB (not even
+  an unlisted file); the overlay has the HPA (2..10) and a PDB, no `replicas`, rolling updates, no
+  volume claim, and every replica's store is AXQC_STORE from the required secret.
 * PostgreSQL variants: compose.postgres.yaml (replicas, store URI on the postgres service, the
   load balancer's upstream and the DNS scrape target on the right ports) and the deploy/k8s-postgres
   overlay (patch of the base Deployment, store secret shared with the StatefulSet, Service port;
@@ -25,6 +31,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -301,7 +308,7 @@ def validate_k8s(root, server_bin, image_uid, tmpdir):
     kust = docs.get("Kustomization", [{}])[0]
     check(sorted(kust.get("resources", [])) == sorted(f for f in files if f != "kustomization.yaml"),
           "kustomization lists every manifest (%s)" % kust.get("resources"))
-    for kind in ("Deployment", "Service", "HorizontalPodAutoscaler", "ConfigMap", "PodDisruptionBudget"):
+    for kind in ("Deployment", "Service", "ConfigMap", "PersistentVolumeClaim"):
         check(kind in docs, "deploy/k8s has a %s" % kind)
     dep = docs["Deployment"][0]
     cm = docs["ConfigMap"][0]
@@ -357,12 +364,316 @@ def validate_k8s(root, server_bin, image_uid, tmpdir):
         for p in s["spec"]["ports"]:
             check(p["targetPort"] in ports or p["targetPort"] in ports.values(),
                   "Service %s port %s targets a container port" % (s["metadata"]["name"], p["name"]))
-    hpa = docs["HorizontalPodAutoscaler"][0]["spec"]
-    check(hpa["scaleTargetRef"]["kind"] == "Deployment" and hpa["scaleTargetRef"]["name"] == dep["metadata"]["name"],
-          "HPA targets the Deployment")
-    check(1 <= hpa["minReplicas"] <= hpa["maxReplicas"], "HPA replica bounds")
-    pdb = docs["PodDisruptionBudget"][0]["spec"]["selector"]["matchLabels"]
-    check(all(labels.get(k) == v for k, v in pdb.items()), "PDB selects the pods")
+    # Replicas, strategy, store claim, no HPA/PDB: validate_k8s_layout.
+
+
+# ------------------------------------------------------------------------------------------------
+# Kubernetes layout: what `kubectl apply -k` creates from the base and from the PostgreSQL overlay.
+#
+# render_kustomization() resolves a kustomization the way `kustomize build` does for what these
+# manifests use: `resources` (files and directories with their own kustomization), `patches` with
+# strategic-merge patches (maps merged, `null` deletes a field, lists of containers / env /
+# volumes / volumeMounts / ports merged by their key, retainKeys for a Deployment's strategy and
+# a volume's source, `$patch: delete` drops a resource) and `images`. When kubectl is installed,
+# `kubectl kustomize` renders too and both renderings must agree and pass the same checks.
+
+MERGE_KEYS = {"containers": "name", "initContainers": "name", "env": "name", "volumes": "name",
+              "volumeMounts": "mountPath", "ports": "containerPort"}
+RETAIN_KEYS = {"strategy", "volumes"}  # patch maps of these replace the fields they do not name
+
+
+def _merge(base, patch, field=None):
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        if field in RETAIN_KEYS:
+            out = {k: v for k, v in out.items() if k in patch or k == "name"}
+        for k, v in patch.items():
+            if v is None:
+                out.pop(k, None)
+            elif k in out:
+                out[k] = _merge(out[k], v, k)
+            else:
+                out[k] = _merge({}, v, k) if isinstance(v, dict) else v
+        return out
+    if isinstance(base, list) and isinstance(patch, list) and field in MERGE_KEYS:
+        key = MERGE_KEYS[field]
+        out = [dict(x) for x in base]
+        pos = {x.get(key): i for i, x in enumerate(out)}
+        head = []
+        for item in patch:
+            if item.get("$patch") == "delete":
+                out = [x for x in out if x.get(key) != item.get(key)]
+                pos = {x.get(key): i for i, x in enumerate(out)}
+            elif item.get(key) in pos:
+                # retainKeys for a volume's source
+                out[pos[item[key]]] = _merge(out[pos[item[key]]], item,
+                                             "volumes" if field == "volumes" else None)
+            else:
+                head.append(_merge({}, item))
+        return head + out
+    return patch
+
+
+def _ident(doc):
+    return (doc.get("kind"), doc.get("metadata", {}).get("name"))
+
+
+def render_kustomization(d):
+    """The resources `kustomize build d` emits (list of dicts); raises ValueError on what it would
+    refuse (a missing file, a patch of a resource that is not there, a duplicate resource)."""
+    kust = yaml.safe_load(open(os.path.join(d, "kustomization.yaml")))
+    docs = []
+    for r in kust.get("resources", []):
+        path = os.path.normpath(os.path.join(d, r))
+        if os.path.isdir(path):
+            docs.extend(render_kustomization(path))
+        elif os.path.isfile(path):
+            docs.extend(x for x in yaml.safe_load_all(open(path)) if x)
+        else:
+            raise ValueError("%s: resource %s does not exist" % (d, r))
+    seen = set()
+    for doc in docs:
+        if _ident(doc) in seen:
+            raise ValueError("%s: resource %s/%s listed twice" % ((d,) + _ident(doc)))
+        seen.add(_ident(doc))
+    for p in kust.get("patches", []) + [{"path": x} for x in kust.get("patchesStrategicMerge", [])]:
+        patch = yaml.safe_load(open(os.path.join(d, p["path"])))
+        target = [i for i, doc in enumerate(docs) if _ident(doc) == _ident(patch)]
+        if not target:
+            raise ValueError("%s: patch %s targets %s/%s, which is not among the resources" % (
+                (d, p["path"]) + _ident(patch)))
+        if patch.get("$patch") == "delete":
+            docs.pop(target[0])
+            continue
+        body = {k: v for k, v in patch.items() if k not in ("apiVersion", "kind")}
+        docs[target[0]] = _merge(docs[target[0]], body)
+    for img in kust.get("images", []):
+        for doc in docs:
+            for c in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+                name, _, tag = c.get("image", "").partition(":")
+                if name == img["name"]:
+                    c["image"] = "%s:%s" % (img.get("newName", name), img.get("newTag", tag))
+    if kust.get("namespace"):
+        for doc in docs:
+            doc.setdefault("metadata", {})["namespace"] = kust["namespace"]
+    return docs
+
+
+def kubectl_kustomize(d):
+    """`kubectl kustomize d` as a list of dicts; None when kubectl is not installed."""
+    if shutil.which("kubectl") is None:
+        return None
+    out = subprocess.run(["kubectl", "kustomize", d], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise ValueError("kubectl kustomize %s: %s" % (d, out.stderr.strip()[:400]))
+    return [x for x in yaml.safe_load_all(out.stdout) if x]
+
+
+def _by_kind(docs):
+    out = {}
+    for doc in docs:
+        out.setdefault(doc["kind"], []).append(doc)
+    return out
+
+
+def _conf_value(conf_text, key):
+    """The last `key = value` of a server config file (the server's own rule: the last one wins)."""
+    value = None
+    for line in conf_text.splitlines():
+        s = line.split("#", 1)[0].strip()
+        k, sep, v = s.partition("=")
+        if sep and k.strip() == key:
+            value = v.strip().strip('"')
+    return value
+
+
+def effective_store(dep, configmaps):
+    """(store location, where it is set) of the Deployment's server, by the server's precedence:
+    `store` (AXQC_STORE, else the mounted config file's `store`) replaces `store-path`
+    (AXQC_STORE_PATH, else the file's `store-path`, else the built-in default); the environment
+    wins over the file."""
+    spec = dep["spec"]["template"]["spec"]
+    ctr = spec["containers"][0]
+    env = {e["name"]: e for e in ctr.get("env", [])}
+    text, cm_name = "", None
+    conf_path = env.get("AXQC_CONFIG", {}).get("value")
+    if conf_path:
+        mounts = {m["mountPath"]: m["name"] for m in ctr.get("volumeMounts", [])}
+        vols = {v["name"]: v for v in spec.get("volumes", [])}
+        cm_name = vols.get(mounts.get(os.path.dirname(conf_path)), {}).get("configMap", {}).get("name")
+        cm = [c for c in configmaps if c["metadata"]["name"] == cm_name]
+        text = cm[0]["data"].get(os.path.basename(conf_path), "") if cm else ""
+
+    def from_env(name):
+        e = env[name]
+        if "value" in e:
+            return e["value"], name
+        ref = e.get("valueFrom", {}).get("secretKeyRef")
+        if ref:
+            return "secret:%s/%s" % (ref["name"], ref["key"]), name + (
+                " (optional secret)" if ref.get("optional") else "")
+        return "?", name
+
+    for env_name, key in (("AXQC_STORE", "store"), ("AXQC_STORE_PATH", "store-path")):
+        if env_name in env:
+            return from_env(env_name)
+        v = _conf_value(text, key)
+        if v:
+            return v, "%s in ConfigMap %s" % (key, cm_name)
+    return "axqc-store.sqlite3", "default"
+
+
+def is_postgres(location):
+    return location.startswith(("postgresql://", "postgres://"))
+
+
+def _store_volume(dep, store_location):
+    spec = dep["spec"]["template"]["spec"]
+    mounts = {m["mountPath"]: m["name"] for m in spec["containers"][0].get("volumeMounts", [])}
+    path = store_location[len("sqlite:"):] if store_location.startswith("sqlite:") else store_location
+    name = mounts.get(os.path.dirname(path))
+    return name, {v["name"]: v for v in spec.get("volumes", [])}.get(name, {})
+
+
+def check_k8s_base_layout(docs, where):
+    """deploy/k8s: exactly one replica on its own SQLite file on a PersistentVolumeClaim."""
+    kinds = _by_kind(docs)
+    check("HorizontalPodAutoscaler" not in kinds,
+          "%s: no HorizontalPodAutoscaler (one SQLite store, one replica; the HPA belongs in "
+          "deploy/k8s-postgres) %s" % (where, [_ident(x) for x in kinds.get("HorizontalPodAutoscaler", [])]))
+    check("PodDisruptionBudget" not in kinds,
+          "%s: no PodDisruptionBudget (with one replica minAvailable 1 would block every node "
+          "drain) %s" % (where, [_ident(x) for x in kinds.get("PodDisruptionBudget", [])]))
+    deps = kinds.get("Deployment", [])
+    if not check(len(deps) == 1, "%s: one Deployment (%d)" % (where, len(deps))):
+        return
+    dep = deps[0]
+    check(dep["spec"].get("replicas") == 1, "%s: replicas: 1 (%s)" % (where, dep["spec"].get("replicas")))
+    strategy = dep["spec"].get("strategy", {})
+    check(strategy.get("type") == "Recreate" and "rollingUpdate" not in strategy,
+          "%s: strategy Recreate, so two pods never open one SQLite file (%s)" % (where, strategy))
+    store, how = effective_store(dep, kinds.get("ConfigMap", []))
+    check(not is_postgres(store) and store != ":memory:",
+          "%s: the store is a SQLite file (%s, from %s)" % (where, store, how))
+    vol_name, vol = _store_volume(dep, store)
+    claim = vol.get("persistentVolumeClaim", {}).get("claimName")
+    pvcs = {p["metadata"]["name"]: p for p in kinds.get("PersistentVolumeClaim", [])}
+    check(claim is not None and set(vol) == {"name", "persistentVolumeClaim"},
+          "%s: the store directory of %s is on a PersistentVolumeClaim (volume %s: %s)" % (
+              where, store, vol_name, vol))
+    pvc = pvcs.get(claim)
+    if check(pvc is not None, "%s: the claim %s is one of the resources (%s)" % (where, claim, sorted(pvcs))):
+        spec = pvc["spec"]
+        check(spec.get("accessModes") == ["ReadWriteOnce"],
+              "%s: the store claim is ReadWriteOnce (%s)" % (where, spec.get("accessModes")))
+        check(bool(spec.get("resources", {}).get("requests", {}).get("storage")),
+              "%s: the store claim requests a size (%s)" % (where, spec.get("resources")))
+
+
+def check_k8s_postgres_layout(docs, where):
+    """deploy/k8s-postgres: the HPA and the PDB, and every replica's store is PostgreSQL."""
+    kinds = _by_kind(docs)
+    deps = kinds.get("Deployment", [])
+    if not check(len(deps) == 1, "%s: one Deployment (%d)" % (where, len(deps))):
+        return
+    dep = deps[0]
+    labels = dep["spec"]["template"]["metadata"]["labels"]
+    hpas = kinds.get("HorizontalPodAutoscaler", [])
+    if check(len(hpas) == 1, "%s: a HorizontalPodAutoscaler (%d)" % (where, len(hpas))):
+        h = hpas[0]["spec"]
+        ref = h.get("scaleTargetRef", {})
+        check(ref.get("kind") == "Deployment" and ref.get("name") == dep["metadata"]["name"],
+              "%s: the HPA targets Deployment %s (%s)" % (where, dep["metadata"]["name"], ref))
+        check(h.get("minReplicas") == 2 and h.get("maxReplicas") == 10,
+              "%s: the HPA scales 2..10 (%s..%s)" % (where, h.get("minReplicas"), h.get("maxReplicas")))
+        check("replicas" not in dep["spec"],
+              "%s: no `replicas` in the Deployment: the HPA owns the count (%s)" % (
+                  where, dep["spec"].get("replicas")))
+    pdbs = kinds.get("PodDisruptionBudget", [])
+    if check(len(pdbs) == 1, "%s: a PodDisruptionBudget (%d)" % (where, len(pdbs))):
+        p = pdbs[0]["spec"]
+        sel = p.get("selector", {}).get("matchLabels", {})
+        check(bool(sel) and all(labels.get(k) == v for k, v in sel.items()),
+              "%s: the PDB selects the server pods (%s)" % (where, sel))
+        check(p.get("minAvailable") is not None and int(p["minAvailable"]) >= 1,
+              "%s: the PDB keeps a replica serving (minAvailable %s)" % (where, p.get("minAvailable")))
+        if hpas and hpas[0]["spec"].get("minReplicas") is not None:
+            min_replicas = hpas[0]["spec"]["minReplicas"]
+            check(p.get("minAvailable") is not None and int(p["minAvailable"]) < min_replicas,
+                  "%s: PDB minAvailable %s < the HPA's minReplicas %s (a drain can evict one)" % (
+                      where, p.get("minAvailable"), min_replicas))
+    strategy = dep["spec"].get("strategy", {})
+    check(strategy.get("type") == "RollingUpdate"
+          and str(strategy.get("rollingUpdate", {}).get("maxUnavailable")) == "0",
+          "%s: rolling updates with maxUnavailable 0 (%s)" % (where, strategy))
+    store, how = effective_store(dep, kinds.get("ConfigMap", []))
+    check(how == "AXQC_STORE" and store == "secret:axqc-store/dsn",
+          "%s: every replica's store is AXQC_STORE from the required secret axqc-store/dsn "
+          "(%s, from %s)" % (where, store, how))
+    for p in kinds.get("PersistentVolumeClaim", []):
+        check(False, "%s: no SQLite volume claim (%s)" % (where, p["metadata"]["name"]))
+    spec = dep["spec"]["template"]["spec"]
+    for v in spec.get("volumes", []):
+        check("persistentVolumeClaim" not in v,
+              "%s: no server volume is a claim (several replicas on several nodes) (%s)" % (where, v))
+    secrets = set()
+    for sts in kinds.get("StatefulSet", []):
+        for c in sts["spec"]["template"]["spec"]["containers"]:
+            for e in c.get("env", []):
+                ref = e.get("valueFrom", {}).get("secretKeyRef")
+                if ref:
+                    secrets.add(ref["name"])
+    check("axqc-store" in secrets or not kinds.get("StatefulSet"),
+          "%s: the bundled PostgreSQL takes its password from the same secret axqc-store" % where)
+
+
+def _same_rendering(mine, theirs, where):
+    ids = sorted(_ident(x) for x in mine)
+    check(ids == sorted(_ident(x) for x in theirs),
+          "%s: kubectl kustomize renders the same resources (%s vs %s)" % (
+              where, ids, sorted(_ident(x) for x in theirs)))
+    a = [x for x in mine if x["kind"] == "Deployment"]
+    b = [x for x in theirs if x["kind"] == "Deployment"]
+    if a and b:
+        def key(dep):
+            s = dep["spec"]
+            t = s["template"]["spec"]
+            return (s.get("replicas"), s.get("strategy"),
+                    sorted((v["name"], sorted(v)) for v in t.get("volumes", [])),
+                    sorted(e["name"] for e in t["containers"][0].get("env", [])))
+        check(key(a[0]) == key(b[0]),
+              "%s: kubectl kustomize renders the same Deployment (%s vs %s)" % (where, key(a[0]), key(b[0])))
+
+
+def validate_k8s_layout(root):
+    """Render deploy/k8s and deploy/k8s-postgres and check their replica/store invariants."""
+    for sub, checker in (("deploy/k8s", check_k8s_base_layout),
+                         ("deploy/k8s-postgres", check_k8s_postgres_layout)):
+        d = os.path.join(root, sub)
+        try:
+            docs = render_kustomization(d)
+        except (ValueError, OSError, KeyError) as e:
+            check(False, "%s renders: %s" % (sub, e))
+            continue
+        check(True, "%s renders (%d resources)" % (sub, len(docs)))
+        checker(docs, sub)
+        try:
+            theirs = kubectl_kustomize(d)
+        except ValueError as e:
+            check(False, str(e))
+            continue
+        if theirs is None:
+            print("note: no kubectl here: %s rendered by validate_deploy.py only" % sub)
+            continue
+        checker(theirs, sub + " (kubectl kustomize)")
+        _same_rendering(docs, theirs, sub)
+    # A manifest in the base directory that the kustomization does not list is a trap (someone
+    # adds it back to `resources`): the base holds no HPA or PDB file at all.
+    for f in sorted(os.listdir(os.path.join(root, "deploy/k8s"))):
+        if f.endswith((".yaml", ".yml")):
+            for doc in yaml.safe_load_all(open(os.path.join(root, "deploy/k8s", f))):
+                if doc and doc.get("kind") in ("HorizontalPodAutoscaler", "PodDisruptionBudget"):
+                    check(False, "deploy/k8s/%s: a %s in the single-replica base" % (f, doc["kind"]))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -427,24 +738,24 @@ def validate_k8s_postgres(root, server_bin, tmpdir):
     check("../k8s" in res, "k8s-postgres builds on ../k8s")
     for r in res:
         check(os.path.exists(os.path.join(d, r)), "k8s-postgres resource %s exists" % r)
-    patches = [p["path"] for p in kust.get("patches", [])]
-    base = {}
-    for f in sorted(os.listdir(os.path.join(root, "deploy/k8s"))):
-        if f.endswith(".yaml"):
-            for doc in yaml.safe_load_all(open(os.path.join(root, "deploy/k8s", f))):
-                if doc:
-                    base.setdefault(doc["kind"], []).append(doc)
+    base = _by_kind(render_kustomization(os.path.join(root, "deploy/k8s")))
     dep = base["Deployment"][0]
     ctr_name = dep["spec"]["template"]["spec"]["containers"][0]["name"]
-    patch = yaml.safe_load(open(os.path.join(d, patches[0]))) if patches else {}
-    check(patch.get("kind") == "Deployment" and patch["metadata"]["name"] == dep["metadata"]["name"],
+    patches = [yaml.safe_load(open(os.path.join(d, p["path"]))) for p in kust.get("patches", [])]
+    dpatch = [p for p in patches if p.get("kind") == "Deployment"]
+    check(len(dpatch) == 1 and dpatch[0]["metadata"]["name"] == dep["metadata"]["name"],
           "k8s-postgres patches the base Deployment")
-    pctrs = patch.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [{}])
+    pctrs = (dpatch[0] if dpatch else {}).get("spec", {}).get("template", {}).get("spec", {}).get(
+        "containers", [{}])
     check(pctrs[0].get("name") == ctr_name, "the patch names the container %s" % ctr_name)
-    env = {e["name"]: e for e in pctrs[0].get("env", [])}
+    # What the overlay creates: the rendered Deployment (base + patches).
+    rendered = _by_kind(render_kustomization(d))
+    rdep = rendered["Deployment"][0]
+    rctr = rdep["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e for e in rctr.get("env", [])}
     ref = env.get("AXQC_STORE", {}).get("valueFrom", {}).get("secretKeyRef", {})
-    check(ref.get("name") == "axqc-store" and ref.get("key") == "dsn",
-          "AXQC_STORE comes from secret axqc-store, key dsn (%s)" % ref)
+    check(ref.get("name") == "axqc-store" and ref.get("key") == "dsn" and not ref.get("optional"),
+          "AXQC_STORE comes from secret axqc-store, key dsn, not optional (%s)" % ref)
     pg = {}
     for doc in yaml.safe_load_all(open(os.path.join(d, "postgres.yaml"))):
         if doc:
@@ -465,29 +776,28 @@ def validate_k8s_postgres(root, server_bin, tmpdir):
     check(any(v["metadata"]["name"] in [m["name"] for m in pctr["volumeMounts"]]
               for v in sts["spec"].get("volumeClaimTemplates", [])),
           "the database directory is on a volume claim")
-    cm = base["ConfigMap"][0]
+    # The real server with the rendered ConfigMap and the rendered container's environment (the
+    # secret's dsn filled in): its store is the PostgreSQL URI, whatever the file's store-path says.
+    cm = rendered["ConfigMap"][0]
     conf = os.path.join(tmpdir, "k8s-pg-server.conf")
     with open(conf, "w") as f:
         f.write(cm["data"]["server.conf"])
     dsn = "postgresql://axqc@axqc-postgres:5432/axqc"
-    cfg = server_config_env(server_bin, conf, {"AXQC_STORE": dsn,
-                                               "AXQC_CLAIM_LEASE_SECONDS": env["AXQC_CLAIM_LEASE_SECONDS"]["value"],
-                                               "AXQC_STORE_POOL_SIZE": env["AXQC_STORE_POOL_SIZE"]["value"]})
-    check(cfg["store"] == dsn, "the ConfigMap with the overlay's environment is accepted")
-    if subprocess.run(["sh", "-c", "command -v kubectl"], capture_output=True).returncode == 0:
-        out = subprocess.run(["kubectl", "kustomize", d], capture_output=True, text=True)
-        docs = [x for x in yaml.safe_load_all(out.stdout) if x] if out.returncode == 0 else []
-        kinds = sorted(x["kind"] for x in docs)
-        rendered = [x for x in docs if x["kind"] == "Deployment"]
-        names = [e["name"] for e in rendered[0]["spec"]["template"]["spec"]["containers"][0].get("env", [])] if rendered else []
-        check(out.returncode == 0 and "StatefulSet" in kinds and "AXQC_STORE" in names
-              and "AXQC_CONFIG" in names,
-              "kubectl kustomize deploy/k8s-postgres renders (%s; %s)" % (kinds, out.stderr.strip()[:200]))
-    else:
-        print("note: no kubectl here: deploy/k8s-postgres not rendered")
+    run_env = {name: e["value"] for name, e in env.items() if "value" in e and name != "AXQC_CONFIG"}
+    run_env["AXQC_STORE"] = dsn
+    cfg = server_config_env(server_bin, conf, run_env)
+    check(cfg["store"] == dsn, "the overlay's server (ConfigMap + environment %s) opens %s (%s)" % (
+        sorted(run_env), dsn, cfg["store"]))
+    check(float(cfg["claim-lease-seconds"]) == float(env["AXQC_CLAIM_LEASE_SECONDS"]["value"]),
+          "claim-lease-seconds from the overlay's environment (%s)" % cfg["claim-lease-seconds"])
 
 
 def main(argv):
+    if len(argv) == 3 and argv[1] == "--k8s-layout":
+        # Only the Kubernetes replica/store layout: no server binary needed (ctest deploy_k8s_layout).
+        validate_k8s_layout(argv[2])
+        print("deploy/k8s layout checks: %d passed, %d failed" % (len(OKS), len(FAILURES)))
+        return 1 if FAILURES else 0
     if len(argv) != 5:
         print(__doc__, file=sys.stderr)
         return 2
@@ -499,6 +809,7 @@ def main(argv):
     uid = validate_dockerfile(root, [server_bin, worker_bin, client_bin], image_cfg)
     validate_compose(root, image_cfg)
     validate_k8s(root, server_bin, uid, tmpdir)
+    validate_k8s_layout(root)
     validate_compose_postgres(root, server_bin, image_cfg)
     validate_k8s_postgres(root, server_bin, tmpdir)
     print("deploy/ static checks: %d passed, %d failed" % (len(OKS), len(FAILURES)))

@@ -51,6 +51,8 @@ SKIP_BUILD = "builds and runs the whole project (setup, build, test suite); this
 SKIP_DOCKER = "needs a container engine (none on the test machines); tests/deploy checks the files statically"
 SKIP_IMAGE = ("builds the container image with podman (36 CPU-minutes): deploy/docker/test-image.sh is run "
               "by hand, docs/operations.md")
+SKIP_COMPOSE = ("runs the PostgreSQL compose stack with podman-compose on the image of test-image.sh "
+                "(36 CPU-minutes to build): deploy/docker/test-compose.sh is run by hand, docs/operations.md")
 SKIP_GRPCURL = ("grpcurl is not packaged for Debian 12 and nothing may be downloaded here; the same "
                 "requests are made by the server tests (tests/server) through the generated stubs, "
                 "and reflection v1 by ServerTest.ServerReflectionV1DescribesTheServices")
@@ -192,6 +194,7 @@ EXPECTED = {
         ("""docker run --rm -p 127.0.0.1:50051:50051 -v axqc-store:/var/lib/axqc \\
   -v "$PWD/models:/models:ro" --stop-timeout 45 axqc-server""", skip(SKIP_DOCKER)),
         ("deploy/docker/test-image.sh", skip(SKIP_IMAGE)),
+        ("deploy/docker/test-compose.sh", skip(SKIP_COMPOSE)),
         ("docker compose -f deploy/docker/compose.yaml up -d --build", skip(SKIP_DOCKER)),
         ("AXQC_PG_PASSWORD=... docker compose -f deploy/docker/compose.postgres.yaml up -d --build",
          skip(SKIP_DOCKER)),

@@ -22,6 +22,7 @@
 #include "metrics.h"
 #include "model_source.h"
 #include "pg_store.h"
+#include "report_cache.h"
 #include "report_proto.h"
 #include "server_test_util.h"
 #include "sha256.h"
@@ -358,6 +359,62 @@ TEST(LruCache, EvictsLeastRecentlyUsedWithinTheByteBound) {
   server::LruCache off(0);
   off.Put("k", ReportOfSize(1));
   EXPECT_EQ(off.entries(), 0u);
+}
+
+// The report cache: past its byte bound the least recently used reports are evicted, the gauges
+// axqc_cache_memory_bytes / axqc_cache_entries follow, and the freed bytes are reported to the
+// memory trimmer, which gives them back to the operating system once the server is idle.
+TEST(ReportCache, EvictsLeastRecentlyUsedBeyondItsBytesAndTheGaugesFollow) {
+  const auto probe = ReportOfSize(1 << 20);
+  const std::size_t cost = server::LruCache::Cost("k1", *probe);
+  ASSERT_GT(cost, 2u << 20);
+  auto store = server::OpenStore(":memory:");
+  server::Metrics metrics;
+  server::Logger logger(server::LogLevel::kError, "");
+  server::ReportCache cache(3 * cost, store.get(), &metrics, &logger);
+  std::atomic<int> trims{0};
+  server::TrimPolicy policy;
+  policy.idle_delay = std::chrono::milliseconds(1);
+  server::MemoryTrimmer trimmer(
+      policy, [](const char*) {}, [&] { trims.fetch_add(1); }, [] { return std::uint64_t{0}; });
+  cache.set_memory_trimmer(&trimmer);
+
+  cache.Put("k1", ReportOfSize(1 << 20));
+  cache.Put("k2", ReportOfSize(1 << 20));
+  cache.Put("k3", ReportOfSize(1 << 20));
+  EXPECT_EQ(cache.entries(), 3u);
+  EXPECT_EQ(cache.bytes(), 3 * cost);
+  EXPECT_EQ(metrics.cache_entries().Value(), 3);
+  EXPECT_EQ(metrics.cache_bytes().Value(), static_cast<double>(3 * cost));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(trims.load(), 0) << "nothing evicted yet: nothing to give back";
+
+  ASSERT_NE(cache.GetMemory("k1"), nullptr);  // k1 becomes the most recently used
+  cache.Put("k4", ReportOfSize(1 << 20));     // evicts k2
+  EXPECT_EQ(cache.GetMemory("k2"), nullptr);
+  EXPECT_NE(cache.GetMemory("k1"), nullptr);
+  EXPECT_NE(cache.GetMemory("k3"), nullptr);
+  EXPECT_NE(cache.GetMemory("k4"), nullptr);
+  EXPECT_EQ(metrics.cache_entries().Value(), 3);
+  EXPECT_EQ(metrics.cache_bytes().Value(), static_cast<double>(3 * cost));
+  // A report twice the size of the others: evicts the two least recently used (k1, then k3: the
+  // Gets above made k4 the most recent).
+  const auto big = ReportOfSize(2 << 20);
+  cache.Put("k5", big);
+  const std::size_t big_cost = server::LruCache::Cost("k5", *big);
+  EXPECT_EQ(cache.GetMemory("k1"), nullptr);
+  EXPECT_EQ(cache.GetMemory("k3"), nullptr);
+  EXPECT_NE(cache.GetMemory("k4"), nullptr);
+  EXPECT_NE(cache.GetMemory("k5"), nullptr);
+  EXPECT_EQ(cache.entries(), 2u);
+  EXPECT_EQ(cache.bytes(), cost + big_cost);
+  EXPECT_LE(cache.bytes(), cache.capacity());
+  EXPECT_EQ(metrics.cache_entries().Value(), 2);
+  EXPECT_EQ(metrics.cache_bytes().Value(), static_cast<double>(cost + big_cost));
+  // 3 x ~2 MiB evicted (over kTrimAfterBytes, 4 MiB): one trim once idle.
+  ASSERT_TRUE(WaitFor([&] { return trims.load() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(trims.load(), 1);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -909,6 +966,25 @@ TEST(MemoryTrimmer, SmallChecksNeverTrim) {
   EXPECT_EQ(r.trims.load(), 0);
 }
 
+TEST(MemoryTrimmer, MemoryFreedOutsideChecksTrimsOnceIdle) {
+  TrimRecorder r;
+  auto trimmer = r.Make(std::chrono::milliseconds(1), 0);
+  trimmer.MemoryReleased(server::kTrimAfterBytes / 2);
+  trimmer.MemoryReleased(server::kTrimAfterBytes / 2 - 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(r.trims.load(), 0) << "less than kTrimAfterBytes freed";
+  trimmer.MemoryReleased(1);
+  ASSERT_TRUE(WaitFor([&] { return r.trims.load() == 1; }));
+  EXPECT_EQ(r.Reasons(), std::vector<std::string>{"idle"});
+  // The count starts again after a trim; a running check defers the trim.
+  trimmer.CheckStarted();
+  trimmer.MemoryReleased(server::kTrimAfterBytes);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(r.trims.load(), 1) << "a check runs: its pages would be faulted in again";
+  trimmer.CheckEnded(1);
+  ASSERT_TRUE(WaitFor([&] { return r.trims.load() == 2; }));
+}
+
 TEST(MemoryTrimmer, OverTheRssCeilingTrimsAtOnce) {
   TrimRecorder r;
   auto trimmer = r.Make(std::chrono::hours(1), 1000);
@@ -1011,15 +1087,20 @@ TEST(Config, IsolationOptions) {
   EXPECT_EQ(defaults.config.worker_max_rss, 1ull << 30);
   EXPECT_EQ(defaults.config.worker_memory_limit, 0u);
   EXPECT_EQ(defaults.config.worker_failure_memory_seconds, 600);
-  const auto set =
-      server::LoadConfig({"axqc-server", "--isolation", "off", "--worker-memory-limit", "2GiB",
-                          "--worker-cpu-seconds", "30", "--worker-failure-memory-seconds", "0"},
-                         Env({{"AXQC_WORKER_MAX_CHECKS", "50"}}));
+  EXPECT_EQ(defaults.config.worker_failure_memory_bytes, 1ull << 20);
+  const auto set = server::LoadConfig(
+      {"axqc-server", "--isolation", "off", "--worker-memory-limit", "2GiB", "--worker-cpu-seconds",
+       "30", "--worker-failure-memory-seconds", "0"},
+      Env({{"AXQC_WORKER_MAX_CHECKS", "50"}, {"AXQC_WORKER_FAILURE_MEMORY_BYTES", "64KiB"}}));
   EXPECT_EQ(set.config.isolation, "off");
   EXPECT_EQ(set.config.worker_memory_limit, 2ull << 30);
   EXPECT_EQ(set.config.worker_cpu_seconds, 30u);
   EXPECT_EQ(set.config.worker_max_checks, 50u);
   EXPECT_EQ(set.config.worker_failure_memory_seconds, 0);
+  EXPECT_EQ(set.config.worker_failure_memory_bytes, 64u << 10);
+  EXPECT_EQ(server::LoadConfig({"axqc-server", "--worker-failure-memory-bytes", "0"}, Env({}))
+                .config.worker_failure_memory_bytes,
+            0u);
   server::ServerConfig bad;
   bad.isolation = "container";
   EXPECT_THROW(server::FinalizeConfig(bad), server::ConfigError);
@@ -1029,11 +1110,12 @@ TEST(Config, IsolationOptions) {
 }
 
 // Models that made a worker fail are remembered for the configured time, then forgotten; the
-// oldest go first when the memory is full.
+// least recently used go first when the memory's byte bound is reached.
 TEST(FailureMemory, RemembersForItsTimeAndBoundsItsSize) {
   using Cause = server::CheckerFailure::Cause;
   const auto t0 = server::FailureMemory::Clock::now();
-  server::FailureMemory memory(60, 2);
+  // Room for exactly two entries of a one-character hash and message.
+  server::FailureMemory memory(60, 2 * server::FailureMemory::Cost("a", "m"));
   memory.Remember("aa", Cause::kCrashed, "crashed (signal 11: SIGSEGV)", t0);
   auto found = memory.Find("aa", t0 + std::chrono::seconds(59));
   ASSERT_TRUE(found.has_value());
@@ -1041,6 +1123,8 @@ TEST(FailureMemory, RemembersForItsTimeAndBoundsItsSize) {
   EXPECT_EQ(found->message, "crashed (signal 11: SIGSEGV)");
   EXPECT_FALSE(memory.Find("aa", t0 + std::chrono::seconds(61)).has_value());
   EXPECT_FALSE(memory.Find("bb", t0).has_value());
+  EXPECT_EQ(memory.entries(), 0u);
+  EXPECT_EQ(memory.bytes(), 0u);
 
   memory.Remember("a", Cause::kMemory, "m", t0);
   memory.Remember("b", Cause::kCpuTime, "c", t0 + std::chrono::seconds(1));
@@ -1052,6 +1136,56 @@ TEST(FailureMemory, RemembersForItsTimeAndBoundsItsSize) {
   server::FailureMemory off(0);
   off.Remember("aa", Cause::kCrashed, "x", t0);
   EXPECT_FALSE(off.Find("aa", t0).has_value());
+  server::FailureMemory no_room(60, 0);
+  no_room.Remember("aa", Cause::kCrashed, "x", t0);
+  EXPECT_FALSE(no_room.Find("aa", t0).has_value());
+}
+
+// Remembering past the byte bound forgets the least recently used models (a hit counts as a use,
+// whatever the expiry times), and the gauges show the bytes and entries held.
+TEST(FailureMemory, EvictsLeastRecentlyUsedBeyondItsBytesAndTheGaugesFollow) {
+  using Cause = server::CheckerFailure::Cause;
+  const auto t0 = server::FailureMemory::Clock::now();
+  const std::string msg(1000, 'e');
+  const std::string h1(64, '1'), h2(64, '2'), h3(64, '3'), h4(64, '4');
+  const std::size_t cost = server::FailureMemory::Cost(h1, msg);
+  ASSERT_GT(cost, 1000u + 128u);
+  server::Metrics metrics;
+  server::FailureMemory memory(600, 3 * cost, &metrics);
+  EXPECT_EQ(metrics.failure_memory_bytes().Value(), 0);
+  EXPECT_EQ(metrics.failure_memory_entries().Value(), 0);
+  memory.Remember(h1, Cause::kCrashed, msg, t0);
+  memory.Remember(h2, Cause::kMemory, msg, t0);
+  memory.Remember(h3, Cause::kCpuTime, msg, t0);
+  EXPECT_EQ(memory.entries(), 3u);
+  EXPECT_EQ(memory.bytes(), 3 * cost);
+  EXPECT_EQ(metrics.failure_memory_bytes().Value(), static_cast<double>(3 * cost));
+  EXPECT_EQ(metrics.failure_memory_entries().Value(), 3);
+
+  ASSERT_TRUE(memory.Find(h1, t0).has_value());   // h1 becomes the most recently used
+  memory.Remember(h4, Cause::kCrashed, msg, t0);  // over the bound: evicts h2
+  EXPECT_EQ(memory.entries(), 3u);
+  EXPECT_LE(memory.bytes(), 3 * cost);
+  EXPECT_FALSE(memory.Find(h2, t0).has_value());
+  EXPECT_TRUE(memory.Find(h1, t0).has_value());
+  EXPECT_TRUE(memory.Find(h3, t0).has_value());
+  EXPECT_TRUE(memory.Find(h4, t0).has_value());
+  EXPECT_EQ(metrics.failure_memory_bytes().Value(), static_cast<double>(3 * cost));
+  EXPECT_EQ(metrics.failure_memory_entries().Value(), 3);
+
+  // A message longer than the whole bound is not kept; remembering a model again replaces it.
+  memory.Remember(h2, Cause::kCrashed, std::string(4 * cost, 'x'), t0);
+  EXPECT_FALSE(memory.Find(h2, t0).has_value());
+  memory.Remember(h3, Cause::kMemory, "short", t0);
+  EXPECT_EQ(memory.Find(h3, t0)->cause, Cause::kMemory);
+  EXPECT_EQ(memory.bytes(), 2 * cost + server::FailureMemory::Cost(h3, "short"));
+  EXPECT_EQ(metrics.failure_memory_bytes().Value(), static_cast<double>(memory.bytes()));
+
+  // An expired entry found is dropped, and the gauges follow.
+  EXPECT_FALSE(memory.Find(h1, t0 + std::chrono::seconds(601)).has_value());
+  EXPECT_EQ(memory.entries(), 2u);
+  EXPECT_EQ(metrics.failure_memory_entries().Value(), 2);
+  EXPECT_EQ(metrics.failure_memory_bytes().Value(), static_cast<double>(memory.bytes()));
 }
 
 }  // namespace
