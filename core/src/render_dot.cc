@@ -200,6 +200,12 @@ std::string DotText(std::string_view s) {
   return out;
 }
 
+std::string IdText(std::string_view s) {
+  std::string out = DotText(s);
+  std::replace(out.begin(), out.end(), ' ', '_');
+  return out;
+}
+
 std::string DotQuote(std::string_view text) {
   std::string out = "\"";
   out.reserve(text.size() + 2);
@@ -304,7 +310,7 @@ std::string BuildDot(const Report& report, const ModelGraph& g, std::span<const 
     const std::string_view cls = NodeClass(report, node);
     std::string classes = "unit-" + std::string(cls);
     Attrs a;
-    a.Add("id", view.prefix + "node-" + DotText(node.name));
+    a.Add("id", view.prefix + "node-" + IdText(node.name));
     std::string tooltip = node.op_type + " " + node.name;
     std::string label;
     if (cls == "qdq") {
@@ -394,7 +400,7 @@ std::string BuildDot(const Report& report, const ModelGraph& g, std::span<const 
           view.bad_tensors.contains(tensor.name) || (bad_end && IsQdq(producer) && !label.empty());
       if (bad) classes += " offending";
       Attrs a;
-      a.Add("id", view.prefix + "edge-" + DotText(tensor.name) + "--" + DotText(consumer.name))
+      a.Add("id", view.prefix + "edge-" + IdText(tensor.name) + "--" + IdText(consumer.name))
           .Add("class", classes)
           .Add("tooltip", LabelText(tensor.name, 400));
       if (!label.empty()) a.Add("label", label);

@@ -28,6 +28,9 @@ struct DotView {
 // not well-formed UTF-8 become U+FFFD. No escaping (DotQuote does that).
 std::string DotText(std::string_view s);
 
+// DotText for the SVG ids of nodes and edges: spaces become '_' as well (no whitespace in ids).
+std::string IdText(std::string_view s);
+
 // The one way a value enters DOT text: a quoted string whose value Graphviz reads back as `text`.
 // '"' is escaped, every backslash doubled (Graphviz expands \N, \G, \l, ... in labels, ids and
 // tooltips), '&' written "&amp;" (Graphviz decodes HTML entities in labels and passes them to
@@ -42,7 +45,7 @@ std::size_t CountEdges(const ModelGraph& graph, std::span<const int> nodes);
 
 // A digraph of the nodes `nodes` (indices into graph, ascending) and the edges between them.
 // DOT node ids are "n<index>"; the SVG ids "<prefix>node-<name>", edge ids
-// "<prefix>edge-<tensor>--<consumer name>" (names through DotText); classes "unit-<class>" and
+// "<prefix>edge-<tensor>--<consumer name>" (names through IdText); classes "unit-<class>" and
 // "offending" / "involved". Every attribute value goes through DotQuote; model text is never an
 // attribute name or an unquoted id.
 std::string BuildDot(const Report& report, const ModelGraph& graph, std::span<const int> nodes,

@@ -10,7 +10,7 @@
 //   DOT  - Graphviz parses RenderDot's output (agmemread); it has exactly the graph's nodes
 //          ("n<index>") and edges; every attribute name is one BuildDot writes
 //          (DotAttributeNames: no href, URL, image, ...); every node's id reads back as
-//          "node-" + its name (through DotText).
+//          "node-" + its name (through IdText).
 //   HTML - every '<' of RenderHtml's output outside <script>/<style> starts an element of the
 //          report's own vocabulary, with no href/src/xlink:href/on* attribute (so no
 //          javascript: link) and no style attribute but the legend's; exactly the report's two
@@ -167,7 +167,7 @@ inline std::string DotProblems(const Report& r) {
       continue;
     }
     const char* v = agget(node, const_cast<char*>("id"));
-    const std::string want = "node-" + detail::DotText(mg.nodes[i].name);
+    const std::string want = "node-" + detail::IdText(mg.nodes[i].name);
     if (v == nullptr || DotValueText(v) != want) {
       problems += "node " + id + " id does not read back as its name\n";
     }
