@@ -90,38 +90,21 @@ std::vector<int> Ball(const ModelGraph& g, const Adjacency& adj, std::span<const
   return order;
 }
 
-std::string DotString(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n' || c == '\r') {
-      out += ' ';
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
+// The longest prefix of `s` of at most `max` bytes that does not end inside a UTF-8 sequence.
+std::size_t Utf8Prefix(std::string_view s, std::size_t max) {
+  if (s.size() <= max) return s.size();
+  std::size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return n;
 }
 
-// A label line: Graphviz reads escapes (\N, \l, ...) in labels, so a backslash is doubled twice.
+// A label line of model text: at most about `max` bytes (longer text keeps its end, "…" in
+// front), as DotText (no line breaks, no control characters).
 std::string LabelText(std::string_view s, std::size_t max) {
-  std::string t(s);
-  if (t.size() > max) t = "…" + t.substr(t.size() - max + 1);
-  std::string out;
-  for (char c : t) {
-    if (c == '\\') out += "\\\\";
-    out += c;
-  }
-  return out;
-}
-
-// No whitespace in ids.
-std::string IdText(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\\') c = '_';
-  }
-  return out;
+  if (s.size() <= max) return DotText(s);
+  std::size_t start = s.size() - max + 3;
+  while (start < s.size() && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) ++start;
+  return "…" + DotText(s.substr(start));
 }
 
 const char* FillOf(std::string_view cls) {
@@ -134,23 +117,128 @@ const char* FillOf(std::string_view cls) {
 
 // A label line that keeps its beginning: "scale=[0.01, 0.02, ...".
 std::string HeadText(std::string_view s, std::size_t max) {
-  if (s.size() <= max) return LabelText(s, max);
-  return LabelText(s.substr(0, max - 1), max) + "…";
+  if (s.size() <= max) return DotText(s);
+  return DotText(s.substr(0, Utf8Prefix(s, max - 3))) + "…";
 }
 
-// "U8 per-tensor scale=0.02 zp=128" -> type and granularity, then scale, then zero point.
+// "U8 per-tensor scale=0.02 zp=128" -> type and granularity, then scale, then zero point (lines
+// separated by '\n', which DotQuote writes as a line break).
 std::string EdgeLabel(std::string_view quant) {
   const auto p = quant.find(" scale=");
   if (p == std::string_view::npos) return HeadText(quant, 48);
   const auto z = quant.find(" zp=", p);
   if (z == std::string_view::npos || quant.size() - p < 40) {
-    return HeadText(quant.substr(0, p), 48) + "\\n" + HeadText(quant.substr(p + 1), 48);
+    return HeadText(quant.substr(0, p), 48) + "\n" + HeadText(quant.substr(p + 1), 48);
   }
-  return HeadText(quant.substr(0, p), 48) + "\\n" + HeadText(quant.substr(p + 1, z - p - 1), 48) +
-         "\\n" + HeadText(quant.substr(z + 1), 48);
+  return HeadText(quant.substr(0, p), 48) + "\n" + HeadText(quant.substr(p + 1, z - p - 1), 48) +
+         "\n" + HeadText(quant.substr(z + 1), 48);
 }
 
+// An attribute list "[name="value", ...]": every value through DotQuote, every name one of
+// DotAttributeNames() (a constant of this file, never model text).
+class Attrs {
+ public:
+  Attrs& Add(std::string_view name, std::string_view value) {
+    out_ += out_.empty() ? "[" : ", ";
+    out_ += name;
+    out_ += '=';
+    out_ += DotQuote(value);
+    return *this;
+  }
+  std::string Done() const { return out_.empty() ? "[]" : out_ + "]"; }
+
+ private:
+  std::string out_;
+};
+
 }  // namespace
+
+std::string DotText(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      out += (c < 0x20 || c == 0x7f) ? ' ' : static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // A well-formed UTF-8 sequence (no overlong forms, no surrogates, at most U+10FFFF) is kept;
+    // any other byte becomes U+FFFD.
+    std::size_t len = 0;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    }
+    bool ok = len > 0 && i + len <= s.size();
+    for (std::size_t k = 1; ok && k < len; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      ok = k == 1 ? (b >= lo && b <= hi) : (b >= 0x80 && b <= 0xBF);
+    }
+    if (!ok) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+      continue;
+    }
+    // C1 control characters (U+0080..U+009F) are control characters too.
+    if (len == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {
+      out += ' ';
+    } else {
+      out.append(s.substr(i, len));
+    }
+    i += len;
+  }
+  return out;
+}
+
+std::string IdText(std::string_view s) {
+  std::string out = DotText(s);
+  std::replace(out.begin(), out.end(), ' ', '_');
+  return out;
+}
+
+std::string DotQuote(std::string_view text) {
+  std::string out = "\"";
+  out.reserve(text.size() + 2);
+  for (char c : text) {
+    switch (c) {
+      case '\n':
+        out += "\\n";  // a line break (labels), written by the renderer only
+        break;
+      case '\\':
+        out += "\\\\";  // Graphviz reads \N, \G, \E, \l, ... in these values
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '&':
+        out += "&amp;";  // Graphviz reads HTML entities in labels and passes them to SVG
+        break;
+      default:
+        // Control characters never reach a DOT file (a raw newline or a NUL would change the
+        // meaning of the text around it).
+        out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? ' ' : c;
+    }
+  }
+  return out + "\"";
+}
+
+const std::set<std::string_view>& DotAttributeNames() {
+  static const std::set<std::string_view> names{
+      "arrowsize", "bgcolor", "class",   "color", "fillcolor", "fontcolor", "fontname",
+      "fontsize",  "height",  "id",      "label", "margin",    "nodesep",   "pad",
+      "penwidth",  "rankdir", "ranksep", "shape", "style",     "tooltip",   "width"};
+  return names;
+}
 
 bool IsQdq(const GraphNode& node) {
   return (node.domain.empty() || node.domain == "ai.onnx") &&
@@ -182,55 +270,99 @@ std::string RulePage(std::string_view rule) {
 std::string BuildDot(const Report& report, const ModelGraph& g, std::span<const int> nodes,
                      const DotView& view) {
   std::ostringstream os;
-  os << "digraph axqc {\n"
-        "  graph [rankdir=TB, fontname=\"Helvetica\", fontsize=10, nodesep=0.25, ranksep=0.3, "
-        "bgcolor=\"transparent\", pad=0.1];\n"
-        "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10, "
-        "height=0.3, margin=\"0.08,0.03\", color=\"#5b6470\", penwidth=1];\n"
-        "  edge [fontname=\"Helvetica\", fontsize=8, color=\"#7a828c\", arrowsize=0.6, "
-        "fontcolor=\"#37474f\"];\n";
+  os << "digraph axqc {\n  graph "
+     << Attrs()
+            .Add("rankdir", "TB")
+            .Add("fontname", "Helvetica")
+            .Add("fontsize", "10")
+            .Add("nodesep", "0.25")
+            .Add("ranksep", "0.3")
+            .Add("bgcolor", "transparent")
+            .Add("pad", "0.1")
+            .Done()
+     << ";\n  node "
+     << Attrs()
+            .Add("shape", "box")
+            .Add("style", "rounded,filled")
+            .Add("fontname", "Helvetica")
+            .Add("fontsize", "10")
+            .Add("height", "0.3")
+            .Add("margin", "0.08,0.03")
+            .Add("color", "#5b6470")
+            .Add("penwidth", "1")
+            .Done()
+     << ";\n  edge "
+     << Attrs()
+            .Add("fontname", "Helvetica")
+            .Add("fontsize", "8")
+            .Add("color", "#7a828c")
+            .Add("arrowsize", "0.6")
+            .Add("fontcolor", "#37474f")
+            .Done()
+     << ";\n";
   std::vector<char> in(g.nodes.size(), 0);
   for (int n : nodes) in[static_cast<std::size_t>(n)] = 1;
+  // Node ids are the renderer's own ("n<index>"); model text is only ever a quoted value.
   auto node_id = [](int n) { return "n" + std::to_string(n); };
   std::unordered_map<int, std::vector<int>> by_unit;
   for (int n : nodes) {
     const auto& node = g.nodes[static_cast<std::size_t>(n)];
     const std::string_view cls = NodeClass(report, node);
     std::string classes = "unit-" + std::string(cls);
-    std::string extra;
-    if (view.offending.contains(node.name)) {
-      classes += " offending";
-      extra = ", color=\"#d62728\", penwidth=3";
-    } else if (view.involved.contains(node.name)) {
-      classes += " involved";
-      extra = ", color=\"#ff7f0e\", penwidth=2";
-    }
-    std::string label;
+    Attrs a;
+    a.Add("id", view.prefix + "node-" + IdText(node.name));
     std::string tooltip = node.op_type + " " + node.name;
+    std::string label;
     if (cls == "qdq") {
       label = node.op_type == "QuantizeLinear" ? "Q" : "DQ";
       tooltip += " (" + node.quant + ")";
-      extra += ", shape=ellipse, style=filled, height=0.22, width=0.3, fontsize=8, margin=0.02";
     } else {
-      label = LabelText(node.op_type, 24) + "\\n" + LabelText(node.name, 28);
+      label = LabelText(node.op_type, 24) + "\n" + LabelText(node.name, 28);
       if (node.unit >= 0 && static_cast<std::size_t>(node.unit) < report.units.size()) {
         const auto& u = report.units[static_cast<std::size_t>(node.unit)];
         tooltip += " [unit " + std::to_string(u.id) + " " + u.kind +
                    (u.mode.empty() ? "" : " " + u.mode) + "]";
-        if (u.mode == "unquantized") extra += ", style=\"rounded,filled,dashed\"";
         if (view.clusters && u.nodes.size() > 1) by_unit[node.unit].push_back(n);
       }
     }
-    os << "  " << node_id(n) << " [id=" << DotString(view.prefix + "node-" + IdText(node.name))
-       << ", class=" << DotString(classes) << ", label=\"" << label
-       << "\", tooltip=" << DotString(LabelText(tooltip, 400)) << ", fillcolor=\"" << FillOf(cls)
-       << "\"" << extra << "];\n";
+    if (view.offending.contains(node.name)) {
+      classes += " offending";
+    } else if (view.involved.contains(node.name)) {
+      classes += " involved";
+    }
+    a.Add("class", classes)
+        .Add("label", label)
+        .Add("tooltip", LabelText(tooltip, 400))
+        .Add("fillcolor", FillOf(cls));
+    if (view.offending.contains(node.name)) {
+      a.Add("color", "#d62728").Add("penwidth", "3");
+    } else if (view.involved.contains(node.name)) {
+      a.Add("color", "#ff7f0e").Add("penwidth", "2");
+    }
+    if (cls == "qdq") {
+      a.Add("shape", "ellipse")
+          .Add("style", "filled")
+          .Add("height", "0.22")
+          .Add("width", "0.3")
+          .Add("fontsize", "8")
+          .Add("margin", "0.02");
+    } else if (node.unit >= 0 && static_cast<std::size_t>(node.unit) < report.units.size() &&
+               report.units[static_cast<std::size_t>(node.unit)].mode == "unquantized") {
+      a.Add("style", "rounded,filled,dashed");
+    }
+    os << "  " << node_id(n) << " " << a.Done() << ";\n";
   }
   for (const auto& [unit, members] : by_unit) {
     const auto& u = report.units[static_cast<std::size_t>(unit)];
-    os << "  subgraph cluster_u" << unit << " {\n    label=" << DotString(u.kind)
-       << "; fontsize=8; style=\"rounded,dashed\"; color=\"#8e6cc9\"; id="
-       << DotString(view.prefix + "unit-" + std::to_string(u.id)) << ";\n   ";
+    os << "  subgraph cluster_u" << unit << " {\n    graph "
+       << Attrs()
+              .Add("label", LabelText(u.kind, 64))
+              .Add("fontsize", "8")
+              .Add("style", "rounded,dashed")
+              .Add("color", "#8e6cc9")
+              .Add("id", view.prefix + "unit-" + std::to_string(u.id))
+              .Done()
+       << ";\n   ";
     for (int n : members) os << " " << node_id(n) << ";";
     os << "\n  }\n";
   }
@@ -252,31 +384,52 @@ std::string BuildDot(const Report& report, const ModelGraph& g, std::span<const 
         label = EdgeLabel(producer.quant);
       } else if (producer.op_type == "DequantizeLinear" && IsQdq(producer)) {
         bool from_q = false;
-        if (!producer.inputs.empty() && producer.inputs[0] >= 0) {
+        if (!producer.inputs.empty() && producer.inputs[0] >= 0 &&
+            static_cast<std::size_t>(producer.inputs[0]) < g.tensors.size()) {
           const int q = g.tensors[static_cast<std::size_t>(producer.inputs[0])].producer;
-          from_q = q >= 0 && in[static_cast<std::size_t>(q)] != 0 &&
+          from_q = q >= 0 && static_cast<std::size_t>(q) < g.nodes.size() &&
+                   in[static_cast<std::size_t>(q)] != 0 &&
                    g.nodes[static_cast<std::size_t>(q)].op_type == "QuantizeLinear";
         }
         if (!from_q) label = EdgeLabel(producer.quant);
       }
       std::string classes = label.empty() ? "data" : "qdq";
-      std::string extra;
       const bool bad_end =
           view.offending.contains(producer.name) || view.offending.contains(consumer.name);
-      if (view.bad_tensors.contains(tensor.name) ||
-          (bad_end && IsQdq(producer) && !label.empty())) {
-        classes += " offending";
-        extra = ", color=\"#d62728\", penwidth=2.5, fontcolor=\"#b71c1c\"";
-      }
-      os << "  " << node_id(u) << " -> " << node_id(v) << " [id="
-         << DotString(view.prefix + "edge-" + IdText(tensor.name) + "--" + IdText(consumer.name))
-         << ", class=" << DotString(classes) << ", tooltip=" << DotString(tensor.name);
-      if (!label.empty()) os << ", label=\"" << label << "\"";
-      os << extra << "];\n";
+      const bool bad =
+          view.bad_tensors.contains(tensor.name) || (bad_end && IsQdq(producer) && !label.empty());
+      if (bad) classes += " offending";
+      Attrs a;
+      a.Add("id", view.prefix + "edge-" + IdText(tensor.name) + "--" + IdText(consumer.name))
+          .Add("class", classes)
+          .Add("tooltip", LabelText(tensor.name, 400));
+      if (!label.empty()) a.Add("label", label);
+      if (bad) a.Add("color", "#d62728").Add("penwidth", "2.5").Add("fontcolor", "#b71c1c");
+      os << "  " << node_id(u) << " -> " << node_id(v) << " " << a.Done() << ";\n";
     }
   }
   os << "}\n";
   return os.str();
+}
+
+std::size_t CountEdges(const ModelGraph& g, std::span<const int> nodes) {
+  std::vector<char> in(g.nodes.size(), 0);
+  for (int n : nodes) {
+    if (n >= 0 && static_cast<std::size_t>(n) < g.nodes.size()) in[static_cast<std::size_t>(n)] = 1;
+  }
+  std::size_t edges = 0;
+  for (int v : nodes) {
+    if (v < 0 || static_cast<std::size_t>(v) >= g.nodes.size()) continue;
+    for (int t : g.nodes[static_cast<std::size_t>(v)].inputs) {
+      if (t < 0 || static_cast<std::size_t>(t) >= g.tensors.size()) continue;
+      const int u = g.tensors[static_cast<std::size_t>(t)].producer;
+      if (u >= 0 && static_cast<std::size_t>(u) < g.nodes.size() &&
+          in[static_cast<std::size_t>(u)] != 0) {
+        ++edges;
+      }
+    }
+  }
+  return edges;
 }
 
 }  // namespace detail
@@ -367,9 +520,7 @@ std::string RenderDot(const Report& report) {
   std::string head = "axqc " + report.tool_version + ": " + report.model.file + " (" +
                      std::string(VerdictName(report.verdict)) + ")" +
                      (g.complete ? "" : ", an excerpt of the graph");
-  std::replace(head.begin(), head.end(), '\n', ' ');
-  std::replace(head.begin(), head.end(), '\r', ' ');
-  return "// " + head + "\n" + dot;
+  return "// " + detail::DotText(head) + "\n" + dot;
 }
 
 }  // namespace axqc

@@ -24,11 +24,37 @@ struct DotView {
   bool clusters = false;              // multi-node units as clusters
 };
 
+// Model text as plain text for DOT: control characters (C0, DEL, C1) become ' ', bytes that are
+// not well-formed UTF-8 become U+FFFD. No escaping (DotQuote does that).
+std::string DotText(std::string_view s);
+
+// DotText for the SVG ids of nodes and edges: spaces become '_' as well (no whitespace in ids).
+std::string IdText(std::string_view s);
+
+// The one way a value enters DOT text: a quoted string whose value Graphviz reads back as `text`.
+// '"' is escaped, every backslash doubled (Graphviz expands \N, \G, \l, ... in labels, ids and
+// tooltips), '&' written "&amp;" (Graphviz decodes HTML entities in labels and passes them to
+// SVG), '\n' written as the line break "\n", any other control character as ' '.
+std::string DotQuote(std::string_view text);
+
+// Every attribute name BuildDot writes (graph, node, edge and cluster attributes).
+const std::set<std::string_view>& DotAttributeNames();
+
+// The edges between `nodes` (indices into graph) that BuildDot draws.
+std::size_t CountEdges(const ModelGraph& graph, std::span<const int> nodes);
+
 // A digraph of the nodes `nodes` (indices into graph, ascending) and the edges between them.
-// Node ids "<prefix>node-<name>", edge ids "<prefix>edge-<tensor>--<consumer name>"; classes
-// "unit-<class>" and "offending" / "involved".
+// DOT node ids are "n<index>"; the SVG ids "<prefix>node-<name>", edge ids
+// "<prefix>edge-<tensor>--<consumer name>" (names through IdText); classes "unit-<class>" and
+// "offending" / "involved". Every attribute value goes through DotQuote; model text is never an
+// attribute name or an unquoted id.
 std::string BuildDot(const Report& report, const ModelGraph& graph, std::span<const int> nodes,
                      const DotView& view);
+
+// Graphviz's SVG output reduced to the elements and attributes it writes for BuildDot's graphs
+// (render_html.cc): comments, the prolog and every other element (image, script, foreignObject,
+// ...) and attribute (href, xlink:href, on*, style, ...) are dropped; <a> keeps only its tooltip.
+std::string SanitizeSvg(std::string_view svg);
 
 // The rule page for a rule ID: "qdq/scale-value" -> "qdq--scale-value".
 std::string RulePage(std::string_view rule);

@@ -4,6 +4,8 @@
 #include <graphviz/gvc.h>
 
 #include <algorithm>
+#include <cctype>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -12,6 +14,7 @@
 #include <unordered_map>
 
 #include "axqc/render_graph.h"
+#include "axqc/sha256.h"
 #include "render_dot.h"
 
 namespace axqc {
@@ -60,6 +63,153 @@ GVC_t* Context() {
   return gvc;
 }
 
+// The elements and attributes Graphviz's SVG renderer writes for BuildDot's graphs. Anything else
+// in its output (a link target, an image, a script) did not come from the renderer and is dropped:
+// <a> keeps only its tooltip (xlink:title), no href/xlink:href survives.
+bool KeptElement(std::string_view name) {
+  static const std::set<std::string_view> kept{"svg",  "g",       "title", "polygon", "polyline",
+                                               "path", "ellipse", "text",  "a",       "tspan"};
+  return kept.contains(name);
+}
+
+bool KeptAttribute(std::string_view name) {
+  static const std::set<std::string_view> kept{"id",
+                                               "class",
+                                               "width",
+                                               "height",
+                                               "viewBox",
+                                               "xmlns",
+                                               "xmlns:xlink",
+                                               "transform",
+                                               "fill",
+                                               "stroke",
+                                               "points",
+                                               "d",
+                                               "cx",
+                                               "cy",
+                                               "rx",
+                                               "ry",
+                                               "x",
+                                               "y",
+                                               "text-anchor",
+                                               "font-family",
+                                               "font-size",
+                                               "font-weight",
+                                               "font-style",
+                                               "stroke-width",
+                                               "stroke-dasharray",
+                                               "xlink:title",
+                                               "fill-opacity",
+                                               "stroke-opacity",
+                                               "preserveAspectRatio"};
+  return kept.contains(name);
+}
+
+}  // namespace
+
+namespace detail {
+
+std::string SanitizeSvg(std::string_view svg) {
+  std::string out;
+  out.reserve(svg.size());
+  std::size_t i = 0;
+  while (i < svg.size()) {
+    const std::size_t lt = svg.find('<', i);
+    if (lt == std::string_view::npos) {
+      out.append(svg.substr(i));
+      break;
+    }
+    out.append(svg.substr(i, lt - i));
+    if (svg.substr(lt).starts_with("<!--")) {  // comments, dropped
+      const std::size_t end = svg.find("-->", lt + 4);
+      i = end == std::string_view::npos ? svg.size() : end + 3;
+      continue;
+    }
+    if (svg.substr(lt).starts_with("<!") || svg.substr(lt).starts_with("<?")) {
+      const std::size_t end = svg.find('>', lt);
+      i = end == std::string_view::npos ? svg.size() : end + 1;
+      continue;
+    }
+    // A tag: <name attr="value" ...> or </name> or <name .../>. Graphviz writes '<', '>' and '"'
+    // inside values as entities, so the first '>' outside quotes ends it.
+    std::size_t p = lt + 1;
+    const bool closing = p < svg.size() && svg[p] == '/';
+    if (closing) ++p;
+    const std::size_t name_start = p;
+    while (p < svg.size() && (std::isalnum(static_cast<unsigned char>(svg[p])) != 0 ||
+                              svg[p] == ':' || svg[p] == '-' || svg[p] == '_')) {
+      ++p;
+    }
+    const std::string_view name = svg.substr(name_start, p - name_start);
+    std::string tag = closing ? "</" : "<";
+    tag += name;
+    bool self_closing = false;
+    bool ok = !name.empty();
+    while (ok && p < svg.size()) {
+      while (p < svg.size() && std::isspace(static_cast<unsigned char>(svg[p])) != 0) ++p;
+      if (p >= svg.size()) {
+        ok = false;
+        break;
+      }
+      if (svg[p] == '>') {
+        ++p;
+        break;
+      }
+      if (svg[p] == '/' && p + 1 < svg.size() && svg[p + 1] == '>') {
+        self_closing = true;
+        p += 2;
+        break;
+      }
+      const std::size_t an = p;
+      while (p < svg.size() && svg[p] != '=' && svg[p] != '>' && svg[p] != '/' &&
+             std::isspace(static_cast<unsigned char>(svg[p])) == 0) {
+        ++p;
+      }
+      const std::string_view attr = svg.substr(an, p - an);
+      if (attr.empty() || p >= svg.size() || svg[p] != '=' || p + 1 >= svg.size() ||
+          (svg[p + 1] != '"' && svg[p + 1] != '\'')) {
+        ok = false;  // only name="value" is Graphviz's
+        break;
+      }
+      const char quote = svg[p + 1];
+      const std::size_t vend = svg.find(quote, p + 2);
+      if (vend == std::string_view::npos) {
+        ok = false;
+        break;
+      }
+      const std::string_view value = svg.substr(p + 2, vend - p - 2);
+      p = vend + 1;
+      if (!KeptAttribute(attr) || value.find('<') != std::string_view::npos) continue;
+      tag += ' ';
+      tag += attr;
+      tag += "=\"";
+      for (char c : value) {
+        if (c == '"') {
+          tag += "&quot;";
+        } else {
+          tag += c;
+        }
+      }
+      tag += '"';
+    }
+    if (!ok) {  // not a tag Graphviz writes: nothing of it is kept
+      const std::size_t end = svg.find('>', lt + 1);
+      i = end == std::string_view::npos ? svg.size() : end + 1;
+      continue;
+    }
+    i = p;
+    if (!KeptElement(name)) continue;
+    if (self_closing) tag += '/';
+    out += tag;
+    out += '>';
+  }
+  return out;
+}
+
+}  // namespace detail
+
+namespace {
+
 // SVG of a DOT graph laid out with "dot"; "" when Graphviz cannot lay it out.
 std::string Layout(const std::string& dot, const std::string& css_class) {
   std::lock_guard lock(GraphvizMutex());
@@ -81,10 +231,28 @@ std::string Layout(const std::string& dot, const std::string& css_class) {
   // Inline SVG: without the XML prolog, DOCTYPE and comments before the element.
   const auto start = svg.find("<svg");
   if (start == std::string::npos) return "";
-  svg.erase(0, start);
+  svg = detail::SanitizeSvg(std::string_view(svg).substr(start));
+  if (!svg.starts_with("<svg")) return "";
   svg.insert(4, " class=\"" + css_class + "\"");
   return svg;
 }
+
+// The layouts of one document and the time they took: Left() is false once the budget is spent.
+class LayoutClock {
+ public:
+  explicit LayoutClock(double seconds) : budget_(seconds) {}
+  bool Left() const { return spent_ < budget_; }
+  std::string Run(const std::string& dot, const std::string& css_class) {
+    const auto start = std::chrono::steady_clock::now();
+    std::string svg = Layout(dot, css_class);
+    spent_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return svg;
+  }
+
+ private:
+  double budget_;
+  double spent_ = 0;
+};
 
 std::string RuleLink(const HtmlOptions& o, const std::string& rule) {
   if (o.rules_url.empty()) return "<span class=\"rule\">" + Esc(rule) + "</span>";
@@ -276,12 +444,34 @@ nlohmann::json ExplorerData(const Report& r, const ModelGraph& g,
           {"preds", std::move(preds)}, {"bad", std::move(bad)}};
 }
 
-// JSON inside <script>: no "</" (it would end the element).
-std::string ScriptSafe(std::string s) {
-  for (std::size_t p = s.find("</"); p != std::string::npos; p = s.find("</", p + 3)) {
-    s.replace(p, 2, "<\\/");
+// JSON inside <script>: no '<' at all ("</script>" would end the element, "<!--" would change how
+// the parser looks for its end); in JSON it only occurs inside strings, where \u003c is the same.
+std::string ScriptSafe(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (c == '<') {
+      out += "\\u003c";
+    } else {
+      out += c;
+    }
   }
-  return s;
+  return out;
+}
+
+// The nodes of a view that is over the layout budget, as a table.
+void NodeTable(std::ostringstream& os, const Report& r, const ModelGraph& g,
+               const std::vector<int>& nodes, const std::set<std::string>& offending) {
+  os << "<table class=\"nodes\"><thead><tr><th>op</th><th>node</th><th>unit</th>"
+        "<th>inputs</th></tr></thead><tbody>\n";
+  for (int n : nodes) {
+    const auto& node = g.nodes[static_cast<std::size_t>(n)];
+    os << "<tr" << (offending.contains(node.name) ? " class=\"row-error\"" : "")
+       << "><td class=\"mono\">" << Esc(node.op_type) << "</td><td class=\"mono\">"
+       << Esc(node.name) << "</td><td>" << Esc(std::string(detail::NodeClass(r, node)))
+       << "</td><td>" << node.inputs.size() << "</td></tr>\n";
+  }
+  os << "</tbody></table>";
 }
 
 const char* SevClass(Severity s) {
@@ -304,10 +494,13 @@ void Legend(std::ostringstream& os) {
 
 std::string RenderHtml(const Report& r, const HtmlOptions& o) {
   std::ostringstream os;
+  LayoutClock layouts(o.layout_seconds);
   const auto& s = r.summary;
   const std::string verdict(VerdictName(r.verdict));
   os << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+        "<meta http-equiv=\"Content-Security-Policy\" content=\""
+     << HtmlReportCsp()
+     << "\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
         "<meta name=\"generator\" content=\"axqc "
      << Esc(r.tool_version) << "\"><title>axqc: " << Esc(r.model.file) << " - " << verdict
      << "</title><style>" << kCss << "</style></head>\n<body class=\"axqc-report\">\n<header>";
@@ -437,12 +630,44 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
         for (const auto& t : f.tensors) view.bad_tensors.insert(t);
       }
       for (const auto& n : view.offending) view.involved.erase(n);
-      const auto nodes = Neighbourhood(*r.graph, seeds[k], o.hops, o.view_max_nodes);
-      const std::string svg = Layout(detail::BuildDot(r, *r.graph, nodes, view), "graph");
+      // Within the layout budget: fewer nodes around the seeds until the edges fit.
+      const ModelGraph& g = *r.graph;
+      const auto around = Neighbourhood(g, seeds[k], o.hops, o.view_max_nodes);
+      const std::size_t around_edges = detail::CountEdges(g, around);
+      auto nodes = around;
+      std::size_t edges = around_edges;
+      while (edges > o.view_max_edges && nodes.size() > 1) {
+        nodes = Neighbourhood(g, seeds[k], o.hops, nodes.size() / 2);
+        edges = detail::CountEdges(g, nodes);
+      }
+      const bool in_time = layouts.Left();
+      std::string svg;
+      if (edges <= o.view_max_edges && in_time) {
+        svg = layouts.Run(detail::BuildDot(r, g, nodes, view), "graph");
+      }
       if (!svg.empty()) {
+        if (nodes.size() < around.size()) {
+          os << "\n<p class=\"small budget\" id=\"budget-" << k << "\">This view shows "
+             << nodes.size() << " of the " << around.size()
+             << " nodes around the findings: with all of them it would have " << around_edges
+             << " edges, more than the layout budget of " << o.view_max_edges
+             << " edges per view.</p>";
+        }
         os << "\n<div class=\"view\" id=\"view-" << k << "\">" << svg << "</div>";
       } else {
-        os << "\n<p class=\"small\">The graph view could not be laid out.</p>";
+        os << "\n<p class=\"small budget\" id=\"budget-" << k << "\">";
+        if (!in_time) {
+          os << "The graph views of this report took longer than the layout budget of "
+             << o.layout_seconds << " s, so this one is a table of its nodes.";
+        } else if (edges > o.view_max_edges) {
+          os << "The " << around.size() << " nodes around the findings have " << around_edges
+             << " edges, more than the layout budget of " << o.view_max_edges
+             << " edges per view, so they are listed instead of drawn.";
+        } else {
+          os << "The graph view could not be laid out; its nodes are listed instead.";
+        }
+        os << "</p>";
+        NodeTable(os, r, g, around, view.offending);
       }
     }
     os << "</div>\n";
@@ -459,14 +684,28 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
       offending.insert(f.nodes[0]);
       named.insert(f.nodes.begin(), f.nodes.end());
     }
-    if (g.complete && g.nodes.size() <= o.whole_model_max_nodes) {
+    std::vector<int> all(g.nodes.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    const std::size_t all_edges =
+        g.complete && g.nodes.size() <= o.whole_model_max_nodes ? detail::CountEdges(g, all) : 0;
+    if (g.complete && g.nodes.size() <= o.whole_model_max_nodes &&
+        (all_edges > o.whole_model_max_edges || !layouts.Left())) {
+      os << "<section id=\"model\"><h2>Ownership map of the whole model</h2>\n<p class=\"small "
+            "budget\" id=\"budget-model\">Not drawn: ";
+      if (all_edges > o.whole_model_max_edges) {
+        os << "the model's " << g.nodes.size() << " nodes have " << all_edges
+           << " edges, more than the layout budget of " << o.whole_model_max_edges << " edges";
+      } else {
+        os << "the graph views of this report took longer than the layout budget of "
+           << o.layout_seconds << " s";
+      }
+      os << ". The explorer below shows every node.</p></section>\n";
+    } else if (g.complete && g.nodes.size() <= o.whole_model_max_nodes) {
       detail::DotView view;
       view.prefix = "m-";
       view.clusters = true;
       view.offending = offending;
-      std::vector<int> all(g.nodes.size());
-      for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
-      const std::string svg = Layout(detail::BuildDot(r, g, all, view), "graph whole");
+      const std::string svg = layouts.Run(detail::BuildDot(r, g, all, view), "graph whole");
       if (!svg.empty()) {
         os << "<section id=\"model\"><h2>Ownership map of the whole model</h2>\n";
         Legend(os);
@@ -493,6 +732,35 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
   }
   os << "</main>\n<script>" << kJs << "</script>\n</body></html>\n";
   return os.str();
+}
+
+std::string HtmlReportScriptHash() {
+  static const std::string hash = [] {
+    const std::string hex = Sha256Hex(kJs);
+    std::string bytes;
+    for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+      bytes += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    }
+    static const char* kB64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string b64;
+    for (std::size_t i = 0; i < bytes.size(); i += 3) {
+      const auto at = [&](std::size_t k) {
+        return k < bytes.size() ? static_cast<unsigned>(static_cast<unsigned char>(bytes[k])) : 0U;
+      };
+      const unsigned v = (at(i) << 16) | (at(i + 1) << 8) | at(i + 2);
+      b64 += kB64[(v >> 18) & 63];
+      b64 += kB64[(v >> 12) & 63];
+      b64 += i + 1 < bytes.size() ? kB64[(v >> 6) & 63] : '=';
+      b64 += i + 2 < bytes.size() ? kB64[v & 63] : '=';
+    }
+    return "'sha256-" + b64 + "'";
+  }();
+  return hash;
+}
+
+std::string HtmlReportCsp() {
+  return "default-src 'none'; script-src " + HtmlReportScriptHash() +
+         "; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
 }
 
 }  // namespace axqc

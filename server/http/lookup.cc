@@ -5,6 +5,7 @@
 
 #include "axqc/render_graph.h"
 #include "http/api.h"
+#include "http/report_html.h"
 #include "labels.h"
 #include "report_proto.h"
 #include "request_validation.h"
@@ -12,6 +13,10 @@
 namespace axqc::server::http {
 
 namespace {
+
+// HTML reports waiting for the render thread beyond the running one, and rendered documents kept.
+constexpr std::size_t kHtmlQueue = 8;
+constexpr std::size_t kHtmlCacheBytes = std::size_t{64} << 20;
 
 // GetReport's request from the path and the query: sha256, check_value, max_locations, name.
 grpc::Status ReportRequest(Request& request, v1::ReportFormat format, v1::GetReportRequest& req) {
@@ -56,30 +61,58 @@ void AddLookupRoutes(Router& router, Api api) {
   };
   router.Add(std::move(report));
 
-  // The same report as the HTML report (render_graph.h), with the graph excerpt stored with it.
+  // The same report as the HTML report (render_graph.h), with the graph excerpt stored with it,
+  // rendered on the HtmlReports thread (never on a listener thread) and cached.
+  HtmlOptions options;
+  options.home_url = "/";
+  options.rules_url.clear();  // the server does not serve the rule pages
+  auto renderer = std::make_shared<HtmlReports>(options, kHtmlQueue, kHtmlCacheBytes);
   Route html;
   html.method = "GET";
   html.pattern = "/v1/reports/{sha256}/html";
-  html.handle = [api](Request& request, Reply reply) {
+  html.handle = [api, renderer](Request& request, Reply reply) {
     api.admission->Http<GetReportRpc>(
         OriginOf(request), request.Header("authorization"),
         [&request](v1::GetReportRequest& req) {
           return ReportRequest(request, v1::REPORT_FORMAT_PROTOBUF, req);
         },
-        Answer<v1::CheckResponse>(
-            std::move(reply), [](const std::string& request_id, v1::CheckResponse& resp) {
-              HtmlOptions options;
-              options.home_url = "/";
-              options.rules_url.clear();  // the server does not serve the rule pages
-              Response r;
-              r.content_type = "text/html; charset=utf-8";
-              r.body = RenderHtml(service::FromProto(resp.report()), options);
-              r.request_id = request_id;
-              r.headers.emplace_back("X-Axqc-Verdict", VerdictLabel(resp.verdict()));
-              r.headers.emplace_back("X-Axqc-Cache", CacheLabel(resp.cache()));
-              r.headers.emplace_back("X-Content-Type-Options", "nosniff");
-              return r;
-            }));
+        [reply = std::move(reply), renderer](const std::string& request_id,
+                                             const grpc::Status& status,
+                                             v1::CheckResponse& resp) mutable {
+          if (!status.ok()) {
+            reply(ErrorResponse(status, request_id));
+            return;
+          }
+          std::string verdict = VerdictLabel(resp.verdict());
+          std::string cache = CacheLabel(resp.cache());
+          renderer->Render(resp.report(), [reply = std::move(reply), request_id,
+                                           verdict = std::move(verdict), cache = std::move(cache)](
+                                              std::shared_ptr<const std::string> body,
+                                              HtmlReports::Outcome outcome) {
+            if (body == nullptr) {
+              reply(ErrorResponse(
+                  outcome == HtmlReports::Outcome::kBusy
+                      ? grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                     "too many HTML reports are being rendered; retry later")
+                      : grpc::Status(grpc::StatusCode::INTERNAL,
+                                     "the HTML report could not be rendered"),
+                  request_id));
+              return;
+            }
+            Response r;
+            r.content_type = "text/html; charset=utf-8";
+            r.body = *body;
+            r.request_id = request_id;
+            r.headers.emplace_back("X-Axqc-Verdict", verdict);
+            r.headers.emplace_back("X-Axqc-Cache", cache);
+            r.headers.emplace_back(
+                "X-Axqc-Html", outcome == HtmlReports::Outcome::kCached ? "cached" : "rendered");
+            r.headers.emplace_back("X-Content-Type-Options", "nosniff");
+            r.headers.emplace_back("Content-Security-Policy",
+                                   HtmlReportCsp() + "; frame-ancestors 'none'");
+            reply(std::move(r));
+          });
+        });
   };
   router.Add(std::move(html));
 

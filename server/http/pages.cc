@@ -4,6 +4,7 @@
 // without a token, like /v1/openapi.json.
 #include <string>
 
+#include "axqc/render_graph.h"
 #include "dashboard_js.h"  // generated: kDashboardJs
 #include "http/api.h"
 
@@ -73,6 +74,17 @@ bool IsSha256(const std::string& s) {
   return true;
 }
 
+// Nothing is loaded from elsewhere. Scripts: /ui/dashboard.js and, on the model page (which
+// writes the HTML report into itself), the report's one inline script by its hash; no other
+// inline script, event handler attribute or javascript: URL runs.
+const std::string& PageCsp() {
+  static const std::string csp =
+      "default-src 'self'; script-src 'self' " + HtmlReportScriptHash() +
+      "; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src "
+      "'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+  return csp;
+}
+
 Response Page(std::string body, const char* type, const Request& request) {
   Response r;
   r.content_type = type;
@@ -80,10 +92,7 @@ Response Page(std::string body, const char* type, const Request& request) {
   r.request_id = request.Header("x-request-id");
   r.headers.emplace_back("Cache-Control", "no-cache");
   r.headers.emplace_back("X-Content-Type-Options", "nosniff");
-  // Nothing is loaded from elsewhere; the report's own inline styles and scripts run.
-  r.headers.emplace_back("Content-Security-Policy",
-                         "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src "
-                         "'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'");
+  r.headers.emplace_back("Content-Security-Policy", PageCsp());
   return r;
 }
 

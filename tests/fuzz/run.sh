@@ -9,6 +9,12 @@
 # build/fuzz/upload-corpus, its findings go to build/fuzz/upload-artifacts/ and are kept in
 # tests/fuzz/upload_regressions/ (run by tests/server/upload_fuzz_regressions_test.cc).
 #
+# TARGET dot: fuzz_dot (a report whose graph has fuzzed node/tensor/op names -> RenderDot and
+# RenderHtml, asserting the escaping invariants of dot_fuzz_input.h). Seeds tests/fuzz/dot_seeds
+# and tests/fuzz/dot_regressions, working corpus build/fuzz/dot-corpus, findings in
+# build/fuzz/dot-artifacts/, kept in tests/fuzz/dot_regressions/ (replayed by
+# tests/unit/dot_fuzz_regressions_test.cc).
+#
 # Seed corpus (rebuilt each run in build/fuzz/seeds): the example models, the models written by
 # the test builder (fuzz_seeds) and every Nth model of the ONNX backend test data
 # (AXQC_FUZZ_SAMPLE_EVERY, default 4). The working corpus build/fuzz/corpus persists between runs.
@@ -23,9 +29,9 @@ set -euo pipefail
 SECONDS_TO_RUN="${1:-600}"
 TARGET="${2:-check}"
 case "$TARGET" in
-  check | upload) ;;
+  check | upload | dot) ;;
   *)
-    echo "run.sh: unknown target '$TARGET' (check or upload)" >&2
+    echo "run.sh: unknown target '$TARGET' (check, upload or dot)" >&2
     exit 2
     ;;
 esac
@@ -52,7 +58,20 @@ if [ ! -f "$BUILD/CMakeCache.txt" ] || ! grep -q '^AXQC_BUILD_SERVER:BOOL=ON' "$
     -DAXQC_FUZZ=ON -DAXQC_SANITIZE=ON \
     -DAXQC_BUILD_TESTS=OFF -DAXQC_BUILD_SERVER=ON -DAXQC_BUILD_BENCH=OFF
 fi
-if [ "$TARGET" = check ]; then
+if [ "$TARGET" = dot ]; then
+  cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_dot
+  mkdir -p "$BUILD/dot-corpus" "$BUILD/dot-artifacts"
+  # No leak detection: Graphviz's context and fontconfig's font cache are process-wide allocations
+  # that are never freed (libFuzzer reported them on the first input).
+  export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=0:detect_stack_use_after_return=0"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  cd "$BUILD"
+  # shellcheck disable=SC2086
+  exec "$BUILD/tests/fuzz/fuzz_dot" "$BUILD/dot-corpus" "$ROOT/tests/fuzz/dot_seeds" \
+    "$ROOT/tests/fuzz/dot_regressions" -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 \
+    -max_len=4096 -timeout=20 -artifact_prefix="$BUILD/dot-artifacts/" -print_final_stats=1 \
+    ${AXQC_FUZZ_ARGS:-}
+elif [ "$TARGET" = check ]; then
   cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_check fuzz_seeds axqc-gen-examples
 else
   cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_upload upload_seeds fuzz_seeds \

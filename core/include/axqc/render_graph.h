@@ -21,7 +21,14 @@ struct HtmlOptions {
   int hops = 2;  // compute nodes around the findings' nodes in a view (Q/DQ nodes are free)
   std::size_t view_max_nodes = 60;          // nodes of one finding group's view
   std::size_t whole_model_max_nodes = 300;  // the ownership map of the whole model up to this
-  std::string home_url;                     // a "back" link in the header ("" = none)
+  // The layout budget (Graphviz's dot is far worse than linear in the edges): a finding group's
+  // view with more edges is narrowed to fewer nodes (the page says so), down to a table of its
+  // nodes; the ownership map of a model with more edges is not drawn (the explorer is).
+  std::size_t view_max_edges = 240;
+  std::size_t whole_model_max_edges = 600;
+  // Once the layouts of one document have taken this long, the remaining views are tables.
+  double layout_seconds = 10.0;
+  std::string home_url;  // a "back" link in the header ("" = none)
   std::string home_label = "dashboard";
 };
 
@@ -31,6 +38,14 @@ struct HtmlOptions {
 // for small models, a searchable, pannable explorer for every model). Without Report::graph the
 // findings are shown without graph views.
 std::string RenderHtml(const Report& report, const HtmlOptions& options = {});
+
+// The Content-Security-Policy of the HTML report (its <meta> tag, and what a server sends with
+// it): nothing is loaded from elsewhere, no script runs but the report's own (by its hash; no
+// javascript: URL, no event handler attribute), no form, no <base>.
+std::string HtmlReportCsp();
+// The SHA-256 source ('sha256-<base64>') of the report's one inline script, for the policy of a
+// page that writes the report into itself (the dashboard's model page).
+std::string HtmlReportScriptHash();
 
 // The graph in Graphviz's DOT language: every node of Report::graph (an excerpt when it is one),
 // boxes coloured by unit, multi-node units as clusters, Q/DQ edges labelled with their
