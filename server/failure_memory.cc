@@ -7,14 +7,35 @@ namespace axqc::server {
 FailureMemory::FailureMemory(double seconds, std::size_t capacity)
     : seconds_(seconds), capacity_(std::max<std::size_t>(1, capacity)) {}
 
-void FailureMemory::Remember(const std::string& sha256, CheckerFailure::Cause cause,
-                             const std::string& message, Clock::time_point now) {
-  if (seconds_ <= 0 || sha256.empty()) return;
+bool FailureMemory::Remember(const std::string& sha256, CheckerFailure::Cause cause,
+                             const std::string& message, std::uint64_t worker,
+                             Clock::time_point now) {
+  if (seconds_ <= 0 || sha256.empty() || cause == CheckerFailure::Cause::kUnavailable) {
+    return false;
+  }
+  const auto until =
+      now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds_));
   std::lock_guard<std::mutex> lock(mu_);
-  if (entries_.size() >= capacity_ && entries_.count(sha256) == 0) {
+  auto it = entries_.find(sha256);
+  if (it != entries_.end() && it->second.until <= now) {
+    entries_.erase(it);
+    it = entries_.end();
+  }
+  if (it != entries_.end()) {
+    Entry& e = it->second;
+    // The same worker cannot fail twice (a failed worker is replaced); 0 is no worker's number.
+    if (!e.confirmed && (worker == 0 || worker != e.first_worker)) {
+      e.confirmed = true;
+      e.cause = cause;
+      e.message = message;
+      e.until = until;
+    }
+    return e.confirmed;
+  }
+  if (entries_.size() >= capacity_) {
     // Expired entries first; else the one that expires soonest.
-    for (auto it = entries_.begin(); it != entries_.end();) {
-      it = it->second.until <= now ? entries_.erase(it) : std::next(it);
+    for (auto old = entries_.begin(); old != entries_.end();) {
+      old = old->second.until <= now ? entries_.erase(old) : std::next(old);
     }
     if (entries_.size() >= capacity_) {
       entries_.erase(std::min_element(
@@ -22,9 +43,8 @@ void FailureMemory::Remember(const std::string& sha256, CheckerFailure::Cause ca
           [](const auto& a, const auto& b) { return a.second.until < b.second.until; }));
     }
   }
-  entries_[sha256] = Entry{
-      cause, message,
-      now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds_))};
+  entries_[sha256] = Entry{cause, message, until, worker, false};
+  return false;
 }
 
 std::optional<FailureMemory::Entry> FailureMemory::Find(const std::string& sha256,
@@ -36,6 +56,7 @@ std::optional<FailureMemory::Entry> FailureMemory::Find(const std::string& sha25
     entries_.erase(it);
     return std::nullopt;
   }
+  if (!it->second.confirmed) return std::nullopt;
   return it->second;
 }
 

@@ -1028,30 +1028,69 @@ TEST(Config, IsolationOptions) {
   EXPECT_THROW(server::FinalizeConfig(tiny), server::ConfigError);
 }
 
-// Models that made a worker fail are remembered for the configured time, then forgotten; the
+// Models that made workers fail are remembered for the configured time, then forgotten; the
 // oldest go first when the memory is full.
 TEST(FailureMemory, RemembersForItsTimeAndBoundsItsSize) {
   using Cause = server::CheckerFailure::Cause;
+  using std::chrono::seconds;
   const auto t0 = server::FailureMemory::Clock::now();
   server::FailureMemory memory(60, 2);
-  memory.Remember("aa", Cause::kCrashed, "crashed (signal 11: SIGSEGV)", t0);
-  auto found = memory.Find("aa", t0 + std::chrono::seconds(59));
+  EXPECT_FALSE(memory.Remember("aa", Cause::kCrashed, "crashed (signal 9: SIGKILL)", 1, t0));
+  EXPECT_TRUE(memory.Remember("aa", Cause::kCrashed, "crashed (signal 11: SIGSEGV)", 2, t0));
+  auto found = memory.Find("aa", t0 + seconds(59));
   ASSERT_TRUE(found.has_value());
   EXPECT_EQ(found->cause, Cause::kCrashed);
-  EXPECT_EQ(found->message, "crashed (signal 11: SIGSEGV)");
-  EXPECT_FALSE(memory.Find("aa", t0 + std::chrono::seconds(61)).has_value());
+  EXPECT_EQ(found->message, "crashed (signal 11: SIGSEGV)");  // the second failure's
+  EXPECT_FALSE(memory.Find("aa", t0 + seconds(61)).has_value());
   EXPECT_FALSE(memory.Find("bb", t0).has_value());
 
-  memory.Remember("a", Cause::kMemory, "m", t0);
-  memory.Remember("b", Cause::kCpuTime, "c", t0 + std::chrono::seconds(1));
-  memory.Remember("c", Cause::kCrashed, "s", t0 + std::chrono::seconds(2));
-  EXPECT_FALSE(memory.Find("a", t0 + std::chrono::seconds(3)).has_value());
-  EXPECT_EQ(memory.Find("b", t0 + std::chrono::seconds(3))->cause, Cause::kCpuTime);
-  EXPECT_EQ(memory.Find("c", t0 + std::chrono::seconds(3))->cause, Cause::kCrashed);
+  for (const char* sha : {"a", "b", "c"}) {
+    const auto t = t0 + seconds(sha[0] - 'a');
+    memory.Remember(sha, sha[0] == 'b' ? Cause::kCpuTime : Cause::kMemory, "x", 10, t);
+    memory.Remember(sha, sha[0] == 'b' ? Cause::kCpuTime : Cause::kMemory, "x", 11, t);
+  }
+  EXPECT_FALSE(memory.Find("a", t0 + seconds(3)).has_value());
+  EXPECT_EQ(memory.Find("b", t0 + seconds(3))->cause, Cause::kCpuTime);
+  EXPECT_EQ(memory.Find("c", t0 + seconds(3))->cause, Cause::kMemory);
 
   server::FailureMemory off(0);
-  off.Remember("aa", Cause::kCrashed, "x", t0);
+  off.Remember("aa", Cause::kCrashed, "x", 1, t0);
+  off.Remember("aa", Cause::kCrashed, "x", 2, t0);
   EXPECT_FALSE(off.Find("aa", t0).has_value());
+}
+
+// One failure is only noted: a worker may be killed during a good model's check (the OOM killer).
+// The model is remembered when its check fails in a second worker within the time; a note that
+// expires is forgotten; the same worker twice is one failure; failures that are no worker's
+// (kUnavailable: no worker took the check) are never noted.
+TEST(FailureMemory, RemembersAModelOnlyAfterItFailedInTwoWorkers) {
+  using Cause = server::CheckerFailure::Cause;
+  using std::chrono::seconds;
+  const auto t0 = server::FailureMemory::Clock::now();
+  server::FailureMemory memory(60);
+  EXPECT_FALSE(memory.Remember("m", Cause::kCrashed, "signal 9", 7, t0));
+  EXPECT_FALSE(memory.Find("m", t0 + seconds(1)).has_value());
+  EXPECT_FALSE(memory.Remember("m", Cause::kCrashed, "signal 9", 7, t0 + seconds(1)));
+  EXPECT_FALSE(memory.Find("m", t0 + seconds(2)).has_value());
+  EXPECT_TRUE(memory.Remember("m", Cause::kMemory, "out of memory", 8, t0 + seconds(2)));
+  const auto found = memory.Find("m", t0 + seconds(3));
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->cause, Cause::kMemory);
+  EXPECT_EQ(found->message, "out of memory");
+  // Remembered for the time from the second failure.
+  EXPECT_TRUE(memory.Find("m", t0 + seconds(61)).has_value());
+  EXPECT_FALSE(memory.Find("m", t0 + seconds(63)).has_value());
+
+  // The first note expires: a failure after that is a first one again.
+  EXPECT_FALSE(memory.Remember("n", Cause::kCrashed, "x", 1, t0));
+  EXPECT_FALSE(memory.Remember("n", Cause::kCrashed, "x", 2, t0 + seconds(61)));
+  EXPECT_FALSE(memory.Find("n", t0 + seconds(62)).has_value());
+  EXPECT_TRUE(memory.Remember("n", Cause::kCrashed, "x", 3, t0 + seconds(62)));
+
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(memory.Remember("u", Cause::kUnavailable, "no worker", 0, t0));
+  }
+  EXPECT_FALSE(memory.Find("u", t0).has_value());
 }
 
 }  // namespace
