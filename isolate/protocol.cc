@@ -14,9 +14,10 @@ namespace axqc::isolate {
 namespace {
 
 // Record tags: a record of one kind is never decoded as another.
-constexpr std::uint32_t kTagReady = 0x41585201;    // "AXR" 1
-constexpr std::uint32_t kTagRequest = 0x41585202;  // "AXR" 2
-constexpr std::uint32_t kTagResult = 0x41585203;   // "AXR" 3
+constexpr std::uint32_t kTagReady = 0x41585201;     // "AXR" 1
+constexpr std::uint32_t kTagRequest = 0x41585202;   // "AXR" 2
+constexpr std::uint32_t kTagResult = 0x41585203;    // "AXR" 3
+constexpr std::uint32_t kTagAccepted = 0x41585204;  // "AXR" 4
 constexpr std::uint32_t kMaxString = 16 * 1024;
 
 class Writer {
@@ -145,6 +146,22 @@ std::string Encode(const CheckResultMsg& m) {
   for (std::size_t i = 0; i < kTimingCount; ++i) w.F64(*TimingFields(t, i));
   w.F64(m.cpu_seconds);
   return w.Take();
+}
+
+std::string Encode(const AcceptedMsg& m) {
+  Writer w;
+  w.U32(kTagAccepted);
+  w.U32(static_cast<std::uint32_t>(m.pid));
+  return w.Take();
+}
+
+std::optional<AcceptedMsg> DecodeAccepted(std::string_view data) {
+  Reader r(data);
+  AcceptedMsg m;
+  std::uint32_t pid = 0;
+  if (!r.Tag(kTagAccepted) || !r.U32(&pid) || !r.AtEnd()) return std::nullopt;
+  m.pid = static_cast<std::int32_t>(pid);
+  return m;
 }
 
 std::optional<ReadyMsg> DecodeReady(std::string_view data) {

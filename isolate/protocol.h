@@ -16,7 +16,8 @@ namespace axqc::isolate {
 
 // 2: CheckRequestMsg.sha256 (the parent's hash of the model) and include_graph
 // 3: CheckRequestMsg.timings_cpu
-inline constexpr std::uint32_t kProtocolVersion = 3;
+// 4: AcceptedMsg (the worker took the request before it checks)
+inline constexpr std::uint32_t kProtocolVersion = 4;
 
 // Worker -> parent, once, after the sandbox is in place.
 struct ReadyMsg {
@@ -43,6 +44,13 @@ struct CheckRequestMsg {
   std::uint64_t memory_bytes = 0;  // address-space limit of this check; 0 = the worker's own
 };
 
+// Worker -> parent, once per request, as soon as the request was received and decoded (before the
+// check starts). A worker that dies before this message never looked at the model: the parent
+// runs the check on another worker instead of blaming the model (worker_pool.h).
+struct AcceptedMsg {
+  std::int32_t pid = 0;
+};
+
 enum class ResultKind : std::uint8_t {
   kReport = 1,          // descriptor: memfd with the serialized axqc.v1.Report
   kInputError = 2,      // `error`: not a readable model (axqc::InputError)
@@ -64,9 +72,11 @@ struct CheckResultMsg {
 std::string Encode(const ReadyMsg& m);
 std::string Encode(const CheckRequestMsg& m);
 std::string Encode(const CheckResultMsg& m);
+std::string Encode(const AcceptedMsg& m);
 std::optional<ReadyMsg> DecodeReady(std::string_view data);
 std::optional<CheckRequestMsg> DecodeRequest(std::string_view data);
 std::optional<CheckResultMsg> DecodeResult(std::string_view data);
+std::optional<AcceptedMsg> DecodeAccepted(std::string_view data);
 
 // Largest message on the control socket (no bulk data travels there).
 inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;

@@ -238,6 +238,13 @@ int RunWorker(int argc, char** argv, const TestHook& hook) {
       if (model_fd >= 0) ::close(model_fd);
       return kExitProtocol;
     }
+    // Taken: from here on a death of this process is the check's (worker_pool.h).
+    AcceptedMsg accepted;
+    accepted.pid = static_cast<std::int32_t>(::getpid());
+    if (!SendMessage(sock, Encode(accepted))) {
+      if (model_fd >= 0) ::close(model_fd);
+      return kExitOk;
+    }
     int report_fd = -1;
     const CheckResultMsg result = RunCheck(*req, model_fd, &report_fd, hook);
     if (model_fd >= 0) ::close(model_fd);

@@ -1,8 +1,10 @@
 #include "worker_pool.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -78,6 +80,33 @@ const char* FailureName(Failure f) {
   return "unknown";
 }
 
+const char* RestartCauseName(RestartCause cause, Failure failure) {
+  switch (cause) {
+    case RestartCause::kMaxChecks:
+      return "max_checks";
+    case RestartCause::kMaxRss:
+      return "max_rss";
+    case RestartCause::kIdleExit:
+      return "idle_exit";
+    case RestartCause::kFailure:
+      break;
+  }
+  return FailureName(failure);
+}
+
+namespace {
+
+// How a reaped worker ended, for messages: "signal 9: SIGKILL", "exit status 0".
+std::string ExitDescription(int status) {
+  if (status >= 0 && WIFSIGNALED(status)) {
+    return "signal " + std::to_string(WTERMSIG(status)) + ": " + SignalName(WTERMSIG(status));
+  }
+  if (status >= 0 && WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
+  return "not reaped";
+}
+
+}  // namespace
+
 std::string FailureMessage(const CheckResult& r) {
   switch (r.failure) {
     case Failure::kCrashed:
@@ -132,6 +161,8 @@ WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
         "the worker program axqc-worker was not found next to this program (set "
         "AXQC_WORKER_PROGRAM or worker-program)");
   }
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
   slots_.resize(std::max(1u, options_.size));
   respawner_ = std::thread([this] { Respawner(); });
   std::unique_lock<std::mutex> lock(mu_);
@@ -148,10 +179,21 @@ WorkerPool::WorkerPool(PoolOptions options) : options_(std::move(options)) {
       start_error_.empty() ? "the worker processes did not start in time" : start_error_;
   lock.unlock();
   Shutdown();
+  ::close(wake_fd_);
   throw std::runtime_error(error);
 }
 
-WorkerPool::~WorkerPool() { Shutdown(); }
+WorkerPool::~WorkerPool() {
+  Shutdown();
+  ::close(wake_fd_);
+}
+
+void WorkerPool::Wake() {
+  const std::uint64_t one = 1;
+  // EAGAIN: the counter is already non-zero, the respawner wakes anyway.
+  while (::write(wake_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+}
 
 void WorkerPool::Shutdown() {
   std::vector<Worker> live;
@@ -167,7 +209,7 @@ void WorkerPool::Shutdown() {
   }
   // Workers first (they die with the respawner thread that started them), then the respawner.
   for (auto& w : live) Stop(w, false);
-  dead_cv_.notify_all();
+  Wake();
   idle_cv_.notify_all();
   if (respawner_.joinable()) respawner_.join();
 }
@@ -237,6 +279,8 @@ WorkerPool::Worker WorkerPool::Spawn(std::string* error) {
   w.pid = pid;
   w.sock = sv[0];
   w.baseline_vm = ready->baseline_vm_bytes;
+  std::lock_guard<std::mutex> lock(mu_);
+  w.serial = next_serial_++;
   return w;
 }
 
@@ -246,7 +290,7 @@ void WorkerPool::Respawner() {
     auto dead = std::find_if(slots_.begin(), slots_.end(),
                              [](const Slot& s) { return s.state == SlotState::kDead; });
     if (dead == slots_.end()) {
-      dead_cv_.wait(lock);
+      WatchIdle(lock);
       continue;
     }
     const std::size_t index = static_cast<std::size_t>(dead - slots_.begin());
@@ -269,9 +313,60 @@ void WorkerPool::Respawner() {
       start_error_ = error;
       idle_cv_.notify_all();
       // Back off before the next attempt (a missing or broken worker program).
-      dead_cv_.wait_for(lock, std::chrono::seconds(1));
+      lock.unlock();
+      pollfd p{wake_fd_, POLLIN, 0};
+      (void)::poll(&p, 1, 1000);
+      lock.lock();
     }
   }
+}
+
+void WorkerPool::WatchIdle(std::unique_lock<std::mutex>& lock) {
+  struct Watched {
+    std::size_t slot;
+    pid_t pid;
+  };
+  std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}};
+  std::vector<Watched> watched;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].state != SlotState::kIdle) continue;
+    fds.push_back({slots_[i].worker.sock, POLLIN | POLLRDHUP, 0});
+    watched.push_back({i, slots_[i].worker.pid});
+  }
+  lock.unlock();
+  int rc = 0;
+  do {
+    rc = ::poll(fds.data(), fds.size(), -1);
+  } while (rc < 0 && errno == EINTR);
+  std::uint64_t count = 0;
+  while (::read(wake_fd_, &count, sizeof count) < 0 && errno == EINTR) {
+  }
+  lock.lock();
+  std::vector<Worker> gone;
+  for (std::size_t k = 1; k < fds.size(); ++k) {
+    if (fds[k].revents == 0) continue;
+    Slot& slot = slots_[watched[k - 1].slot];
+    // The slot may have run a check (its answer woke this poll) and be idle again: only a worker
+    // that is idle now, and whose socket reports something now, is gone.
+    if (stopping_ || slot.state != SlotState::kIdle || slot.worker.pid != watched[k - 1].pid ||
+        slot.worker.sock != fds[k].fd) {
+      continue;
+    }
+    pollfd now{slot.worker.sock, POLLIN | POLLRDHUP, 0};
+    if (::poll(&now, 1, 0) <= 0 || now.revents == 0) continue;
+    gone.push_back(slot.worker);
+    slot.state = SlotState::kDead;
+    slot.worker = Worker{};
+    slot.cause = RestartCause::kIdleExit;
+    slot.failure = Failure::kNone;
+  }
+  if (gone.empty()) return;
+  lock.unlock();
+  for (auto& w : gone) {
+    Stop(w, true);
+    if (options_.on_restart) options_.on_restart(RestartCause::kIdleExit, Failure::kNone);
+  }
+  lock.lock();
 }
 
 void WorkerPool::Stop(Worker& w, bool kill_now) {
@@ -340,16 +435,42 @@ CheckResult WorkerPool::Exchange(Worker& w, const CheckInput& input) {
     req.memory_bytes = std::min(options_.memory_limit, w.baseline_vm + options_.memory_headroom +
                                                            options_.memory_factor * model_size);
   }
+  out.worker = w.serial;
   const bool sent = SendMessage(w.sock, Encode(req), fd);
+  const int send_errno = errno;
   if (own_fd) ::close(fd);
   double deadline = options_.deadline_seconds;
   if (deadline <= 0 && options_.cpu_seconds > 0) deadline = 2.0 * options_.cpu_seconds + 60;
   std::string payload;
   int report_fd = -1;
+  // The worker takes the request (AcceptedMsg) before it checks. Until then a dead or silent
+  // worker never looked at the model: it died while idle (the OOM killer, an operator's kill).
   RecvStatus st = RecvStatus::kClosed;
-  if (sent)
-    st = RecvMessage(w.sock, &payload, &report_fd,
-                     deadline > 0 ? static_cast<int>(deadline * 1000) : -1);
+  const double accept_seconds = deadline > 0 ? std::min(deadline, options_.start_timeout_seconds)
+                                             : options_.start_timeout_seconds;
+  if (sent) st = RecvMessage(w.sock, &payload, &report_fd, static_cast<int>(accept_seconds * 1000));
+  if (st != RecvStatus::kMessage) {
+    ::close(w.sock);
+    w.sock = -1;
+    const int status = Reap(w.pid, true, std::chrono::seconds(2));
+    w.pid = -1;
+    out.failure = Failure::kProtocol;
+    out.not_started = true;
+    out.error = "worker " + std::to_string(w.serial) + " was gone before it took the check (" +
+                (!sent ? std::string("send: ") + std::strerror(send_errno) + ", "
+                 : st == RecvStatus::kTimeout ? std::string("no answer, ")
+                                              : std::string()) +
+                ExitDescription(status) + ")";
+    return out;
+  }
+  if (report_fd >= 0 || !DecodeAccepted(payload)) {
+    if (report_fd >= 0) ::close(report_fd);
+    out.failure = Failure::kProtocol;
+    out.error = "malformed answer";
+    return out;
+  }
+  st = RecvMessage(w.sock, &payload, &report_fd,
+                   deadline > 0 ? static_cast<int>(deadline * 1000) : -1);
   if (st == RecvStatus::kMessage) {
     auto result = DecodeResult(payload);
     if (!result || (result->kind == ResultKind::kReport) != (report_fd >= 0)) {
@@ -394,32 +515,63 @@ CheckResult WorkerPool::Exchange(Worker& w, const CheckInput& input) {
 }
 
 CheckResult WorkerPool::Check(const CheckInput& input) {
+  // Every worker may have died while idle (the OOM killer takes several at once): each is
+  // replaced, and the check waits for the next idle one, a bounded number of times.
+  const std::size_t attempts = slots_.size() + 2;
   std::unique_lock<std::mutex> lock(mu_);
   Slot* slot = nullptr;
-  const auto find_idle = [&] {
-    for (auto& s : slots_) {
-      if (s.state == SlotState::kIdle) {
-        slot = &s;
-        return true;
+  Worker w;
+  CheckResult result;
+  for (std::size_t attempt = 1;; ++attempt) {
+    slot = nullptr;
+    const auto find_idle = [&] {
+      for (auto& s : slots_) {
+        if (s.state == SlotState::kIdle) {
+          slot = &s;
+          return true;
+        }
       }
+      return stopping_;
+    };
+    const bool got = idle_cv_.wait_for(
+        lock, std::chrono::duration<double>(options_.start_timeout_seconds), find_idle);
+    if (!got || slot == nullptr) {
+      CheckResult r;
+      r.failure = Failure::kProtocol;
+      r.not_started = true;
+      r.error = stopping_ ? "the worker pool is stopping"
+                          : "no worker process is available" +
+                                (start_error_.empty() ? std::string() : ": " + start_error_);
+      return r;
     }
-    return stopping_;
-  };
-  const bool got = idle_cv_.wait_for(
-      lock, std::chrono::duration<double>(options_.start_timeout_seconds), find_idle);
-  if (!got || slot == nullptr) {
-    CheckResult r;
-    r.failure = Failure::kProtocol;
-    r.error = stopping_ ? "the worker pool is stopping"
-                        : "no worker process is available" +
-                              (start_error_.empty() ? std::string() : ": " + start_error_);
-    return r;
-  }
-  slot->state = SlotState::kBusy;
-  Worker w = slot->worker;
-  lock.unlock();
+    slot->state = SlotState::kBusy;
+    w = slot->worker;
+    lock.unlock();
 
-  CheckResult result = Exchange(w, input);
+    result = Exchange(w, input);
+    if (!result.not_started) break;
+    // Not this check's failure: the worker is replaced (Exchange reaped it), the check goes to
+    // another one.
+    lock.lock();
+    if (!stopping_) {
+      slot->state = SlotState::kDead;
+      slot->worker = Worker{};
+      slot->cause = RestartCause::kIdleExit;
+      slot->failure = Failure::kNone;
+      Wake();
+    }
+    const bool stopping = stopping_;
+    lock.unlock();
+    if (!stopping && options_.on_restart) {
+      options_.on_restart(RestartCause::kIdleExit, Failure::kNone);
+    }
+    lock.lock();
+    if (stopping_ || attempt >= attempts) {
+      result.error = "no worker process took the check (" + std::to_string(attempt) +
+                     " tried); the last: " + result.error;
+      return result;
+    }
+  }
   ++w.checks;
   std::optional<RestartCause> restart;
   if (result.failure != Failure::kNone) {
@@ -444,11 +596,12 @@ CheckResult WorkerPool::Check(const CheckInput& input) {
     slot->worker = Worker{};
     slot->cause = *restart;
     slot->failure = result.failure;
-    dead_cv_.notify_all();
+    Wake();
   } else {
     slot->worker = w;
     slot->state = SlotState::kIdle;
     idle_cv_.notify_all();
+    Wake();  // the respawner watches this idle worker again
   }
   lock.unlock();
   if (restart && options_.on_restart) options_.on_restart(*restart, result.failure);

@@ -34,8 +34,10 @@ enum class Failure {
 };
 const char* FailureName(Failure f);  // "crashed", "memory", "cpu_time", "deadline", "protocol"
 
-// Why a worker was replaced (metrics): a failure above, or recycling.
-enum class RestartCause { kFailure, kMaxChecks, kMaxRss };
+// Why a worker was replaced (metrics): a failure above, recycling, or a worker that died while it
+// had no check (kIdleExit: killed from outside, e.g. by the kernel's OOM killer).
+enum class RestartCause { kFailure, kMaxChecks, kMaxRss, kIdleExit };
+const char* RestartCauseName(RestartCause cause, Failure failure);  // "max_checks", "idle_exit"...
 
 struct PoolOptions {
   std::string program;             // the worker executable (FindWorkerProgram)
@@ -76,8 +78,12 @@ struct CheckResult {
   std::string report;                            // serialized axqc.v1.Report (kReport)
   std::string error;                             // kInputError, kInternalError, failures
   Failure failure = Failure::kNone;              // set: the worker failed (kind is meaningless)
-  int signal = 0;                                // kCrashed: the signal
-  double worker_cpu_seconds = 0;                 // CPU time the worker spent (answered checks)
+  // With `failure`: no worker took the check (every worker tried was gone before it received
+  // the request, or none became available); the model was never looked at.
+  bool not_started = false;
+  std::uint64_t worker = 0;       // the serial number of the worker that ran the check (1, 2, ...)
+  int signal = 0;                 // kCrashed: the signal
+  double worker_cpu_seconds = 0;  // CPU time the worker spent (answered checks)
 };
 
 // "the checker crashed on this model (signal 11: SIGSEGV)" etc.
@@ -100,7 +106,10 @@ class WorkerPool {
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  // Runs one check on an idle worker (waits for one). Never throws for worker failures.
+  // Runs one check on an idle worker (waits for one). Never throws for worker failures. A worker
+  // that is gone before it takes the request (it died while idle) is replaced and the check runs
+  // on another one: only a failure after the worker took the request is the check's.
+  // Workers that die while idle are noticed (their control socket hangs up) and replaced at once.
   CheckResult Check(const CheckInput& input);
 
   // Process ids of the live workers (tests, logs).
@@ -111,6 +120,7 @@ class WorkerPool {
   struct Worker {
     pid_t pid = -1;
     int sock = -1;
+    std::uint64_t serial = 0;
     unsigned checks = 0;
     std::uint64_t baseline_vm = 0;
   };
@@ -128,12 +138,17 @@ class WorkerPool {
   static void Stop(Worker& w, bool kill_now);
   CheckResult Exchange(Worker& w, const CheckInput& input);
   void ReportRss();
+  void Wake();  // the respawner: a slot died, became idle, or the pool stops
+  // Respawner: waits until a slot dies or an idle worker's socket reports anything (an idle
+  // worker never writes: it hung up or broke the protocol), then replaces that worker.
+  void WatchIdle(std::unique_lock<std::mutex>& lock);
 
   const PoolOptions options_;
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;  // a slot became idle
-  std::condition_variable dead_cv_;  // a slot died (respawner)
+  int wake_fd_ = -1;                 // eventfd: wakes the respawner (Wake)
   std::vector<Slot> slots_;
+  std::uint64_t next_serial_ = 1;
   std::string start_error_;
   bool stopping_ = false;
   std::thread respawner_;

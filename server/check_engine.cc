@@ -118,6 +118,7 @@ void CheckEngine::Run(const std::shared_ptr<Flight>& flight) {
   } catch (const CheckerFailure& e) {
     outcome.kind = CheckOutcome::Kind::kCheckerFailed;
     outcome.cause = e.cause();
+    outcome.worker = e.worker();
     outcome.error = e.what();
   } catch (const InputError& e) {
     outcome.kind = CheckOutcome::Kind::kInputError;

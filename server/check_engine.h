@@ -41,15 +41,20 @@ ProtoCheckFn ToProtoCheck(CheckFn check);
 
 // Thrown by a CheckFn whose checker ran in a worker process that failed on the model
 // (--isolation process): the request is answered with the cause (check_pipeline.cc).
+// kUnavailable: no worker took the check (each one tried was gone before it received the model,
+// or none was available): not the model's failure, never remembered (failure_memory.h).
 class CheckerFailure : public std::runtime_error {
  public:
-  enum class Cause { kCrashed, kMemory, kCpuTime, kDeadline, kWorker };
-  CheckerFailure(Cause cause, const std::string& message)
-      : std::runtime_error(message), cause_(cause) {}
+  enum class Cause { kCrashed, kMemory, kCpuTime, kDeadline, kWorker, kUnavailable };
+  // `worker`: the serial number of the worker process the check failed in (0: none).
+  CheckerFailure(Cause cause, const std::string& message, std::uint64_t worker = 0)
+      : std::runtime_error(message), cause_(cause), worker_(worker) {}
   Cause cause() const { return cause_; }
+  std::uint64_t worker() const { return worker_; }
 
  private:
   Cause cause_;
+  std::uint64_t worker_;
 };
 
 struct CheckJob {
@@ -67,6 +72,7 @@ struct CheckOutcome {
   std::shared_ptr<const v1::Report> report;                       // kReport
   std::string error;                                              // otherwise
   CheckerFailure::Cause cause = CheckerFailure::Cause::kCrashed;  // kCheckerFailed
+  std::uint64_t worker = 0;                                       // kCheckerFailed
   bool shared = false;  // this waiter joined a check started by another request
 };
 

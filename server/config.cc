@@ -234,13 +234,15 @@ const std::vector<Opt>& Options() {
                "model bytes held in memory by all requests together (e.g. 4GiB)",
                &ServerConfig::max_inflight_bytes),
       BytesOpt("max-inflight-upload-bytes",
-               "bytes held by Upload streams still being received, all together (e.g. 2GiB); an "
-               "upload that would exceed it gets RESOURCE_EXHAUSTED (a declared size_bytes is "
-               "reserved when the metadata arrives)",
+               "bytes held by Upload streams and HTTP model bodies still being received, all "
+               "together (e.g. 2GiB); an upload that would exceed it gets RESOURCE_EXHAUSTED. "
+               "Received bytes are charged, not a declared size (an upload whose declared size "
+               "does not fit in what is free is refused at once)",
                &ServerConfig::max_inflight_upload_bytes),
       SecondsOpt("upload-idle-timeout-seconds",
                  "an Upload stream that sends no message for this long is ended with "
-                 "DEADLINE_EXCEEDED and its buffer freed; 0 disables",
+                 "DEADLINE_EXCEEDED and its buffer freed; an HTTP request body with no byte for "
+                 "this long is abandoned and its connection closed; 0 disables (HTTP: 120 s)",
                  &ServerConfig::upload_idle_timeout_seconds),
       SecondsOpt(
           "lookup-wait-seconds",
@@ -310,6 +312,10 @@ const std::vector<Opt>& Options() {
                 "HTTP/JSON API listen address host:port (port 0 picks a free port); empty "
                 "disables. Same token, TLS/mTLS, limits and metrics as the gRPC port",
                 &ServerConfig::http_listen),
+      UintOpt("http-max-connections",
+              "HTTP connections open at once; a connection beyond it is answered 503 and closed "
+              "(TLS: closed); keep it below the descriptor limit (ulimit -n)",
+              &ServerConfig::http_max_connections, 1000000),
       BytesOpt("http-max-json-bytes",
                "largest JSON request body of the HTTP API (e.g. 1MiB); model bytes sent to "
                "POST /v1/check are limited by max-model-bytes",
@@ -527,6 +533,7 @@ void FinalizeConfig(ServerConfig& c) {
     throw ConfigError("store-statement-timeout-seconds must be at least 1");
   }
   if (c.claim_lease_seconds < 1) throw ConfigError("claim-lease-seconds must be at least 1");
+  if (c.http_max_connections == 0) throw ConfigError("http-max-connections must be at least 1");
 }
 
 std::uint64_t MessageLimit(const ServerConfig& config) {

@@ -93,6 +93,7 @@ struct ServerConfig {
   // TLS and mutual TLS with the files above), limits and handlers as the gRPC service.
   std::string http_listen;
   std::uint64_t http_max_json_bytes = 1ull << 20;  // JSON request bodies (413 above)
+  unsigned http_max_connections = 1024;            // connections at once; beyond: 503 and close
   // Registry webhooks (server/http/hooks.h): secrets, registry addresses, write-back.
   std::string mlflow_webhook_secret_file;  // "" disables POST /v1/hooks/mlflow
   std::string mlflow_url;                  // MLflow tracking server, e.g. http://mlflow:5000

@@ -25,23 +25,40 @@ void FailureMemory::UpdateGaugesLocked() {
   metrics_->failure_memory_entries().Set(static_cast<double>(index_.size()));
 }
 
-void FailureMemory::Remember(const std::string& sha256, CheckerFailure::Cause cause,
-                             const std::string& message, Clock::time_point now) {
-  if (seconds_ <= 0 || sha256.empty()) return;
-  const std::size_t cost = Cost(sha256, message);
+bool FailureMemory::Remember(const std::string& sha256, CheckerFailure::Cause cause,
+                             const std::string& message, std::uint64_t worker,
+                             Clock::time_point now) {
+  if (seconds_ <= 0 || sha256.empty() || cause == CheckerFailure::Cause::kUnavailable) {
+    return false;
+  }
+  const auto until =
+      now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds_));
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = index_.find(sha256); it != index_.end()) EraseLocked(it->second);
+  Entry entry{cause, message, until, worker, false};
+  if (auto it = index_.find(sha256); it != index_.end()) {
+    const Entry& old = it->second->entry;
+    if (old.until > now) {
+      // A remembered model takes the newer failure. A noted one is remembered when this failure
+      // is another worker's: the same worker cannot fail twice (a failed worker is replaced), and
+      // 0 is no worker's number.
+      if (old.confirmed || worker == 0 || worker != old.first_worker) {
+        entry.first_worker = old.first_worker;
+        entry.confirmed = true;
+      } else {
+        entry = old;
+      }
+    }
+    EraseLocked(it->second);
+  }
+  const std::size_t cost = Cost(sha256, entry.message);
   if (cost <= capacity_) {
-    order_.push_front(Node{sha256,
-                           Entry{cause, message,
-                                 now + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(seconds_))},
-                           cost});
+    order_.push_front(Node{sha256, entry, cost});
     index_[sha256] = order_.begin();
     bytes_ += cost;
     while (bytes_ > capacity_ && !order_.empty()) EraseLocked(std::prev(order_.end()));
   }
   UpdateGaugesLocked();
+  return entry.confirmed && cost <= capacity_;
 }
 
 std::optional<FailureMemory::Entry> FailureMemory::Find(const std::string& sha256,
@@ -54,6 +71,7 @@ std::optional<FailureMemory::Entry> FailureMemory::Find(const std::string& sha25
     UpdateGaugesLocked();
     return std::nullopt;
   }
+  if (!it->second->entry.confirmed) return std::nullopt;
   order_.splice(order_.begin(), order_, it->second);
   return it->second->entry;
 }

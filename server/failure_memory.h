@@ -2,14 +2,20 @@
 // while (--worker-failure-memory-seconds): a request for the same model within that time is
 // answered at once with the same status instead of running the checker on it again.
 //
+// One failure is not enough: a worker can die during a check for reasons that are not the model's
+// (the kernel's OOM killer picks the largest process, an operator kills it). A model is
+// remembered once its checks failed in two different worker processes within that time; the
+// first failure is only noted. Failures that are no worker's (kUnavailable) are never noted.
+//
 // The memory is bounded in bytes (--worker-failure-memory-bytes: hash, message and the
-// bookkeeping of each entry): remembering past the bound forgets the least recently used models
-// first. Its size and entry count are the gauges axqc_worker_failure_memory_bytes and
-// axqc_worker_failure_memory_entries.
+// bookkeeping of each entry, noted or remembered): past the bound the least recently used models
+// are forgotten first. Its size and entry count are the gauges axqc_worker_failure_memory_bytes
+// and axqc_worker_failure_memory_entries.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -34,10 +40,15 @@ class FailureMemory {
     CheckerFailure::Cause cause;
     std::string message;
     Clock::time_point until;
+    std::uint64_t first_worker = 0;  // the worker of the first failure
+    bool confirmed = false;          // failed in a second worker: Find answers it
   };
-  void Remember(const std::string& sha256, CheckerFailure::Cause cause, const std::string& message,
-                Clock::time_point now = Clock::now());
-  // A hit makes the model the most recently used one.
+  // Notes a failure of the model's check in worker `worker` (its serial number; 0 = unknown, each
+  // counts as another worker). Returns true when the model is now remembered.
+  bool Remember(const std::string& sha256, CheckerFailure::Cause cause, const std::string& message,
+                std::uint64_t worker, Clock::time_point now = Clock::now());
+  // The remembered failure of the model, if it failed in two workers and has not expired. A hit
+  // makes the model the most recently used one.
   std::optional<Entry> Find(const std::string& sha256, Clock::time_point now = Clock::now());
   double seconds() const { return seconds_; }
 

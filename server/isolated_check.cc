@@ -19,12 +19,13 @@ ProtoCheckFn MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Log
   options.max_checks = config.worker_max_checks;
   options.max_rss_bytes = config.worker_max_rss;
   options.on_restart = [metrics, logger](isolate::RestartCause cause, isolate::Failure failure) {
-    const char* label = cause == isolate::RestartCause::kMaxChecks ? "max_checks"
-                        : cause == isolate::RestartCause::kMaxRss  ? "max_rss"
-                                                                   : isolate::FailureName(failure);
+    const char* label = isolate::RestartCauseName(cause, failure);
     metrics->CountWorkerRestart(label);
     if (cause == isolate::RestartCause::kFailure) {
       logger->Warn("worker process replaced", {{"cause", label}});
+    } else if (cause == isolate::RestartCause::kIdleExit) {
+      // Killed from outside while it had no check (the OOM killer, an operator): no model's fault.
+      logger->Warn("worker process died while idle; replaced", {{"cause", label}});
     }
   };
   options.on_rss = [metrics](std::uint64_t sum, std::uint64_t max) {
@@ -41,6 +42,11 @@ ProtoCheckFn MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Log
     input.options = check_options;
     isolate::CheckResult r = pool->Check(input);
     using isolate::Failure;
+    if (r.failure != Failure::kNone && r.not_started) {
+      // No worker took the check: nothing ran, nothing is counted as a worker check.
+      throw CheckerFailure(CheckerFailure::Cause::kUnavailable,
+                           "the checker's worker processes are unavailable: " + r.error);
+    }
     if (r.failure != Failure::kNone) {
       metrics->CountWorkerCheck(isolate::FailureName(r.failure));
       CheckerFailure::Cause cause = CheckerFailure::Cause::kWorker;
@@ -60,7 +66,7 @@ ProtoCheckFn MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Log
         default:
           break;
       }
-      throw CheckerFailure(cause, isolate::FailureMessage(r));
+      throw CheckerFailure(cause, isolate::FailureMessage(r), r.worker);
     }
     switch (r.kind) {
       case isolate::ResultKind::kReport: {

@@ -168,7 +168,8 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                           .Name("axqc_worker_restarts_total")
                           .Help(
                               "Worker processes replaced (--isolation process), by cause: crashed, "
-                              "memory, cpu_time, deadline, protocol, max_checks, max_rss")
+                              "memory, cpu_time, deadline, protocol, max_checks, max_rss, "
+                              "idle_exit (died while it had no check)")
                           .Register(r);
   worker_checks_ = &prometheus::BuildCounter()
                         .Name("axqc_worker_checks_total")
@@ -189,6 +190,22 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                            "reason: idle (no check for memory-trim-idle-seconds), rss (resident "
                            "size over memory-trim-rss), check (memory-trim-idle-seconds 0)")
                        .Register(r);
+  accept_errors_ = &prometheus::BuildCounter()
+                        .Name("axqc_accept_errors_total")
+                        .Help(
+                            "Failed accepts of the HTTP listener, by reason: emfile, enfile "
+                            "(descriptor limits), enobufs, enomem, other; it backs off after each")
+                        .Register(r);
+  http_refused_ = &prometheus::BuildCounter()
+                       .Name("axqc_http_connections_refused_total")
+                       .Help("HTTP connections answered 503 and closed: http-max-connections open")
+                       .Register(r)
+                       .Add({});
+  http_connections_ = &prometheus::BuildGauge()
+                           .Name("axqc_http_connections")
+                           .Help("HTTP connections open")
+                           .Register(r)
+                           .Add({});
   prometheus::BuildGauge()
       .Name("axqc_build_info")
       .Help("Always 1; labels carry the checker version and rule-set version")
@@ -236,6 +253,12 @@ void Metrics::CountClaimTakeover() { claim_takeovers_->Increment(); }
 void Metrics::CountWorkerRestart(const std::string& cause) {
   worker_restarts_->Add({{"cause", cause}}).Increment();
 }
+
+void Metrics::CountAcceptError(const std::string& reason) {
+  accept_errors_->Add({{"reason", reason}}).Increment();
+}
+
+void Metrics::CountHttpConnectionRefused() { http_refused_->Increment(); }
 
 void Metrics::CountMemoryTrim(const std::string& reason) {
   memory_trims_->Add({{"reason", reason}}).Increment();

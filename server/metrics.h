@@ -55,6 +55,11 @@ class Metrics {
   // Freed memory given back to the operating system (server/memory.h), by reason: "idle", "rss",
   // "check".
   void CountMemoryTrim(const std::string& reason);
+  // The HTTP listener: a failed accept, by reason ("emfile", "enfile", "enobufs", "enomem",
+  // "other"); a connection refused over --http-max-connections; connections open now.
+  void CountAcceptError(const std::string& reason);
+  void CountHttpConnectionRefused();
+  prometheus::Gauge& http_connections() { return *http_connections_; }
 
   prometheus::Gauge& queue_depth() { return *queue_depth_; }
   prometheus::Gauge& busy_workers() { return *busy_workers_; }
@@ -80,6 +85,9 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* cache_lookups_;
   prometheus::Family<prometheus::Counter>* report_lookups_;
   prometheus::Family<prometheus::Counter>* requests_;
+  prometheus::Family<prometheus::Counter>* accept_errors_;
+  prometheus::Counter* http_refused_;
+  prometheus::Gauge* http_connections_;
   prometheus::Family<prometheus::Histogram>* request_duration_;
   prometheus::Family<prometheus::Histogram>* check_duration_;
   prometheus::Histogram* queue_wait_;

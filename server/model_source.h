@@ -45,6 +45,11 @@ class ByteBudget {
       : ByteBudget(limit, metrics != nullptr ? &metrics->inflight_bytes() : nullptr) {}
   // False when `n` more bytes would exceed the limit.
   bool TryReserve(std::uint64_t n);
+  // Whether `n` more bytes would fit now (nothing is reserved).
+  bool Fits(std::uint64_t n) const {
+    const std::uint64_t cur = used_.load();
+    return n <= limit_ && cur <= limit_ - n;
+  }
   void Release(std::uint64_t n);
   std::uint64_t used() const { return used_.load(); }
   std::uint64_t limit() const { return limit_; }

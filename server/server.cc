@@ -167,6 +167,9 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(c.listen, MakeServerCredentials(c), &port);
+  // gRPC sets SO_REUSEPORT by default: a second server on the same port would bind as well and
+  // take a share of the connections. Without it a port in use is a startup failure.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(s->service_.get());
   builder.RegisterService(s->reflection_v1_.get());
   builder.SetMaxReceiveMessageSize(GrpcReceiveLimit(c));
@@ -175,7 +178,8 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
   if (s->grpc_ == nullptr || port == 0) {
     s->engine_->Shutdown();
     s->io_->join();
-    throw std::runtime_error("grpc: cannot listen on " + c.listen);
+    throw std::runtime_error("grpc: cannot listen on " + c.listen +
+                             " (the address is in use by another process, or cannot be bound)");
   }
   s->grpc_port_ = port;
   if (auto* health = s->grpc_->GetHealthCheckService()) {
@@ -196,6 +200,18 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
     http::ListenerOptions options;
     options.listen = c.http_listen;
     options.max_json_body = c.http_max_json_bytes;
+    options.max_connections = c.http_max_connections;
+    Metrics* metrics = s->metrics_.get();
+    options.on_accept_error = [metrics](const std::string& reason) {
+      metrics->CountAcceptError(reason);
+    };
+    options.on_refused = [metrics] { metrics->CountHttpConnectionRefused(); };
+    options.on_connections = [metrics](int delta) {
+      metrics->http_connections().Increment(static_cast<double>(delta));
+    };
+    // The Upload stream's idle timeout applies to HTTP request bodies as well.
+    options.body_idle_timeout = std::chrono::milliseconds(
+        static_cast<std::int64_t>(std::llround(c.upload_idle_timeout_seconds * 1e3)));
     options.tls_cert_file = c.tls_cert_file;
     options.tls_key_file = c.tls_key_file;
     options.tls_client_ca_file = c.tls_client_ca_file;

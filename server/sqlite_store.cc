@@ -9,8 +9,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <iterator>
 #include <limits>
+#include <system_error>
 #include <utility>
 
 namespace axqc::server {
@@ -193,6 +195,31 @@ int LockStoreFile(const std::string& path) {
   return fd;
 }
 
+// Takes an exclusive flock on the database file itself, that is on its inode, whatever name (a
+// symbolic or hard link) reaches it; returns its descriptor. SQLite's own locks are fcntl
+// byte-range locks, which Linux keeps apart from flock locks. The descriptor must stay open until
+// SQLite's connections are closed: closing any descriptor of a file drops the process's fcntl
+// locks on it.
+int LockDatabaseFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw StoreError("sqlite: cannot open " + path + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      std::error_code ec;
+      const auto real = std::filesystem::canonical(path, ec);
+      throw StoreError(
+          "sqlite: " + path + (ec || real == path ? "" : " (" + real.string() + ")") +
+          " is in use by another axqc-server: the same database file, reached through another "
+          "name (a symbolic or hard link): run one server per SQLite file, or give several "
+          "servers one PostgreSQL store (--store postgresql://...)");
+    }
+    throw StoreError("sqlite: cannot lock " + path + ": " + std::strerror(err));
+  }
+  return fd;
+}
+
 // The gate columns of the stats queries (after the verdict count): rows with an outcome, passed
 // ones, waived and baselined findings.
 constexpr const char* kGateColumns =
@@ -238,10 +265,19 @@ void VerdictTally::Add(const std::string& verdict, std::uint64_t n) {
 
 SqliteStore::SqliteStore(const std::string& path) : path_(path) {
   const bool memory = path == ":memory:";
-  if (!memory) lock_fd_ = LockStoreFile(path);
+  if (!memory) {
+    lock_fd_ = LockStoreFile(path);
+    try {
+      db_lock_fd_ = LockDatabaseFile(path);
+    } catch (...) {
+      ::close(lock_fd_);
+      throw;
+    }
+  }
   try {
     writer_ = Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   } catch (...) {
+    if (db_lock_fd_ >= 0) ::close(db_lock_fd_);
     if (lock_fd_ >= 0) ::close(lock_fd_);
     throw;
   }
@@ -280,6 +316,7 @@ SqliteStore::SqliteStore(const std::string& path) : path_(path) {
   } catch (...) {
     sqlite3_close_v2(writer_);
     writer_ = nullptr;
+    if (db_lock_fd_ >= 0) ::close(db_lock_fd_);
     if (lock_fd_ >= 0) ::close(lock_fd_);
     throw;
   }
@@ -291,7 +328,8 @@ SqliteStore::~SqliteStore() {
     // The last connection to close checkpoints the WAL into the database file.
     sqlite3_close_v2(writer_);
   }
-  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the lock
+  if (db_lock_fd_ >= 0) ::close(db_lock_fd_);  // after the connections (see LockDatabaseFile)
+  if (lock_fd_ >= 0) ::close(lock_fd_);        // releases the lock
 }
 
 std::optional<std::string> SqliteStore::GetReport(const std::string& cache_key) {

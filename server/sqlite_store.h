@@ -1,8 +1,10 @@
 // The embedded default store: one SQLite file in WAL mode holding reports (by cache key) and the
 // request history. A writer connection and a reader connection (WAL lets GetStats queries run
 // beside writes), each serialised by its own mutex. One server per file: the store holds an
-// exclusive lock on "<path>.lock" (flock, released when the process ends, also by a crash) and a
-// second server on the same file is refused at startup.
+// exclusive lock on "<path>.lock" (flock, released when the process ends, also by a crash; it
+// names the holder's pid) and one on the database file itself (flock on its inode, so that a
+// second server reaching the same file through a symbolic or hard link is refused too). A second
+// server on the same file is refused at startup.
 #pragma once
 
 #include <memory>
@@ -40,7 +42,8 @@ class SqliteStore final : public ReportStore {
 
  private:
   std::string path_;
-  int lock_fd_ = -1;  // "<path>.lock", held while the store is open
+  int lock_fd_ = -1;     // "<path>.lock", held while the store is open
+  int db_lock_fd_ = -1;  // the database file, flock held; closed after the connections
   sqlite3* writer_ = nullptr;
   sqlite3* reader_ = nullptr;  // == writer_ for ":memory:"
   std::mutex writer_mu_;

@@ -1,5 +1,6 @@
 #include "upload_assembler.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -125,6 +126,8 @@ class UploadAssembler::Pipeline {
 UploadAssembler::UploadAssembler(std::uint64_t max_model_bytes, ByteBudget* model_budget,
                                  ByteBudget* upload_budget)
     : max_model_bytes_(max_model_bytes),
+      model_budget_(model_budget),
+      upload_budget_(upload_budget),
       model_reservation_(model_budget),
       upload_reservation_(upload_budget) {}
 
@@ -167,14 +170,15 @@ grpc::Status UploadAssembler::AddMetadata(const v1::UploadMetadata& m) {
   if (!s.ok()) return Fail(s);
   if (m.size_bytes() > max_model_bytes_) return Fail(TooBig(m.size_bytes()));
   declared_size_ = m.size_bytes();
+  // Nothing is reserved for the declared size (the bytes are charged as they arrive), but an
+  // upload that cannot fit now is refused before its bytes are sent.
   if (declared_size_ > 0) {
-    try {
-      ReserveUpTo(declared_size_);
-    } catch (const SourceError& e) {
-      return Fail(e.status());
-    }
+    if (grpc::Status room = CheckRoom(declared_size_); !room.ok()) return Fail(room);
   }
-  buffer_.emplace(isolate::ModelBuffer::Backing::kMemfd, declared_size_);
+  // The size hint sizes a heap buffer up front (when no memfd can be made): never more than a
+  // pipeline's worth for a size nobody has sent yet.
+  buffer_.emplace(isolate::ModelBuffer::Backing::kMemfd,
+                  std::min<std::uint64_t>(declared_size_, kPipelineBytes));
   state_ = State::kReceiving;
   return grpc::Status::OK;
 }
@@ -277,6 +281,16 @@ grpc::Status UploadAssembler::TooBig(std::uint64_t size) const {
   return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                       "model is " + std::to_string(size) + " bytes or more, over the limit of " +
                           std::to_string(max_model_bytes_));
+}
+
+grpc::Status UploadAssembler::CheckRoom(std::uint64_t size) const {
+  // The upload budget first, as in ReserveUpTo.
+  for (const ByteBudget* budget : {upload_budget_, model_budget_}) {
+    if (budget != nullptr && !budget->Fits(size)) {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, budget->exhausted_message());
+    }
+  }
+  return grpc::Status::OK;
 }
 
 void UploadAssembler::ReserveUpTo(std::uint64_t total) {

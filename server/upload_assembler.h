@@ -2,8 +2,11 @@
 // client's half-close. Enforces the order of messages, the metadata's validity, the per-model size
 // limit, the declared size and sha256, and charges the received bytes to two byte budgets: the
 // model bytes of all requests (--max-inflight-bytes) and the bytes of uploads still being received
-// (--max-inflight-upload-bytes). A declared size is reserved in full when the metadata arrives, so
-// an upload that cannot fit is refused before its bytes are sent.
+// (--max-inflight-upload-bytes). Only bytes that arrived are charged: a declared size is a claim
+// of the client and holds nothing (two idle streams declaring 1 GiB each would otherwise hold the
+// whole upload budget and refuse every other upload). An upload whose declared size does not fit
+// in what both budgets have free when its metadata arrives is refused before its bytes are sent.
+
 //
 // The bytes go into a model buffer (isolate/model_buffer.h: a memfd, later handed to a worker
 // process as it is). Small uploads are hashed and written on the caller's thread; from
@@ -76,6 +79,8 @@ class UploadAssembler {
   grpc::Status TooBig(std::uint64_t size) const;
   // Makes both reservations cover `total` bytes.
   void ReserveUpTo(std::uint64_t total);
+  // RESOURCE_EXHAUSTED when `size` more bytes do not fit in what a budget has free now.
+  grpc::Status CheckRoom(std::uint64_t size) const;
 
   const std::uint64_t max_model_bytes_;
   State state_ = State::kExpectMetadata;
@@ -85,6 +90,8 @@ class UploadAssembler {
   std::optional<isolate::ModelBuffer> buffer_;  // from the metadata on
   service::Sha256 hasher_;                      // until the pipeline starts
   std::unique_ptr<Pipeline> pipeline_;
+  ByteBudget* model_budget_;
+  ByteBudget* upload_budget_;
   Reservation model_reservation_;
   Reservation upload_reservation_;
 };

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -108,6 +109,16 @@ class UploadSink final : public BodySink {
   void Abort() override {
     EndReceiving();
     call_->OnCancelled();
+  }
+
+  // As the Upload stream's idle timeout (rpc/upload.cc): the bytes are freed, the call ends with
+  // DEADLINE_EXCEEDED (metrics, history); the connection is closed without an answer.
+  void IdleTimeout(double seconds) override {
+    EndReceiving();
+    std::ostringstream text;
+    text << "no request body bytes for " << seconds
+         << " s (the server's upload idle timeout); upload abandoned";
+    call_->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, text.str()));
   }
 
  private:

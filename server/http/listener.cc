@@ -1,6 +1,8 @@
 #include "http/listener.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -16,7 +18,9 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -45,17 +49,110 @@ std::string PeerName(const tcp::socket& socket) {
          std::to_string(ep.port());
 }
 
+// One open connection counted against ListenerOptions::max_connections while it exists.
+class ConnectionSlot {
+ public:
+  ConnectionSlot(std::atomic<unsigned>* open, const ListenerOptions* options)
+      : open_(open), options_(options) {
+    open_->fetch_add(1);
+    if (options_->on_connections) options_->on_connections(1);
+  }
+  ~ConnectionSlot() {
+    open_->fetch_sub(1);
+    if (options_->on_connections) options_->on_connections(-1);
+  }
+  ConnectionSlot(const ConnectionSlot&) = delete;
+  ConnectionSlot& operator=(const ConnectionSlot&) = delete;
+
+ private:
+  std::atomic<unsigned>* open_;
+  const ListenerOptions* options_;
+};
+
+// A connection over max_connections: the 503 answer, then what the client still sends is read
+// and dropped for at most 1 s before the close (closing with unread bytes would reset the
+// connection and could destroy the answer before the client reads it).
+class Refusal : public std::enable_shared_from_this<Refusal> {
+ public:
+  Refusal(tcp::socket&& socket, std::string answer, std::atomic<unsigned>* lingering)
+      : socket_(std::move(socket)),
+        timer_(socket_.get_executor()),
+        answer_(std::move(answer)),
+        lingering_(lingering) {
+    lingering_->fetch_add(1);
+  }
+  ~Refusal() { lingering_->fetch_sub(1); }
+
+  void Start() {
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] {
+      self->timer_.expires_after(std::chrono::seconds(1));
+      self->timer_.async_wait([self](beast::error_code ec) {
+        if (!ec) self->Close();
+      });
+      net::async_write(self->socket_, net::buffer(self->answer_),
+                       [self](beast::error_code ec, std::size_t) {
+                         if (ec) return self->Close();
+                         self->socket_.shutdown(tcp::socket::shutdown_send, ec);
+                         self->Drain();
+                       });
+    });
+  }
+
+ private:
+  void Drain() {
+    socket_.async_read_some(net::buffer(buf_),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (ec) return self->Close();
+                              self->Drain();
+                            });
+  }
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    timer_.cancel();
+    beast::error_code ec;
+    socket_.close(ec);
+  }
+
+  tcp::socket socket_;
+  net::steady_timer timer_;
+  std::string answer_;
+  std::atomic<unsigned>* lingering_;
+  char buf_[4096];
+  bool closed_ = false;
+};
+
+// The reason label of a failed accept.
+std::string AcceptErrorReason(const beast::error_code& ec) {
+  if (ec.category() == boost::system::system_category()) {
+    switch (ec.value()) {
+      case EMFILE:
+        return "emfile";
+      case ENFILE:
+        return "enfile";
+      case ENOBUFS:
+        return "enobufs";
+      case ENOMEM:
+        return "enomem";
+      default:
+        break;
+    }
+  }
+  return "other";
+}
+
 template <bool kTls>
 class Session : public std::enable_shared_from_this<Session<kTls>> {
  public:
   using Stream = std::conditional_t<kTls, beast::ssl_stream<beast::tcp_stream>, beast::tcp_stream>;
 
   Session(tcp::socket&& socket, net::ssl::context* tls, std::shared_ptr<const Router> router,
-          const ListenerOptions* options, Logger* logger)
+          const ListenerOptions* options, Logger* logger, std::unique_ptr<ConnectionSlot> slot)
       : stream_(MakeStream(std::move(socket), tls)),
         router_(std::move(router)),
         options_(options),
-        logger_(logger) {}
+        logger_(logger),
+        slot_(std::move(slot)) {}
 
   void Start() {
     peer_ = PeerName(beast::get_lowest_layer(stream_).socket());
@@ -171,25 +268,50 @@ class Session : public std::enable_shared_from_this<Session<kTls>> {
     ReadBody();
   }
 
+  // The body is read into chunks of kChunk bytes (each handed on when full or at the end), a read
+  // at a time: every read that brings bytes restarts the body idle timer.
   void ReadBody() {
     if (parser_->is_done()) return BodyDone();
     chunk_.resize(kChunk);
-    parser_->get().body().data = chunk_.data();
-    parser_->get().body().size = chunk_.size();
-    beast::get_lowest_layer(stream_).expires_after(kIdle);
-    bh::async_read(
+    filled_ = 0;
+    ReadMore();
+  }
+
+  void ReadMore() {
+    parser_->get().body().data = chunk_.data() + filled_;
+    parser_->get().body().size = chunk_.size() - filled_;
+    beast::get_lowest_layer(stream_).expires_after(BodyIdle());
+    bh::async_read_some(
         stream_, buffer_, *parser_,
         [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->OnBody(ec); });
   }
 
+  std::chrono::milliseconds BodyIdle() const {
+    return options_->body_idle_timeout.count() > 0
+               ? options_->body_idle_timeout
+               : std::chrono::duration_cast<std::chrono::milliseconds>(kIdle);
+  }
+
   void OnBody(beast::error_code ec) {
     if (ec == bh::error::need_buffer) ec = {};
+    if (ec == beast::error::timeout) {
+      const double seconds = std::chrono::duration<double>(BodyIdle()).count();
+      logger_->Warn("http: request body idle; connection closed",
+                    {{"peer", peer_}, {"path", request_.path}, {"idle_seconds", seconds}});
+      if (sink_ != nullptr) {
+        auto sink = std::move(sink_);
+        sink->IdleTimeout(seconds);
+      }
+      return Close();
+    }
     if (ec) {
       logger_->Debug("http: request body not read", {{"peer", peer_}, {"error", ec.message()}});
       return Fail();
     }
-    const std::size_t n = chunk_.size() - parser_->get().body().size;
+    filled_ = chunk_.size() - parser_->get().body().size;
     if (replied_) return;  // the endpoint answered early (error): stop reading
+    if (filled_ < chunk_.size() && !parser_->is_done()) return ReadMore();
+    const std::size_t n = filled_;
     if (n > 0) {
       if (sink_ != nullptr) {
         if (!sink_->Chunk(std::string_view(chunk_.data(), n))) {
@@ -299,10 +421,12 @@ class Session : public std::enable_shared_from_this<Session<kTls>> {
   std::shared_ptr<const Router> router_;
   const ListenerOptions* options_;
   Logger* logger_;
+  std::unique_ptr<ConnectionSlot> slot_;
   std::string peer_;
   beast::flat_buffer buffer_;
   std::optional<bh::request_parser<bh::buffer_body>> parser_;
   std::vector<char> chunk_;
+  std::size_t filled_ = 0;  // bytes of chunk_ read so far
   std::string body_;
   Request request_;
   const Route* route_ = nullptr;
@@ -316,29 +440,100 @@ class Session : public std::enable_shared_from_this<Session<kTls>> {
 }  // namespace
 
 struct Listener::Impl {
+  // Refused connections lingering at once (each holds a descriptor for at most 1 s); beyond, a
+  // refused connection is closed without an answer.
+  static constexpr unsigned kMaxLingering = 64;
+  // A failed accept is logged at most once per this interval (with the count of failures).
+  static constexpr auto kAcceptLogInterval = std::chrono::seconds(10);
+
+  // Before the io_context: connections and refusals still pending when it is destroyed count
+  // themselves out in these.
   ListenerOptions options;
+  std::atomic<unsigned> open{0};
+  std::atomic<unsigned> lingering{0};
   std::shared_ptr<const Router> router;
   Logger* logger = nullptr;
   net::io_context ioc;
   std::optional<net::ssl::context> tls;
   std::optional<tcp::acceptor> acceptor;
+  std::optional<net::steady_timer> accept_timer;
   std::vector<std::thread> threads;
   std::atomic<bool> stopped{false};
   int port = 0;
+  // Accept failures (one accept is pending at a time: only its handler touches these).
+  std::chrono::milliseconds accept_backoff{0};
+  std::uint64_t accept_failures = 0;  // since the last log line
+  std::chrono::steady_clock::time_point accept_logged{};
 
   void Accept() {
     acceptor->async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket s) {
       if (stopped.load()) return;
-      if (!ec) {
-        if (tls) {
-          std::make_shared<Session<true>>(std::move(s), &*tls, router, &options, logger)->Start();
-        } else {
-          std::make_shared<Session<false>>(std::move(s), nullptr, router, &options, logger)
-              ->Start();
-        }
+      if (ec) return AcceptFailed(ec);
+      accept_backoff = std::chrono::milliseconds(0);
+      if (open.load() >= options.max_connections) {
+        Refuse(std::move(s));
+      } else if (tls) {
+        std::make_shared<Session<true>>(std::move(s), &*tls, router, &options, logger,
+                                        std::make_unique<ConnectionSlot>(&open, &options))
+            ->Start();
+      } else {
+        std::make_shared<Session<false>>(std::move(s), nullptr, router, &options, logger,
+                                         std::make_unique<ConnectionSlot>(&open, &options))
+            ->Start();
       }
       Accept();
     });
+  }
+
+  // Out of descriptors (EMFILE, ENFILE) or memory: accepting again at once fails again at once
+  // (the connection stays in the backlog), so wait, doubling from 50 ms to 1 s, and log once per
+  // interval. Other errors (a connection reset before it was accepted) wait 10 ms.
+  void AcceptFailed(const beast::error_code& ec) {
+    const std::string reason = AcceptErrorReason(ec);
+    if (options.on_accept_error) options.on_accept_error(reason);
+    if (reason == "other") {
+      accept_backoff = std::chrono::milliseconds(10);
+    } else {
+      accept_backoff = std::clamp<std::chrono::milliseconds>(
+          accept_backoff * 2, std::chrono::milliseconds(50), std::chrono::milliseconds(1000));
+    }
+    ++accept_failures;
+    const auto now = std::chrono::steady_clock::now();
+    if (accept_logged == std::chrono::steady_clock::time_point{} ||
+        now - accept_logged >= kAcceptLogInterval) {
+      logger->Warn("http: accept failed; backing off",
+                   {{"error", ec.message()},
+                    {"reason", reason},
+                    {"failures", accept_failures},
+                    {"backoff_ms", static_cast<std::int64_t>(accept_backoff.count())},
+                    {"open_connections", open.load()}});
+      accept_logged = now;
+      accept_failures = 0;
+    }
+    accept_timer->expires_after(accept_backoff);
+    accept_timer->async_wait([this](beast::error_code e) {
+      if (e || stopped.load()) return;
+      Accept();
+    });
+  }
+
+  void Refuse(tcp::socket s) {
+    if (options.on_refused) options.on_refused();
+    if (tls || lingering.load() >= kMaxLingering) {
+      beast::error_code ec;
+      s.close(ec);
+      return;
+    }
+    const Response r = ErrorResponse(
+        grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                     "the server has " + std::to_string(options.max_connections) +
+                         " HTTP connections open, its limit (http-max-connections); retry later"),
+        "", 503);
+    std::string answer =
+        "HTTP/1.1 503 Service Unavailable\r\nServer: axqc-server\r\nContent-Type: " +
+        r.content_type + "\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " +
+        std::to_string(r.body.size()) + "\r\n\r\n" + r.body;
+    std::make_shared<Refusal>(std::move(s), std::move(answer), &lingering)->Start();
   }
 };
 
@@ -385,6 +580,7 @@ Listener::Listener(const ListenerOptions& options, std::shared_ptr<const Router>
     acc.bind(ep);
     acc.listen(net::socket_base::max_listen_connections);
     impl_->port = acc.local_endpoint().port();
+    impl_->accept_timer.emplace(impl_->ioc);
   } catch (const std::exception& e) {
     throw std::runtime_error("http: cannot listen on " + listen + ": " + e.what());
   }
@@ -403,6 +599,7 @@ void Listener::Stop() {
   net::post(impl_->ioc, [this] {
     beast::error_code ec;
     impl_->acceptor->close(ec);
+    impl_->accept_timer->cancel();
   });
   impl_->ioc.stop();
   for (auto& t : impl_->threads) t.join();

@@ -3,6 +3,9 @@
 // connection must present a client certificate signed by it, as on the gRPC port).
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -15,7 +18,18 @@ namespace axqc::server::http {
 struct ListenerOptions {
   std::string listen;                     // host:port; port 0 picks a free port
   std::uint64_t max_json_body = 1 << 20;  // bodies read whole (413 above)
+  // A request body (streamed or read whole) with no byte for this long is abandoned and the
+  // connection closed (--upload-idle-timeout-seconds); 0: the connection idle timeout (120 s).
+  std::chrono::milliseconds body_idle_timeout{0};
   unsigned threads = 2;
+  // Connections open at once; one accepted beyond it is answered 503 and closed (TLS: closed
+  // without a handshake).
+  unsigned max_connections = 1024;
+  // Metrics, each optional: a failed accept, by reason ("emfile", "enfile", "enobufs", "enomem",
+  // "other"); a connection refused over max_connections; open connections (+1 / -1).
+  std::function<void(const std::string& reason)> on_accept_error;
+  std::function<void()> on_refused;
+  std::function<void(int delta)> on_connections;
   std::string tls_cert_file;  // all empty: plaintext
   std::string tls_key_file;
   std::string tls_client_ca_file;

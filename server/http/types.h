@@ -56,6 +56,12 @@ class BodySink {
   virtual void End() = 0;
   // The connection failed before the end of the body.
   virtual void Abort() = 0;
+  // No byte of the body arrived for `seconds` (the body idle timeout): the connection is closed
+  // after this call, no reply reaches the client.
+  virtual void IdleTimeout(double seconds) {
+    (void)seconds;
+    Abort();
+  }
 };
 
 }  // namespace axqc::server::http

@@ -32,7 +32,7 @@ void SubmitCheck(ServiceContext& s, const std::shared_ptr<CheckCall>& call, Chec
             break;
           case CheckOutcome::Kind::kCheckerFailed:
             if (d.failures != nullptr) {
-              d.failures->Remember(call->Snapshot().sha256, o.cause, o.error);
+              d.failures->Remember(call->Snapshot().sha256, o.cause, o.error, o.worker);
             }
             RespondCheckerFailure(d, call, o.cause, o.error, false);
             break;

@@ -143,6 +143,7 @@ void RespondCheckerFailure(const ServiceDeps& d, const std::shared_ptr<CheckCall
   if (cause == CheckerFailure::Cause::kCpuTime || cause == CheckerFailure::Cause::kDeadline) {
     code = grpc::StatusCode::DEADLINE_EXCEEDED;
   }
+  if (cause == CheckerFailure::Cause::kUnavailable) code = grpc::StatusCode::UNAVAILABLE;
   call->Update([remembered](CallBase::Fields& f) {
     f.verdict = "checker_failed";
     f.cache = remembered ? "failure_memory" : "miss";

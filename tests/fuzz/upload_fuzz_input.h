@@ -207,7 +207,8 @@ inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
       if (!s.ok()) failed = true;
       if (s.ok() && m.part_case() == v1::UploadRequest::kChunk) sent += m.chunk();
       if (upload_budget.used() != a.reserved()) return "upload budget differs from the reservation";
-      if (a.reserved() < a.received()) return "received bytes are not all reserved";
+      // Exactly the received bytes are charged: a declared size holds no budget.
+      if (a.reserved() != a.received()) return "reserved bytes differ from the received bytes";
       if (model_budget.used() < a.received()) return "model budget below the received bytes";
       if (a.received() > kFuzzMaxModelBytes) return "more than max_model_bytes held";
       if (failed && (a.received() != 0 || model_budget.used() != 0 || upload_budget.used() != 0)) {

@@ -221,6 +221,21 @@ TEST(IsolateProtocol, MalformedRecordsAreRejected) {
   EXPECT_FALSE(isolate::DecodeResult(bad_kind).has_value());
 }
 
+TEST(IsolateProtocol, AcceptedRoundTripsAndIsNoOtherRecord) {
+  isolate::AcceptedMsg a;
+  a.pid = 777;
+  const std::string bytes = isolate::Encode(a);
+  const auto back = isolate::DecodeAccepted(bytes);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->pid, 777);
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_FALSE(isolate::DecodeAccepted(bytes.substr(0, n)).has_value()) << n;
+  }
+  EXPECT_FALSE(isolate::DecodeAccepted(bytes + "x").has_value());
+  EXPECT_FALSE(isolate::DecodeResult(bytes).has_value());
+  EXPECT_FALSE(isolate::DecodeAccepted(isolate::Encode(isolate::CheckResultMsg{})).has_value());
+}
+
 TEST(IsolateProtocol, MessagesCarryOneDescriptor) {
   int sv[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
@@ -475,6 +490,91 @@ TEST(WorkerPool, WorkersAreRecycledAfterMaxChecks) {
   ASSERT_TRUE(WaitFor([&] { return pool.Pids().size() == 1; }, std::chrono::seconds(20)));
   EXPECT_NE(pool.Pids(), first);
   EXPECT_EQ(RunCheck(pool, model, "c.onnx").kind, ResultKind::kReport);
+}
+
+// Idle workers killed from outside (the OOM killer): the next check runs on a live worker, the
+// failure is nobody's, and every dead worker is replaced (cause kIdleExit).
+TEST(WorkerPool, IdleWorkersKilledFromOutsideAreReplacedAndTheCheckRunsElsewhere) {
+  std::mutex mu;
+  std::vector<std::pair<isolate::RestartCause, Failure>> restarts;
+  PoolOptions o = Options(AXQC_TEST_WORKER_BIN, 2);
+  o.on_restart = [&](isolate::RestartCause c, Failure f) {
+    std::lock_guard<std::mutex> lock(mu);
+    restarts.emplace_back(c, f);
+  };
+  WorkerPool pool(o);
+  const std::string model = ConformantModel("idle-kill");
+  for (int round = 1; round <= 3; ++round) {
+    SCOPED_TRACE(round);
+    const auto before = pool.Pids();
+    ASSERT_EQ(before.size(), 2u);
+    for (pid_t p : before) ASSERT_EQ(::kill(p, SIGKILL), 0);
+    const CheckResult r = RunCheck(pool, model, "good.onnx");
+    ASSERT_EQ(r.failure, Failure::kNone) << r.error;
+    EXPECT_EQ(r.kind, ResultKind::kReport);
+    EXPECT_FALSE(r.not_started);
+    EXPECT_GT(r.worker, 2u);  // not one of the first two workers
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          std::lock_guard<std::mutex> lock(mu);
+          return restarts.size() == 2u * static_cast<unsigned>(round);
+        },
+        std::chrono::seconds(20)));
+    ASSERT_TRUE(WaitFor([&] { return pool.Pids().size() == 2; }, std::chrono::seconds(20)));
+    for (pid_t p : before) EXPECT_EQ(std::count(pool.Pids().begin(), pool.Pids().end(), p), 0);
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& [cause, failure] : restarts) {
+    EXPECT_EQ(cause, isolate::RestartCause::kIdleExit);
+    EXPECT_EQ(failure, Failure::kNone);
+  }
+  EXPECT_STREQ(isolate::RestartCauseName(isolate::RestartCause::kIdleExit, Failure::kNone),
+               "idle_exit");
+}
+
+// A worker that is alive but never takes the request (stopped with SIGSTOP) is killed after the
+// start timeout and the check goes to another worker; nothing is blamed on the model.
+TEST(WorkerPool, AWorkerThatDoesNotTakeTheCheckIsReplacedAndTheCheckRetried) {
+  std::atomic<int> idle_exits{0};
+  PoolOptions o = Options(AXQC_TEST_WORKER_BIN, 2);
+  o.start_timeout_seconds = 5;
+  o.on_restart = [&](isolate::RestartCause c, Failure) {
+    if (c == isolate::RestartCause::kIdleExit) ++idle_exits;
+  };
+  WorkerPool pool(o);
+  const auto stopped = pool.Pids();
+  for (pid_t p : stopped) ASSERT_EQ(::kill(p, SIGSTOP), 0);
+  const CheckResult r = RunCheck(pool, ConformantModel("stopped"), "good.onnx");
+  ASSERT_EQ(r.failure, Failure::kNone) << r.error;
+  EXPECT_EQ(r.kind, ResultKind::kReport);
+  // The check tried one stopped worker at least; the other may still be idle (and stopped).
+  EXPECT_GE(idle_exits.load(), 1);
+  const auto now = pool.Pids();
+  EXPECT_LE(
+      std::count_if(now.begin(), now.end(),
+                    [&](pid_t p) { return std::count(stopped.begin(), stopped.end(), p) > 0; }),
+      2 - idle_exits.load());
+  for (pid_t p : now) ::kill(p, SIGCONT);
+}
+
+// No worker can take the check (the program fails after the pool started): a failure that says
+// so, marked not_started (the server answers UNAVAILABLE and remembers nothing).
+TEST(WorkerPool, ChecksThatNoWorkerTookAreMarkedNotStarted) {
+  const fs::path dir = fs::temp_directory_path() / ("axqc-pool-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path program = dir / "worker";
+  fs::copy_file(AXQC_TEST_WORKER_BIN, program, fs::copy_options::overwrite_existing);
+  PoolOptions o = Options(program.c_str(), 1);
+  o.start_timeout_seconds = 2;
+  WorkerPool pool(o);
+  // Replacements cannot start any more.
+  fs::remove(program);
+  ASSERT_EQ(::kill(pool.Pids().at(0), SIGKILL), 0);
+  const CheckResult r = RunCheck(pool, ConformantModel("nobody"), "good.onnx");
+  EXPECT_EQ(r.failure, Failure::kProtocol);
+  EXPECT_TRUE(r.not_started);
+  EXPECT_NE(r.error.find("no worker process"), std::string::npos) << r.error;
+  fs::remove_all(dir);
 }
 
 TEST(WorkerPool, MissingProgramIsAStartupError) {

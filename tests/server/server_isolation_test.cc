@@ -91,6 +91,38 @@ std::vector<pid_t> Children(pid_t parent) {
 // User CPU ticks of `pid` (field 14).
 unsigned long long CpuTicks(pid_t pid) { return StatField(pid, 14).value_or(0); }
 
+// Children of `parent` that are not zombies (a killed worker not reaped yet is one).
+std::vector<pid_t> LiveChildren(pid_t parent) {
+  std::vector<pid_t> out;
+  for (pid_t p : Children(parent)) {
+    std::ifstream in("/proc/" + std::to_string(p) + "/stat");
+    std::string line;
+    std::getline(in, line);
+    const auto close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z') {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+// The worker among `workers` whose CPU time grows (the one spinning on axqc-test:spin), or -1.
+pid_t SpinningWorker(const std::vector<pid_t>& workers) {
+  pid_t busy = -1;
+  WaitFor(
+      [&] {
+        std::map<pid_t, unsigned long long> before;
+        for (pid_t p : workers) before[p] = CpuTicks(p);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        for (pid_t p : workers) {
+          if (CpuTicks(p) > before[p] + 5) busy = p;
+        }
+        return busy > 0;
+      },
+      std::chrono::seconds(20));
+  return busy;
+}
+
 class IsolatedServer {
  public:
   IsolatedServer(const TempDir& dir, std::vector<std::string> extra)
@@ -174,18 +206,8 @@ TEST(ServerIsolation, AWorkerKilledDuringACheckFailsOnlyThatRequest) {
   grpc::Status victim_status;
   std::thread victim_thread([&] { victim_status = server.Check(victim, "axqc-test:spin"); });
   // The spinning worker is the one whose CPU time grows.
-  pid_t busy = -1;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        std::map<pid_t, unsigned long long> before;
-        for (pid_t p : workers) before[p] = CpuTicks(p);
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        for (pid_t p : workers) {
-          if (CpuTicks(p) > before[p] + 5) busy = p;
-        }
-        return busy > 0;
-      },
-      std::chrono::seconds(20)));
+  const pid_t busy = SpinningWorker(workers);
+  ASSERT_GT(busy, 0);
 
   // Meanwhile the other worker answers.
   v1::CheckResponse resp;
@@ -207,7 +229,20 @@ TEST(ServerIsolation, AWorkerKilledDuringACheckFailsOnlyThatRequest) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
 
-  // The failed model is remembered: answered at once, without a worker.
+  // One failure does not mark the model (the kill may not have been its doing): it is checked
+  // again, in another worker, which is killed too.
+  std::thread again([&] { victim_status = server.Check(victim, "axqc-test:spin"); });
+  const pid_t busy2 = SpinningWorker(Children(server.pid()));
+  ASSERT_GT(busy2, 0);
+  EXPECT_NE(busy2, busy);
+  ASSERT_EQ(::kill(busy2, SIGKILL), 0);
+  again.join();
+  EXPECT_EQ(victim_status.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(victim_status.error_message(), "the checker crashed on this model (signal 9: SIGKILL)");
+  ASSERT_TRUE(
+      WaitFor([&] { return Children(server.pid()).size() == 2; }, std::chrono::seconds(20)));
+
+  // Failed in two workers: remembered, answered at once, without a worker.
   const auto t0 = std::chrono::steady_clock::now();
   s = server.Check(victim, "axqc-test:spin");
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
@@ -219,11 +254,12 @@ TEST(ServerIsolation, AWorkerKilledDuringACheckFailsOnlyThatRequest) {
       << s.error_message();
 
   const Scrape m = server.Metrics();
-  EXPECT_EQ(m.Value("axqc_worker_restarts_total", {{"cause", "crashed"}}), 1);
-  EXPECT_EQ(m.Value("axqc_worker_checks_total", {{"outcome", "crashed"}}), 1);
+  EXPECT_EQ(m.Value("axqc_worker_restarts_total", {{"cause", "crashed"}}), 2);
+  EXPECT_EQ(m.Value("axqc_worker_restarts_total", {{"cause", "idle_exit"}}), 0);
+  EXPECT_EQ(m.Value("axqc_worker_checks_total", {{"outcome", "crashed"}}), 2);
   EXPECT_EQ(m.Value("axqc_worker_checks_total", {{"outcome", "ok"}}), 2);
-  EXPECT_EQ(m.Value("axqc_checks_total", {{"verdict", "checker_failed"}, {"source", "inline"}}), 2);
-  EXPECT_EQ(m.Value("axqc_requests_total", {{"method", "Check"}, {"code", "INTERNAL"}}), 2);
+  EXPECT_EQ(m.Value("axqc_checks_total", {{"verdict", "checker_failed"}, {"source", "inline"}}), 3);
+  EXPECT_EQ(m.Value("axqc_requests_total", {{"method", "Check"}, {"code", "INTERNAL"}}), 3);
   EXPECT_GT(m.Value("axqc_worker_resident_bytes", {{"stat", "sum"}}), 0);
   EXPECT_GT(m.Value("axqc_worker_resident_bytes", {{"stat", "max"}}), 0);
 
@@ -232,8 +268,89 @@ TEST(ServerIsolation, AWorkerKilledDuringACheckFailsOnlyThatRequest) {
   const std::vector<Row> want = {{"non_conformant", "miss"},
                                  {"checker_failed", "miss"},
                                  {"conformant", "miss"},
+                                 {"checker_failed", "miss"},
                                  {"checker_failed", "failure_memory"}};
   EXPECT_EQ(server.History(), want);
+}
+
+// What the kernel's OOM killer does: every idle worker killed with SIGKILL. The next check of a
+// good model is answered (on a replacement worker), nothing is blamed on it or remembered, and
+// the dead workers are replaced even when no check comes.
+TEST(ServerIsolation, IdleWorkersKilledWithSigkillAreReplacedAndBlameNoModel) {
+  TempDir dir;
+  IsolatedServer server(dir, {});
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    const std::vector<pid_t> workers = LiveChildren(server.pid());
+    ASSERT_EQ(workers.size(), 2u);
+    for (pid_t p : workers) ASSERT_EQ(::kill(p, SIGKILL), 0);
+    if (round == 2) {
+      // No check: the pool notices the hang-ups by itself and starts two new workers.
+      ASSERT_TRUE(WaitFor(
+          [&] {
+            const auto now = LiveChildren(server.pid());
+            return now.size() == 2 && std::find_first_of(now.begin(), now.end(), workers.begin(),
+                                                         workers.end()) == now.end();
+          },
+          std::chrono::seconds(20)));
+    }
+    // At once: the check reaches a dead worker or a replacement, and is answered all the same.
+    const std::string model = ConformantModel("after-oom-" + std::to_string(round));
+    v1::CheckResponse resp;
+    const grpc::Status s = server.Check(model, "good.onnx", &resp);
+    ASSERT_TRUE(s.ok()) << s.error_code() << ": " << s.error_message();
+    EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
+    // Both killed workers replaced (whether the check or the pool's watch found them dead).
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return LiveChildren(server.pid()).size() == 2 &&
+                 server.Metrics().Value("axqc_worker_restarts_total", {{"cause", "idle_exit"}}) ==
+                     2 * (round + 1);
+        },
+        std::chrono::seconds(20)));
+  }
+  const Scrape m = server.Metrics();
+  EXPECT_EQ(m.Value("axqc_worker_restarts_total", {{"cause", "idle_exit"}}), 6);
+  EXPECT_EQ(m.Value("axqc_worker_restarts_total", {{"cause", "crashed"}}), 0);
+  EXPECT_EQ(m.Value("axqc_worker_checks_total", {{"outcome", "ok"}}), 3);
+  EXPECT_EQ(m.Value("axqc_worker_checks_total", {{"outcome", "crashed"}}), 0);
+  EXPECT_EQ(m.Value("axqc_checks_total", {{"verdict", "checker_failed"}, {"source", "inline"}}), 0);
+  EXPECT_NE(server.Log().find("worker process died while idle; replaced"), std::string::npos);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// A model whose check crashes a worker is remembered only after it crashed a second worker.
+TEST(ServerIsolation, AModelIsRememberedOnlyAfterItFailedInTwoWorkers) {
+  TempDir dir;
+  IsolatedServer server(dir, {});
+  const std::string model = ConformantModel("segv");
+  const std::string crashed = "the checker crashed on this model (signal 11: SIGSEGV)";
+  grpc::Status s = server.Check(model, "axqc-test:segv");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(s.error_message(), crashed);
+  // Not remembered after one failure: checked again (a second worker crashes).
+  s = server.Check(model, "axqc-test:segv");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(s.error_message(), crashed);
+  // Now remembered: answered without a worker.
+  s = server.Check(model, "axqc-test:segv");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(s.error_message().rfind(crashed + "; remembered from an earlier check", 0), 0u)
+      << s.error_message();
+  // Another model whose worker crashed once is checked again, and answered when it checks.
+  const std::string once = ConformantModel("segv-once");
+  s = server.Check(once, "axqc-test:segv");
+  EXPECT_EQ(s.error_message(), crashed);
+  v1::CheckResponse resp;
+  s = server.Check(once, "once.onnx", &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
+
+  const Scrape m = server.Metrics();
+  EXPECT_EQ(m.Value("axqc_worker_checks_total", {{"outcome", "crashed"}}), 3);
+  EXPECT_EQ(m.Value("axqc_worker_checks_total", {{"outcome", "ok"}}), 1);
+  EXPECT_EQ(m.Value("axqc_cache_lookups_total", {{"result", "failure_memory"}}), 1);
+  EXPECT_EQ(server.Stop(), 0);
 }
 
 TEST(ServerIsolation, LimitsAndSandboxViolationsGetTheirStatus) {

@@ -9,6 +9,7 @@
 //   - constant-time token comparison (behaviour) and logs without tokens or model bytes.
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <poll.h>
 #include <stdio.h>
 #include <sys/syscall.h>
 
@@ -174,14 +175,16 @@ TEST_F(Reliability, UploadsBeyondTheUploadByteBudgetAreRefusedAndTheGaugeShowsTh
       dir_, {[&](server::ServerConfig& c) { c.max_inflight_upload_bytes = size + size / 2; }, {}});
   UploadStream first(ts.stub());
   ASSERT_TRUE(first.Metadata(size));
-  ASSERT_TRUE(first.Chunk(model.substr(0, 100)));
-  // The declared size is reserved as soon as the metadata arrives.
-  ASSERT_TRUE(WaitFor([&] { return ts.Metrics().Value("axqc_inflight_upload_bytes") == size; }));
+  ASSERT_TRUE(first.Chunk(model.substr(0, size - 100)));
+  // The bytes received are charged (not the declared size).
+  ASSERT_TRUE(
+      WaitFor([&] { return ts.Metrics().Value("axqc_inflight_upload_bytes") == size - 100; }));
   const Scrape m = ts.Metrics();
   EXPECT_EQ(m.Value("axqc_uploads_in_flight"), 1);
-  EXPECT_EQ(m.Value("axqc_inflight_model_bytes"), size);
+  EXPECT_EQ(m.Value("axqc_inflight_model_bytes"), size - 100);
 
-  // A second upload declaring the same size does not fit: refused at its metadata.
+  // A second upload declaring the same size does not fit in what is free: refused at its
+  // metadata.
   {
     UploadStream second(ts.stub());
     ASSERT_TRUE(second.Metadata(size));
@@ -203,7 +206,7 @@ TEST_F(Reliability, UploadsBeyondTheUploadByteBudgetAreRefusedAndTheGaugeShowsTh
     EXPECT_EQ(s.error_code(), StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
   }
   // The first upload is unaffected.
-  ASSERT_TRUE(first.Chunk(model.substr(100)));
+  ASSERT_TRUE(first.Chunk(model.substr(size - 100)));
   const grpc::Status s = first.Finish();
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(first.response().verdict(), v1::VERDICT_CONFORMANT);
@@ -256,6 +259,139 @@ TEST_F(Reliability, IdleUploadIsEndedWithDeadlineExceededAndFreesItsBytes) {
   ASSERT_TRUE(ok.ok()) << ok.error_message();
   EXPECT_EQ(steady.response().verdict(), v1::VERDICT_CONFORMANT);
   EXPECT_TRUE(GaugesReturnToZero(ts));
+}
+
+// A TCP connection to the HTTP API on 127.0.0.1:`port`.
+class RawHttp {
+ public:
+  explicit RawHttp(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      throw std::runtime_error("connect to the HTTP port failed");
+    }
+  }
+  ~RawHttp() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool Send(const std::string& bytes) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      done += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+  // Everything until the server closes (or `timeout` passes); sets closed() when it did.
+  std::string ReadToClose(Ms timeout) {
+    std::string out;
+    const auto end = SteadyClock::now() + timeout;
+    while (SteadyClock::now() < end) {
+      pollfd p{fd_, POLLIN, 0};
+      const auto left = std::chrono::duration_cast<Ms>(end - SteadyClock::now()).count();
+      if (::poll(&p, 1, static_cast<int>(std::max<long long>(1, left))) <= 0) continue;
+      char buf[8192];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) {
+        closed_ = true;
+        break;
+      }
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+    return out;
+  }
+  bool closed() const { return closed_; }
+
+ private:
+  int fd_ = -1;
+  bool closed_ = false;
+};
+
+std::string ModelPost(std::uint64_t content_length, bool close) {
+  return "POST /v1/check?name=m.onnx HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+         "Content-Type: application/octet-stream\r\nContent-Length: " +
+         std::to_string(content_length) + "\r\n" + (close ? "Connection: close\r\n" : "") + "\r\n";
+}
+
+// Two HTTP bodies that declare 1 GiB each (the default upload budget is 2 GiB) and then stall
+// hold only the bytes they sent: a gRPC upload and an HTTP upload still go through.
+TEST_F(Reliability, StalledHttpBodiesHoldOnlyTheBytesTheySent) {
+  TestServer ts(dir_, {[](server::ServerConfig& c) { c.http_listen = "127.0.0.1:0"; }, {}});
+  const int port = ts.server().http_port();
+  ASSERT_GT(port, 0);
+  std::vector<std::unique_ptr<RawHttp>> stalled;
+  for (int i = 0; i < 2; ++i) {
+    stalled.push_back(std::make_unique<RawHttp>(port));
+    // 100 KiB: the server hands the body on in pieces of 64 KiB.
+    ASSERT_TRUE(stalled.back()->Send(ModelPost(1ull << 30, false) + std::string(100 << 10, 'x')));
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    const Scrape m = ts.Metrics();
+    return m.Value("axqc_uploads_in_flight") == 2 &&
+           m.Value("axqc_inflight_upload_bytes") == 2 * 65536;
+  })) << ts.Metrics().body;
+
+  const std::string model = ConformantModel("past-stalled-bodies");
+  v1::CheckResponse resp;
+  UploadArgs args;
+  args.declared_size = model.size();
+  const grpc::Status up = Upload(ts.stub(), model, &resp, args);
+  ASSERT_TRUE(up.ok()) << up.error_code() << ": " << up.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
+
+  const std::string model2 = ConformantModel("past-stalled-bodies-http");
+  RawHttp post(port);
+  ASSERT_TRUE(post.Send(ModelPost(model2.size(), true) + model2));
+  const std::string answer = post.ReadToClose(Ms(30000));
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200 ", 0), 0u) << answer.substr(0, 400);
+  EXPECT_NE(answer.find("X-Axqc-Verdict: conformant"), std::string::npos) << answer.substr(0, 400);
+
+  EXPECT_EQ(ts.Metrics().Value("axqc_inflight_upload_bytes"), 2 * 65536);
+  stalled.clear();
+  EXPECT_TRUE(GaugesReturnToZero(ts));
+}
+
+// An HTTP body that stops arriving is abandoned after --upload-idle-timeout-seconds (not the
+// connection's 120 s): the connection is closed, its bytes freed, the call counted as
+// DEADLINE_EXCEEDED. A body that keeps arriving, slowly, for longer than the timeout is fine.
+TEST_F(Reliability, StalledHttpBodyIsClosedAfterTheUploadIdleTimeout) {
+  TestServer ts(dir_, {[](server::ServerConfig& c) {
+                         c.http_listen = "127.0.0.1:0";
+                         c.upload_idle_timeout_seconds = 2;
+                       },
+                       {}});
+  const int port = ts.server().http_port();
+  RawHttp stalled(port);
+  ASSERT_TRUE(stalled.Send(ModelPost(1ull << 30, false) + std::string(1000, 'x')));
+  ASSERT_TRUE(WaitFor([&] { return ts.Metrics().Value("axqc_uploads_in_flight") == 1; }));
+  const auto t0 = SteadyClock::now();
+  const std::string answer = stalled.ReadToClose(Ms(30000));
+  const double waited = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  EXPECT_TRUE(stalled.closed());
+  EXPECT_GE(waited, 1.5);
+  EXPECT_LT(waited, 15.0);
+  EXPECT_EQ(answer, "");  // closed without an answer
+  EXPECT_TRUE(GaugesReturnToZero(ts));
+  EXPECT_EQ(ts.Metrics().Value("axqc_requests_total",
+                               {{"method", "Upload"}, {"code", "DEADLINE_EXCEEDED"}}),
+            1);
+  EXPECT_NE(ts.Log().find("http: request body idle; connection closed"), std::string::npos);
+
+  // 25 pieces 200 ms apart (5 s in all): never 2 s without a byte.
+  const std::string model = ConformantModel("slow-http-body");
+  RawHttp slow(port);
+  ASSERT_TRUE(slow.Send(ModelPost(model.size(), true)));
+  const std::size_t step = model.size() / 25 + 1;
+  for (std::size_t off = 0; off < model.size(); off += step) {
+    std::this_thread::sleep_for(Ms(200));
+    ASSERT_TRUE(slow.Send(model.substr(off, step)));
+  }
+  const std::string ok = slow.ReadToClose(Ms(30000));
+  EXPECT_EQ(ok.rfind("HTTP/1.1 200 ", 0), 0u) << ok.substr(0, 400);
 }
 
 TEST_F(Reliability, UploadThatNeverSendsMetadataIsEndedToo) {

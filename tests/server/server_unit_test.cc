@@ -1109,35 +1109,42 @@ TEST(Config, IsolationOptions) {
   EXPECT_THROW(server::FinalizeConfig(tiny), server::ConfigError);
 }
 
-// Models that made a worker fail are remembered for the configured time, then forgotten; the
-// least recently used go first when the memory's byte bound is reached.
+// Models that made workers fail in two different workers are remembered for the configured time,
+// then forgotten; the least recently used go first when the memory's byte bound is reached.
 TEST(FailureMemory, RemembersForItsTimeAndBoundsItsSize) {
   using Cause = server::CheckerFailure::Cause;
+  using std::chrono::seconds;
   const auto t0 = server::FailureMemory::Clock::now();
   // Room for exactly two entries of a one-character hash and message.
-  server::FailureMemory memory(60, 2 * server::FailureMemory::Cost("a", "m"));
-  memory.Remember("aa", Cause::kCrashed, "crashed (signal 11: SIGSEGV)", t0);
-  auto found = memory.Find("aa", t0 + std::chrono::seconds(59));
+  server::FailureMemory memory(60, 2 * server::FailureMemory::Cost("a", "x"));
+  EXPECT_FALSE(memory.Remember("aa", Cause::kCrashed, "crashed (signal 9: SIGKILL)", 1, t0));
+  EXPECT_FALSE(memory.Find("aa", t0).has_value());  // noted, not remembered
+  EXPECT_TRUE(memory.Remember("aa", Cause::kCrashed, "crashed (signal 11: SIGSEGV)", 2, t0));
+  auto found = memory.Find("aa", t0 + seconds(59));
   ASSERT_TRUE(found.has_value());
   EXPECT_EQ(found->cause, Cause::kCrashed);
-  EXPECT_EQ(found->message, "crashed (signal 11: SIGSEGV)");
-  EXPECT_FALSE(memory.Find("aa", t0 + std::chrono::seconds(61)).has_value());
+  EXPECT_EQ(found->message, "crashed (signal 11: SIGSEGV)");  // the second failure's
+  EXPECT_FALSE(memory.Find("aa", t0 + seconds(61)).has_value());
   EXPECT_FALSE(memory.Find("bb", t0).has_value());
   EXPECT_EQ(memory.entries(), 0u);
   EXPECT_EQ(memory.bytes(), 0u);
 
-  memory.Remember("a", Cause::kMemory, "m", t0);
-  memory.Remember("b", Cause::kCpuTime, "c", t0 + std::chrono::seconds(1));
-  memory.Remember("c", Cause::kCrashed, "s", t0 + std::chrono::seconds(2));
-  EXPECT_FALSE(memory.Find("a", t0 + std::chrono::seconds(3)).has_value());
-  EXPECT_EQ(memory.Find("b", t0 + std::chrono::seconds(3))->cause, Cause::kCpuTime);
-  EXPECT_EQ(memory.Find("c", t0 + std::chrono::seconds(3))->cause, Cause::kCrashed);
+  for (const char* sha : {"a", "b", "c"}) {
+    const auto t = t0 + seconds(sha[0] - 'a');
+    memory.Remember(sha, sha[0] == 'b' ? Cause::kCpuTime : Cause::kMemory, "x", 10, t);
+    memory.Remember(sha, sha[0] == 'b' ? Cause::kCpuTime : Cause::kMemory, "x", 11, t);
+  }
+  EXPECT_FALSE(memory.Find("a", t0 + seconds(3)).has_value());
+  EXPECT_EQ(memory.Find("b", t0 + seconds(3))->cause, Cause::kCpuTime);
+  EXPECT_EQ(memory.Find("c", t0 + seconds(3))->cause, Cause::kMemory);
 
   server::FailureMemory off(0);
-  off.Remember("aa", Cause::kCrashed, "x", t0);
+  off.Remember("aa", Cause::kCrashed, "x", 1, t0);
+  off.Remember("aa", Cause::kCrashed, "x", 2, t0);
   EXPECT_FALSE(off.Find("aa", t0).has_value());
   server::FailureMemory no_room(60, 0);
-  no_room.Remember("aa", Cause::kCrashed, "x", t0);
+  no_room.Remember("aa", Cause::kCrashed, "x", 1, t0);
+  no_room.Remember("aa", Cause::kCrashed, "x", 2, t0);
   EXPECT_FALSE(no_room.Find("aa", t0).has_value());
 }
 
@@ -1152,18 +1159,23 @@ TEST(FailureMemory, EvictsLeastRecentlyUsedBeyondItsBytesAndTheGaugesFollow) {
   ASSERT_GT(cost, 1000u + 128u);
   server::Metrics metrics;
   server::FailureMemory memory(600, 3 * cost, &metrics);
+  // Failed in two workers: remembered.
+  auto remember = [&](const std::string& sha, Cause cause, const std::string& message) {
+    memory.Remember(sha, cause, message, 1, t0);
+    memory.Remember(sha, cause, message, 2, t0);
+  };
   EXPECT_EQ(metrics.failure_memory_bytes().Value(), 0);
   EXPECT_EQ(metrics.failure_memory_entries().Value(), 0);
-  memory.Remember(h1, Cause::kCrashed, msg, t0);
-  memory.Remember(h2, Cause::kMemory, msg, t0);
-  memory.Remember(h3, Cause::kCpuTime, msg, t0);
+  remember(h1, Cause::kCrashed, msg);
+  remember(h2, Cause::kMemory, msg);
+  remember(h3, Cause::kCpuTime, msg);
   EXPECT_EQ(memory.entries(), 3u);
   EXPECT_EQ(memory.bytes(), 3 * cost);
   EXPECT_EQ(metrics.failure_memory_bytes().Value(), static_cast<double>(3 * cost));
   EXPECT_EQ(metrics.failure_memory_entries().Value(), 3);
 
   ASSERT_TRUE(memory.Find(h1, t0).has_value());   // h1 becomes the most recently used
-  memory.Remember(h4, Cause::kCrashed, msg, t0);  // over the bound: evicts h2
+  remember(h4, Cause::kCrashed, msg);  // over the bound: evicts h2
   EXPECT_EQ(memory.entries(), 3u);
   EXPECT_LE(memory.bytes(), 3 * cost);
   EXPECT_FALSE(memory.Find(h2, t0).has_value());
@@ -1174,9 +1186,9 @@ TEST(FailureMemory, EvictsLeastRecentlyUsedBeyondItsBytesAndTheGaugesFollow) {
   EXPECT_EQ(metrics.failure_memory_entries().Value(), 3);
 
   // A message longer than the whole bound is not kept; remembering a model again replaces it.
-  memory.Remember(h2, Cause::kCrashed, std::string(4 * cost, 'x'), t0);
+  remember(h2, Cause::kCrashed, std::string(4 * cost, 'x'));
   EXPECT_FALSE(memory.Find(h2, t0).has_value());
-  memory.Remember(h3, Cause::kMemory, "short", t0);
+  remember(h3, Cause::kMemory, "short");
   EXPECT_EQ(memory.Find(h3, t0)->cause, Cause::kMemory);
   EXPECT_EQ(memory.bytes(), 2 * cost + server::FailureMemory::Cost(h3, "short"));
   EXPECT_EQ(metrics.failure_memory_bytes().Value(), static_cast<double>(memory.bytes()));
@@ -1186,6 +1198,40 @@ TEST(FailureMemory, EvictsLeastRecentlyUsedBeyondItsBytesAndTheGaugesFollow) {
   EXPECT_EQ(memory.entries(), 2u);
   EXPECT_EQ(metrics.failure_memory_entries().Value(), 2);
   EXPECT_EQ(metrics.failure_memory_bytes().Value(), static_cast<double>(memory.bytes()));
+}
+
+// One failure is only noted: a worker may be killed during a good model's check (the OOM killer).
+// The model is remembered when its check fails in a second worker within the time; a note that
+// expires is forgotten; the same worker twice is one failure; failures that are no worker's
+// (kUnavailable: no worker took the check) are never noted.
+TEST(FailureMemory, RemembersAModelOnlyAfterItFailedInTwoWorkers) {
+  using Cause = server::CheckerFailure::Cause;
+  using std::chrono::seconds;
+  const auto t0 = server::FailureMemory::Clock::now();
+  server::FailureMemory memory(60);
+  EXPECT_FALSE(memory.Remember("m", Cause::kCrashed, "signal 9", 7, t0));
+  EXPECT_FALSE(memory.Find("m", t0 + seconds(1)).has_value());
+  EXPECT_FALSE(memory.Remember("m", Cause::kCrashed, "signal 9", 7, t0 + seconds(1)));
+  EXPECT_FALSE(memory.Find("m", t0 + seconds(2)).has_value());
+  EXPECT_TRUE(memory.Remember("m", Cause::kMemory, "out of memory", 8, t0 + seconds(2)));
+  const auto found = memory.Find("m", t0 + seconds(3));
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->cause, Cause::kMemory);
+  EXPECT_EQ(found->message, "out of memory");
+  // Remembered for the time from the second failure.
+  EXPECT_TRUE(memory.Find("m", t0 + seconds(61)).has_value());
+  EXPECT_FALSE(memory.Find("m", t0 + seconds(63)).has_value());
+
+  // The first note expires: a failure after that is a first one again.
+  EXPECT_FALSE(memory.Remember("n", Cause::kCrashed, "x", 1, t0));
+  EXPECT_FALSE(memory.Remember("n", Cause::kCrashed, "x", 2, t0 + seconds(61)));
+  EXPECT_FALSE(memory.Find("n", t0 + seconds(62)).has_value());
+  EXPECT_TRUE(memory.Remember("n", Cause::kCrashed, "x", 3, t0 + seconds(62)));
+
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(memory.Remember("u", Cause::kUnavailable, "no worker", 0, t0));
+  }
+  EXPECT_FALSE(memory.Find("u", t0).has_value());
 }
 
 }  // namespace

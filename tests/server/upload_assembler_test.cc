@@ -52,11 +52,13 @@ TEST(UploadAssembler, AssemblesChunksAndKeepsTheModelBytesCharged) {
   {
     UploadAssembler a(500, &b.model, &b.upload);
     ASSERT_TRUE(a.Add(Meta(300, service::Sha256Hex(model))).ok());
-    // The declared size is reserved up front.
-    EXPECT_EQ(b.upload.used(), 300u);
-    EXPECT_EQ(b.model.used(), 300u);
+    // The declared size holds nothing; the bytes are charged as they arrive.
+    EXPECT_EQ(b.upload.used(), 0u);
+    EXPECT_EQ(b.model.used(), 0u);
     ASSERT_TRUE(a.Add(Chunk(model.substr(0, 1))).ok());
     ASSERT_TRUE(a.Add(Chunk(model.substr(1, 200))).ok());
+    EXPECT_EQ(b.upload.used(), 201u);
+    EXPECT_EQ(b.model.used(), 201u);
     ASSERT_TRUE(a.Add(Chunk("")).ok());
     ASSERT_TRUE(a.Add(Chunk(model.substr(201))).ok());
     EXPECT_EQ(a.received(), 300u);
@@ -239,17 +241,51 @@ TEST(UploadAssembler, LimitsAreResourceExhausted) {
     EXPECT_EQ(a.Add(Chunk(std::string(101, 'x'))).error_code(), StatusCode::RESOURCE_EXHAUSTED);
     EXPECT_EQ(b.upload.used(), 0u);
   }
-  {  // Two uploads together over the upload budget (600): the second is refused at its metadata.
+  {  // A declared size that does not fit in what the upload budget (600) has free: refused at
+     // its metadata.
     UploadAssembler a1(500, &b.model, &b.upload);
     UploadAssembler a2(500, &b.model, &b.upload);
     ASSERT_TRUE(a1.Add(Meta(400)).ok());
+    ASSERT_TRUE(a1.Add(Chunk(std::string(300, 'x'))).ok());
     const grpc::Status s = a2.Add(Meta(400));
     EXPECT_EQ(s.error_code(), StatusCode::RESOURCE_EXHAUSTED);
     EXPECT_EQ(s.error_message(), "upload budget exhausted");
-    EXPECT_EQ(b.upload.used(), 400u);
+    EXPECT_EQ(b.upload.used(), 300u);
     ASSERT_TRUE(a2.Add(Meta(200)).error_code() == StatusCode::INVALID_ARGUMENT);  // ended
   }
   EXPECT_EQ(b.upload.used(), 0u);  // the destructor released a1's reservation
+  EXPECT_EQ(b.model.used(), 0u);
+}
+
+// Declared sizes hold no budget: streams that declared the whole budget and stalled do not keep
+// another upload out; the bytes that arrive are what counts.
+TEST(UploadAssembler, DeclaredSizesHoldNoBudgetOnlyReceivedBytesDo) {
+  Budgets b;  // upload budget 600
+  UploadAssembler stalled1(500, &b.model, &b.upload);
+  UploadAssembler stalled2(500, &b.model, &b.upload);
+  ASSERT_TRUE(stalled1.Add(Meta(500)).ok());
+  ASSERT_TRUE(stalled2.Add(Meta(500)).ok());
+  EXPECT_EQ(b.upload.used(), 0u);
+  EXPECT_EQ(b.model.used(), 0u);
+  EXPECT_EQ(stalled1.reserved(), 0u);
+  {
+    const std::string model(450, 'm');
+    UploadAssembler a(500, &b.model, &b.upload);
+    ASSERT_TRUE(a.Add(Meta(450)).ok());
+    ASSERT_TRUE(a.Add(Chunk(model)).ok());
+    EXPECT_EQ(b.upload.used(), 450u);
+    LoadedModel out;
+    ASSERT_TRUE(a.Finish(&out).ok());
+    EXPECT_EQ(out.bytes->view(), model);
+  }
+  // The bytes of a stalled stream are charged when they arrive, and refused over the budget.
+  ASSERT_TRUE(stalled1.Add(Chunk(std::string(400, 'x'))).ok());
+  EXPECT_EQ(b.upload.used(), 400u);
+  const grpc::Status s = stalled2.Add(Chunk(std::string(201, 'x')));
+  EXPECT_EQ(s.error_code(), StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(s.error_message(), "upload budget exhausted");
+  stalled1.Abort();
+  EXPECT_EQ(b.upload.used(), 0u);
   EXPECT_EQ(b.model.used(), 0u);
 }
 
