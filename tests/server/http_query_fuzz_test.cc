@@ -40,7 +40,7 @@ std::vector<fs::path> FilesIn(const char* dir) {
   return out;
 }
 
-std::string Run(const std::string& target) {
+std::string RunTarget(const std::string& target) {
   return fuzz::RunHttpQueryInput(reinterpret_cast<const std::uint8_t*>(target.data()),
                                  target.size());
 }
@@ -49,7 +49,7 @@ TEST(HttpQueryFuzz, RegressionInputsAndSeedsPass) {
   std::size_t n = 0;
   for (const char* dir : {"http_query_regressions", "http_query_seeds"}) {
     for (const auto& p : FilesIn(dir)) {
-      EXPECT_EQ(Run(ReadAll(p)), "") << p;
+      EXPECT_EQ(RunTarget(ReadAll(p)), "") << p;
       ++n;
     }
   }
