@@ -124,7 +124,7 @@ std::string Hooks::RegistryCall(
 
 grpc::Status HookCheckRpc::Validate(const Request& req) {
   grpc::Status status = ValidateLabels(req.labels, "labels");
-  if (status.ok()) status = ValidateLength(req.name, "name", kMaxNameBytes);
+  if (status.ok()) status = ValidateName(req.name, "name", kMaxNameBytes);
   return status;
 }
 

@@ -125,7 +125,7 @@ void StartUrl(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
 grpc::Status CheckRpc::Validate(const Request& req) {
   grpc::Status status = ValidateLabels(req.labels(), "labels");
   if (status.ok()) status = ValidateOptions(req.options());
-  if (status.ok()) status = ValidateLength(req.name(), "name", kMaxNameBytes);
+  if (status.ok()) status = ValidateName(req.name(), "name", kMaxNameBytes);
   if (status.ok() && req.model_case() == v1::CheckRequest::kPath) {
     status = ValidateLength(req.path(), "path", kMaxPathBytes);
   }

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -72,6 +73,16 @@ inline std::string CheckRefusal(const grpc::Status& st) {
   return "";
 }
 
+// An accepted request survives the wire format: its strings are UTF-8, as every gRPC peer
+// requires (labels recorded from it are served in responses later).
+inline std::string RoundTrips(const google::protobuf::Message& req) {
+  std::unique_ptr<google::protobuf::Message> back(req.New());
+  if (!back->ParseFromString(req.SerializeAsString())) {
+    return "accepted request is not valid in the wire format (a string is not UTF-8)";
+  }
+  return "";
+}
+
 // The conversions of GetStatsRpc::Run, with TimeUtil's own CHECK-ing functions: an accepted
 // request that would abort the server aborts here.
 inline std::string RunAcceptedStats(const v1::GetStatsRequest& req) {
@@ -101,7 +112,7 @@ inline std::string RunAcceptedStats(const v1::GetStatsRequest& req) {
     return "accepted a window over kMaxSpanMs";
   }
   (void)server::http::ToJson(req);
-  return "";
+  return RoundTrips(req);
 }
 
 // "" or the invariant the input violated.
@@ -147,6 +158,7 @@ inline std::string RunHttpQueryInput(const std::uint8_t* data, std::size_t size)
         (void)google::protobuf::util::TimeUtil::MillisecondsToTimestamp(server::MsOf(req.since()));
       }
       (void)server::http::ToJson(req);
+      if (const std::string err = RoundTrips(req); !err.empty()) return "GET /v1/models: " + err;
     } else if (const std::string err = CheckRefusal(st); !err.empty()) {
       return "GET /v1/models: " + err;
     }

@@ -151,6 +151,19 @@ TEST(TimeBounds, ConversionsClampInsteadOfAborting) {
   EXPECT_EQ(server::kDurationMaxSeconds, TimeUtil::kDurationMaxSeconds);
 }
 
+TEST(RequestLimits, LabelValuesAndNamesMustBeUtf8) {
+  EXPECT_TRUE(server::ValidUtf8("detector \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"));
+  for (const char* bad : {"\xff", "\xc3", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80",
+                          "\xf4\x90\x80\x80", "a\xe2\x82"}) {
+    EXPECT_FALSE(server::ValidUtf8(bad)) << bad;
+  }
+  const grpc::Status st = Stats("label.project=%ff%fe");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(st.error_message(), "label_filter: value of label 'project' is not valid UTF-8");
+  EXPECT_EQ(server::ValidateName("m\xff.onnx", "name", 1024).error_message(),
+            "name is not valid UTF-8");
+}
+
 TEST(RequestLimits, ClipCutsAtACharacterBoundary) {
   EXPECT_EQ(server::Clip("short"), "short");
   const std::string big(1000, 'a');
