@@ -8,6 +8,7 @@
 #include <cstring>
 #include <system_error>
 
+#include "request_validation.h"
 #include "sha256.h"
 
 namespace axqc::server {
@@ -116,6 +117,11 @@ class Fd {
     case ELOOP:
       throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
                         "path changed to a symbolic link while opening: " + shown);
+    case ENAMETOOLONG:
+      throw SourceError(grpc::StatusCode::INVALID_ARGUMENT,
+                        "path is too long (a component over 255 bytes, or over 4096 bytes in "
+                        "all): " +
+                            Clip(shown));
     case EACCES:
     case EPERM:
       throw SourceError(grpc::StatusCode::PERMISSION_DENIED, "the server may not read " + shown);

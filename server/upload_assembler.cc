@@ -164,6 +164,7 @@ grpc::Status UploadAssembler::AddMetadata(const v1::UploadMetadata& m) {
   metadata_ = m;
   grpc::Status s = ValidateLabels(m.labels(), "metadata.labels");
   if (s.ok()) s = ValidateOptions(m.options());
+  if (s.ok()) s = ValidateName(m.file_name(), "metadata.file_name", kMaxNameBytes);
   if (s.ok() && !m.sha256().empty() && !service::IsSha256Hex(m.sha256())) {
     s = Invalid("metadata.sha256 must be 64 lowercase hex characters");
   }

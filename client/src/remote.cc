@@ -27,6 +27,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <cstdio>
@@ -204,6 +205,45 @@ std::string OpenSslErrors() {
   return out;
 }
 
+// Why an SSL_connect / SSL_read that returned `ret` failed, when OpenSSL's error queue has nothing
+// (the server closed or reset the connection): never an empty reason.
+std::string SslFailure(SSL* ssl, int ret, int saved_errno) {
+  switch (SSL_get_error(ssl, ret)) {
+    case SSL_ERROR_ZERO_RETURN:
+      return "the server closed the TLS connection";
+    case SSL_ERROR_SYSCALL:
+      return saved_errno != 0 ? std::string(std::strerror(saved_errno))
+                              : std::string("the server closed the connection");
+    case SSL_ERROR_WANT_READ:
+    case SSL_ERROR_WANT_WRITE:
+      return "no answer from the server within 3 s";
+    default:
+      return "TLS error " + std::to_string(SSL_get_error(ssl, ret));
+  }
+}
+
+// While alive, a write to a connection the peer has closed fails with EPIPE instead of raising
+// SIGPIPE, whose default action would end axqc before it explains the failure (the probe below
+// writes after the handshake; a mutual-TLS server that refuses the client has closed by then).
+class IgnoreSigpipe {
+ public:
+  IgnoreSigpipe() {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    restore_ = ::sigaction(SIGPIPE, &ignore, &old_) == 0;
+  }
+  ~IgnoreSigpipe() {
+    if (restore_) ::sigaction(SIGPIPE, &old_, nullptr);
+  }
+  IgnoreSigpipe(const IgnoreSigpipe&) = delete;
+  IgnoreSigpipe& operator=(const IgnoreSigpipe&) = delete;
+
+ private:
+  struct sigaction old_ {};
+  bool restore_ = false;
+};
+
 bool Contains(const std::string& text, const char* what) {
   return text.find(what) != std::string::npos;
 }
@@ -293,18 +333,27 @@ std::string DiagnoseTransport(const RemoteArgs& r, bool tls) {
       SSL_set1_host(ssl, hp->host.c_str());
     }
   }
+  const IgnoreSigpipe no_sigpipe;
   ERR_clear_error();
-  const bool handshake = SSL_connect(ssl) == 1;
+  errno = 0;
+  const int connected = SSL_connect(ssl);
+  const bool handshake = connected == 1;
   bool read_failed = false;  // the server closed the connection right after the handshake
   std::string errors = OpenSslErrors();
+  // What the messages below show: OpenSSL's reasons, or else why the connection ended.
+  std::string reason = !errors.empty() || handshake ? errors : SslFailure(ssl, connected, errno);
   if (handshake) {
     // TLS 1.3: the server judges the client certificate after the client finished its part of the
     // handshake; its verdict (an alert) arrives with the first read.
     static const char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
     (void)SSL_write(ssl, kPreface, static_cast<int>(sizeof(kPreface) - 1));
+    ERR_clear_error();
+    errno = 0;
     char buf[64];
-    if (SSL_read(ssl, buf, sizeof(buf)) <= 0) {
+    const int got = SSL_read(ssl, buf, sizeof(buf));
+    if (got <= 0) {
       errors = OpenSslErrors();
+      reason = !errors.empty() ? errors : SslFailure(ssl, got, errno);
       read_failed = true;
     }
   }
@@ -347,7 +396,7 @@ std::string DiagnoseTransport(const RemoteArgs& r, bool tls) {
                 " requires a client certificate (mutual TLS): pass --cert FILE --key FILE";
   } else if (cert_requested && (cert_alert || read_failed || !handshake)) {
     diagnosis = "the server at " + r.server + " rejected the client certificate " + r.cert + " (" +
-                errors +
+                reason +
                 "): it must be signed by a CA the server trusts (its --tls-client-ca-file)";
   }
   return finish();
@@ -945,7 +994,9 @@ int RunHealth(const RemoteArgs& remote, const std::string& service) {
     return c->health().Check(ctx, req, &resp);
   });
   if (!s.ok()) {
-    std::cerr << "axqc: health: " << c->Describe(s) << "\n";
+    // Describe first: its probe of the transport may take seconds, and the line is written whole.
+    const std::string why = c->Describe(s);
+    std::cerr << "axqc: health: " << why << "\n";
     return kExitNoVerdict;
   }
   const std::string status =

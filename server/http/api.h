@@ -21,6 +21,7 @@
 #include <string>
 
 #include "http/errors.h"
+#include "http/query.h"
 #include "http/router.h"
 #include "rpc/admission.h"
 
@@ -62,15 +63,5 @@ Admission::Done<Resp> Answer(Reply reply, std::function<Response(const std::stri
     reply(status.ok() ? ok(request_id, resp) : ErrorResponse(status, request_id));
   };
 }
-
-// Query parameters "label.KEY=VALUE" -> labels.
-std::map<std::string, std::string> LabelParams(const Request& request);
-
-// "1h", "15m", "30s", "7d", "2w", "3600" (seconds) -> milliseconds; nullopt when malformed.
-std::optional<std::int64_t> ParseDurationMs(const std::string& text);
-// RFC 3339 ("2026-12-01T00:00:00Z") or Unix seconds -> milliseconds; nullopt when malformed.
-std::optional<std::int64_t> ParseTimeMs(const std::string& text);
-// "true"/"1"/"false"/"0"/"" -> bool; nullopt otherwise.
-std::optional<bool> ParseBool(const std::string& text);
 
 }  // namespace axqc::server::http

@@ -127,10 +127,7 @@ class UploadSink final : public BodySink {
   bool Done(const grpc::Status& st) {
     if (st.ok()) return true;
     // Over the per-model limit: 413; the in-flight budgets (busy server): 429.
-    if (st.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
-        st.error_message().find("over the limit of") != std::string::npos) {
-      http_status_->store(413);
-    }
+    if (OverSizeLimit(st)) http_status_->store(413);
     EndReceiving();
     call_->Finish(st);
     return false;

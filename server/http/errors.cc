@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "request_validation.h"
 #include "status_name.h"
 
 namespace axqc::server::http {
@@ -42,7 +43,9 @@ unsigned HttpStatusOf(grpc::StatusCode code) {
 
 Response ErrorResponse(const grpc::Status& status, const std::string& request_id,
                        unsigned http_status) {
-  const unsigned code = http_status != 0 ? http_status : HttpStatusOf(status.error_code());
+  unsigned code = http_status != 0 ? http_status : HttpStatusOf(status.error_code());
+  // Over a size limit: the same request will never fit (413), unlike a busy server (429).
+  if (http_status == 0 && OverSizeLimit(status)) code = 413;
   nlohmann::json j = {{"error",
                        {{"code", service::StatusCodeName(status.error_code())},
                         {"http_status", code},
@@ -50,7 +53,9 @@ Response ErrorResponse(const grpc::Status& status, const std::string& request_id
                       {"request_id", request_id}};
   Response r;
   r.status = code;
-  r.body = j.dump() + "\n";
+  // A message may repeat bytes of the request (a query parameter's name) that are not UTF-8:
+  // replaced, never thrown.
+  r.body = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   r.request_id = request_id;
   if (code == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"axqc\"");
   return r;

@@ -123,7 +123,9 @@ std::string Hooks::RegistryCall(
 }
 
 grpc::Status HookCheckRpc::Validate(const Request& req) {
-  return ValidateLabels(req.labels, "labels");
+  grpc::Status status = ValidateLabels(req.labels, "labels");
+  if (status.ok()) status = ValidateName(req.name, "name", kMaxNameBytes);
+  return status;
 }
 
 void HookCheckRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& call,

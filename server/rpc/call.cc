@@ -27,6 +27,9 @@ std::string RandomRequestId() {
   return out;
 }
 
+// Longest client string (model name, URL, error message) written to the request log.
+constexpr std::size_t kMaxLogString = 1024;
+
 LogLevel LevelOf(grpc::StatusCode code) {
   switch (code) {
     case grpc::StatusCode::INTERNAL:
@@ -94,8 +97,10 @@ void CallBase::Complete(const grpc::Status& status) {
                       {"peer", peer}};
   if (!transport.empty()) j["transport"] = transport;
   if (!f.source.empty()) j["source"] = f.source;
-  if (!f.name.empty()) j["model_name"] = f.name;
-  if (!f.url.empty()) j["url"] = f.url;
+  // Strings from the client are cut to kMaxLogString bytes: a request refused for its size does
+  // not copy that size into the log.
+  if (!f.name.empty()) j["model_name"] = Clip(f.name, kMaxLogString);
+  if (!f.url.empty()) j["url"] = Clip(f.url, kMaxLogString);
   if (!f.sha256.empty()) j["model_sha256"] = f.sha256;
   if (f.size_bytes > 0) j["size_bytes"] = f.size_bytes;
   if (!f.verdict.empty()) {
@@ -104,8 +109,16 @@ void CallBase::Complete(const grpc::Status& status) {
     j["warnings"] = f.warnings;
   }
   if (!f.cache.empty()) j["cache"] = f.cache;
-  if (!f.labels.empty()) j["labels"] = f.labels;
-  if (!status.ok()) j["error"] = status.error_message();
+  if (!f.labels.empty()) {
+    nlohmann::json labels = nlohmann::json::object();
+    std::size_t n = 0;
+    for (const auto& [k, v] : f.labels) {
+      if (++n > kMaxLabels) break;
+      labels[Clip(k, kMaxLabelKey)] = Clip(v, kMaxLabelValue);
+    }
+    j["labels"] = std::move(labels);
+  }
+  if (!status.ok()) j["error"] = Clip(status.error_message(), kMaxLogString);
   // The check of this key is over for this request: lookups waiting for it look again.
   std::string held;
   {

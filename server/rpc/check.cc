@@ -125,6 +125,13 @@ void StartUrl(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
 grpc::Status CheckRpc::Validate(const Request& req) {
   grpc::Status status = ValidateLabels(req.labels(), "labels");
   if (status.ok()) status = ValidateOptions(req.options());
+  if (status.ok()) status = ValidateName(req.name(), "name", kMaxNameBytes);
+  if (status.ok() && req.model_case() == v1::CheckRequest::kPath) {
+    status = ValidateLength(req.path(), "path", kMaxPathBytes);
+  }
+  if (status.ok() && req.model_case() == v1::CheckRequest::kUrl) {
+    status = ValidateLength(req.url(), "url", kMaxUrlBytes);
+  }
   if (status.ok() && !req.expected_sha256().empty() &&
       !service::IsSha256Hex(req.expected_sha256())) {
     status = Invalid("expected_sha256 must be 64 lowercase hex characters");

@@ -224,6 +224,7 @@ grpc::Status GetReportRpc::Validate(const Request& req) {
   }
   grpc::Status status = ValidateOptions(req.options());
   if (status.ok()) status = ValidateLabels(req.labels(), "labels");
+  if (status.ok()) status = ValidateName(req.name(), "name", kMaxNameBytes);
   return status;
 }
 

@@ -1,6 +1,4 @@
 // GetStats: verdict counts, gate outcomes and failing rules from the request history.
-#include <google/protobuf/util/time_util.h>
-
 #include <boost/asio/post.hpp>
 #include <map>
 #include <string>
@@ -11,12 +9,7 @@
 
 namespace axqc::server {
 
-using google::protobuf::util::TimeUtil;
-
 namespace {
-
-// Most buckets one GetStats answers with (GetStatsRequest.step).
-constexpr std::int64_t kMaxBuckets = 10000;
 
 // Start of the bucket of width `step` that holds `t` (epoch-aligned; t may be negative).
 std::int64_t BucketStart(std::int64_t t, std::int64_t step) {
@@ -24,21 +17,9 @@ std::int64_t BucketStart(std::int64_t t, std::int64_t step) {
   return r < 0 ? t - r - step : t - r;
 }
 
-bool TimestampValid(const google::protobuf::Timestamp& t) {
-  return t.seconds() >= TimeUtil::kTimestampMinSeconds &&
-         t.seconds() <= TimeUtil::kTimestampMaxSeconds && t.nanos() >= 0 && t.nanos() < 1000000000;
-}
-
-bool DurationValid(const google::protobuf::Duration& d) {
-  return d.seconds() >= TimeUtil::kDurationMinSeconds &&
-         d.seconds() <= TimeUtil::kDurationMaxSeconds && d.nanos() > -1000000000 &&
-         d.nanos() < 1000000000 && !(d.seconds() > 0 && d.nanos() < 0) &&
-         !(d.seconds() < 0 && d.nanos() > 0);
-}
-
 // Unset `until` means "up to and including now".
 std::int64_t UntilMs(const v1::GetStatsRequest& req) {
-  return req.has_until() ? TimeUtil::TimestampToMilliseconds(req.until()) : NowMs() + 1;
+  return req.has_until() ? MsOf(req.until()) : NowMs() + 1;
 }
 
 void Fill(const VerdictTally& t, v1::VerdictCounts* out) {
@@ -60,42 +41,10 @@ void Fill(const VerdictTally& t, v1::VerdictCounts* out) {
 
 }  // namespace
 
+// Every bound is checked here (request_validation.h), so that Run's arithmetic stays within the
+// range of Timestamp.
 grpc::Status GetStatsRpc::Validate(const Request& req) {
-  if (req.has_until() && !TimestampValid(req.until())) {
-    return Invalid("until is not a valid timestamp");
-  }
-  if (req.has_since() && !TimestampValid(req.since())) {
-    return Invalid("since is not a valid timestamp");
-  }
-  if (req.has_window() &&
-      (!DurationValid(req.window()) || TimeUtil::DurationToMilliseconds(req.window()) < 0)) {
-    return Invalid("window must be a non-negative duration");
-  }
-  if (req.has_since()) {
-    const std::int64_t until_ms = UntilMs(req);
-    if (TimeUtil::TimestampToMilliseconds(req.since()) > until_ms) {
-      return Invalid("since (" + TimeUtil::ToString(req.since()) + ") is after until (" +
-                     TimeUtil::ToString(TimeUtil::MillisecondsToTimestamp(until_ms)) + ")");
-    }
-  }
-  if (!req.group_by().empty() && !ValidToken(req.group_by(), 63, false)) {
-    return Invalid("group_by must be a label key ([A-Za-z0-9_.-]{1,63})");
-  }
-  if (auto s = ValidateLabels(req.label_filter(), "label_filter"); !s.ok()) return s;
-  if (req.top_rules() > 100) return Invalid("top_rules is at most 100");
-  if (req.has_step()) {
-    if (!DurationValid(req.step())) return Invalid("step is not a valid duration");
-    const std::int64_t step_ms = TimeUtil::DurationToMilliseconds(req.step());
-    if (step_ms != 0 && step_ms < 1000) return Invalid("step must be at least 1s");
-    if (step_ms > 0 && req.has_since()) {
-      const std::int64_t since_ms = TimeUtil::TimestampToMilliseconds(req.since());
-      if ((UntilMs(req) - since_ms) / step_ms >= kMaxBuckets) {
-        return Invalid("step gives more than " + std::to_string(kMaxBuckets) +
-                       " buckets in the window; use a larger step or a shorter window");
-      }
-    }
-  }
-  return grpc::Status::OK;
+  return ValidateStatsRequest(req, NowMs());
 }
 
 void GetStatsRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& call,
@@ -103,15 +52,15 @@ void GetStatsRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& 
   StatsQuery q;
   q.until_ms = UntilMs(req);
   if (req.has_since()) {
-    q.since_ms = TimeUtil::TimestampToMilliseconds(req.since());
+    q.since_ms = MsOf(req.since());
   } else if (req.has_window()) {
-    q.since_ms = q.until_ms - TimeUtil::DurationToMilliseconds(req.window());
+    q.since_ms = q.until_ms - MsOf(req.window());
   }
   q.group_by = req.group_by();
   q.label_filter =
       std::map<std::string, std::string>(req.label_filter().begin(), req.label_filter().end());
   q.top_rules = req.top_rules() == 0 ? 10 : req.top_rules();
-  if (req.has_step()) q.step_ms = TimeUtil::DurationToMilliseconds(req.step());
+  if (req.has_step()) q.step_ms = MsOf(req.step());
 
   boost::asio::post(*s.d.io, [&d = s.d, call = call, q = std::move(q)]() {
     if (call->cancelled.load()) return;
@@ -125,8 +74,8 @@ void GetStatsRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& 
       return;
     }
     auto& out = call->response;
-    if (q.since_ms) *out.mutable_since() = TimeUtil::MillisecondsToTimestamp(*q.since_ms);
-    *out.mutable_until() = TimeUtil::MillisecondsToTimestamp(q.until_ms);
+    if (q.since_ms) *out.mutable_since() = TimestampOfMs(*q.since_ms);
+    *out.mutable_until() = TimestampOfMs(q.until_ms);
     Fill(r.total, out.mutable_total());
     for (const auto& [value, tally] : r.groups) {
       auto* g = out.add_groups();
@@ -155,12 +104,12 @@ void GetStatsRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& 
       std::size_t next = 0;
       for (std::int64_t start = first; start <= last; start += q.step_ms) {
         auto* b = out.add_series();
-        *b->mutable_start() = TimeUtil::MillisecondsToTimestamp(start);
+        *b->mutable_start() = TimestampOfMs(start);
         VerdictTally empty;
         const bool has = next < r.series.size() && r.series[next].first == start;
         Fill(has ? r.series[next].second : empty, b->mutable_counts());
         if (has) ++next;
-        if (out.series_size() >= kMaxBuckets) break;
+        if (out.series_size() >= kMaxStatsBuckets) break;
       }
     }
     call->Finish(grpc::Status::OK);

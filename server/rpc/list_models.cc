@@ -1,6 +1,4 @@
 // ListModels: the latest verdict per model (sha256) from the request history.
-#include <google/protobuf/util/time_util.h>
-
 #include <boost/asio/post.hpp>
 #include <map>
 #include <string>
@@ -11,25 +9,14 @@
 
 namespace axqc::server {
 
-using google::protobuf::util::TimeUtil;
-
-grpc::Status ListModelsRpc::Validate(const Request& req) {
-  if (auto s = ValidateLabels(req.label_filter(), "label_filter"); !s.ok()) return s;
-  if (req.has_since() && (req.since().seconds() < TimeUtil::kTimestampMinSeconds ||
-                          req.since().seconds() > TimeUtil::kTimestampMaxSeconds ||
-                          req.since().nanos() < 0 || req.since().nanos() >= 1000000000)) {
-    return Invalid("since is not a valid timestamp");
-  }
-  if (req.limit() > 1000) return Invalid("limit is at most 1000");
-  return grpc::Status::OK;
-}
+grpc::Status ListModelsRpc::Validate(const Request& req) { return ValidateModelsRequest(req); }
 
 void ListModelsRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& call,
                         const Request& req, Response* /*grpc_resp*/) {
   ModelsQuery q;
   q.label_filter =
       std::map<std::string, std::string>(req.label_filter().begin(), req.label_filter().end());
-  if (req.has_since()) q.since_ms = TimeUtil::TimestampToMilliseconds(req.since());
+  if (req.has_since()) q.since_ms = MsOf(req.since());
   q.limit = req.limit() == 0 ? 100 : req.limit();
   boost::asio::post(*s.d.io, [&d = s.d, call = call, q = std::move(q)]() {
     if (call->cancelled.load()) return;
@@ -48,7 +35,7 @@ void ListModelsRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>
       m->set_name(row.name);
       m->mutable_labels()->insert(row.labels.begin(), row.labels.end());
       m->set_verdict(row.verdict);
-      *m->mutable_time() = TimeUtil::MillisecondsToTimestamp(row.time_ms);
+      *m->mutable_time() = TimestampOfMs(row.time_ms);
       m->set_errors(row.errors);
       m->set_warnings(row.warnings);
       m->set_request_id(row.request_id);

@@ -535,6 +535,52 @@ TEST(ClientTls, MutualTlsRequiresAClientCertificate) {
             2);
 }
 
+// `axqc health` against a mutual-TLS server, each way the TLS connection can fail: the reason is
+// printed whole. The transport probe used to die of SIGPIPE writing to the connection the server
+// had closed (exit 141 after an empty "axqc: health: ").
+TEST(ClientTls, HealthSaysWhyTheTlsConnectionFailed) {
+  TempDir dir;
+  MakeTestPki(dir);
+  TestServer server(dir, Configured([&](server::ServerConfig& c) {
+                      c.tls_cert_file = (dir / "server.pem").string();
+                      c.tls_key_file = (dir / "server.key").string();
+                      c.tls_client_ca_file = (dir / "ca.pem").string();
+                    }));
+  const std::string health = "health --retries 0 --server " + Addr(server);
+  const std::string ca = " --ca " + Quote((dir / "ca.pem").string());
+  struct Case {
+    std::string args;
+    std::string reason;
+  };
+  const std::vector<Case> cases = {
+      {ca, "requires a client certificate (mutual TLS): pass --cert FILE --key FILE"},
+      {"", "requires TLS: pass --ca FILE"},
+      {" --ca " + Quote((dir / "other.pem").string()) + " --cert " +
+           Quote((dir / "client.pem").string()) + " --key " + Quote((dir / "client.key").string()),
+       "the server's certificate is not trusted: "},
+      {ca + " --cert " + Quote((dir / "other.pem").string()) + " --key " +
+           Quote((dir / "other.key").string()),
+       "rejected the client certificate"},
+  };
+  for (const Case& c : cases) {
+    const Proc p = Client(dir, health + c.args);
+    EXPECT_EQ(p.rc, 4) << c.args << "\n" << p.err;
+    EXPECT_NE(p.err.find("axqc: health: cannot reach axqc-server at " + Addr(server)),
+              std::string::npos)
+        << c.args << "\n"
+        << p.err;
+    EXPECT_NE(p.err.find(c.reason), std::string::npos) << c.args << "\n" << p.err;
+    EXPECT_EQ(p.err.find("()"), std::string::npos) << p.err;  // no empty reason in parentheses
+    EXPECT_EQ(p.err.back(), '\n') << p.err;                   // the line was written whole
+  }
+  // Nothing listening: the system's reason.
+  const std::string port = std::to_string(server.server().grpc_port());
+  server.Stop();
+  const Proc down = Client(dir, "health --retries 0 --server 127.0.0.1:" + port + ca);
+  EXPECT_EQ(down.rc, 4);
+  EXPECT_NE(down.err.find("(Connection refused)"), std::string::npos) << down.err;
+}
+
 // ------------------------------------------------------------------------------------------------
 // The CI gate: configuration (axqc.toml), waivers, baselines, --fail-on, the CI formats; locally
 // and against the server (which records the client's gate in its history).

@@ -3,6 +3,12 @@
 #
 #   tests/fuzz/run.sh [SECONDS] [TARGET]   default 600 s, TARGET check; one process, one core
 #
+# TARGET http_query: fuzz_http_query (a request target of the HTTP/JSON API -> router, query
+# string and duration/time parsing, the validation of /v1/stats and /v1/models, see
+# http_query_fuzz_input.h); seeds tests/fuzz/http_query_seeds/, working corpus
+# build/fuzz/http-query-corpus, findings in build/fuzz/http-query-artifacts/, kept in
+# tests/fuzz/http_query_regressions/ (run by tests/server/http_query_fuzz_test.cc).
+#
 # TARGET check: fuzz_check (model bytes -> load + check). TARGET upload: fuzz_upload (a sequence
 # of Upload messages -> the server's upload state machine, see upload_fuzz_input.h); its seeds are
 # the same models encoded as uploads (build/fuzz/upload-seeds), its working corpus
@@ -29,9 +35,9 @@ set -euo pipefail
 SECONDS_TO_RUN="${1:-600}"
 TARGET="${2:-check}"
 case "$TARGET" in
-  check | upload | dot) ;;
+  check | upload | dot | http_query) ;;
   *)
-    echo "run.sh: unknown target '$TARGET' (check, upload or dot)" >&2
+    echo "run.sh: unknown target '$TARGET' (check, upload, dot or http_query)" >&2
     exit 2
     ;;
 esac
@@ -71,6 +77,20 @@ if [ "$TARGET" = dot ]; then
     "$ROOT/tests/fuzz/dot_regressions" -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 \
     -max_len=4096 -timeout=20 -artifact_prefix="$BUILD/dot-artifacts/" -print_final_stats=1 \
     ${AXQC_FUZZ_ARGS:-}
+fi
+if [ "$TARGET" = http_query ]; then
+  # No models involved: build the target and fuzz at once.
+  cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_http_query
+  mkdir -p "$BUILD/http-query-corpus" "$BUILD/http-query-artifacts"
+  export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0:detect_stack_use_after_return=0"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  cd "$BUILD"
+  # shellcheck disable=SC2086
+  exec "$BUILD/tests/fuzz/fuzz_http_query" "$BUILD/http-query-corpus" "$ROOT/tests/fuzz/http_query_seeds" \
+    "$ROOT/tests/fuzz/http_query_regressions" \
+    -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
+    -dict="$ROOT/tests/fuzz/http_query.dict" \
+    -artifact_prefix="$BUILD/http-query-artifacts/" -print_final_stats=1 ${AXQC_FUZZ_ARGS:-}
 elif [ "$TARGET" = check ]; then
   cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_check fuzz_seeds axqc-gen-examples
 else

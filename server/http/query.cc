@@ -1,0 +1,182 @@
+#include "http/query.h"
+
+#include <google/protobuf/util/time_util.h>
+
+#include <cctype>
+#include <charconv>
+#include <limits>
+
+#include "request_validation.h"
+
+namespace axqc::server::http {
+
+namespace {
+
+grpc::Status TimeParam(const Request& request, const char* name, google::protobuf::Timestamp* out,
+                       bool* set) {
+  *set = false;
+  auto v = request.Query(name);
+  if (!v) return grpc::Status::OK;
+  auto ms = ParseTimeMs(*v);
+  if (!ms) {
+    return Invalid(std::string(name) +
+                   " must be an RFC 3339 time (2026-12-01T00:00:00Z) or Unix seconds, from " +
+                   kTimeRange);
+  }
+  *out = TimestampOfMs(*ms);
+  *set = true;
+  return grpc::Status::OK;
+}
+
+grpc::Status DurationParam(const Request& request, const char* name,
+                           google::protobuf::Duration* out, bool* set) {
+  *set = false;
+  auto v = request.Query(name);
+  if (!v) return grpc::Status::OK;
+  auto ms = ParseDurationMs(*v);
+  if (!ms) {
+    return Invalid(std::string(name) +
+                   " must be a duration such as 30s, 15m, 1h, 7d, 2w (at most " + kSpanRange + ")");
+  }
+  // Clamped: anything over the range of Duration is over kMaxSpanMs too and refused by the
+  // validation with the allowed range.
+  *out = DurationOfMs(*ms);
+  *set = true;
+  return grpc::Status::OK;
+}
+
+grpc::Status UintParam(const Request& request, const char* name, std::uint32_t* out) {
+  auto v = request.Query(name);
+  if (!v) return grpc::Status::OK;
+  auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), *out);
+  if (ec != std::errc() || p != v->data() + v->size()) {
+    return Invalid(std::string(name) + " must be a number");
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> LabelParams(const Request& request) {
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : request.query) {
+    if (k.rfind("label.", 0) == 0) out[k.substr(6)] = v;
+  }
+  return out;
+}
+
+std::optional<std::int64_t> ParseDurationMs(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0) return std::nullopt;
+  const std::string unit = text.substr(digits);
+  std::int64_t ms = 0;
+  if (unit.empty() || unit == "s") {
+    ms = 1000;
+  } else if (unit == "ms") {
+    ms = 1;
+  } else if (unit == "m") {
+    ms = std::int64_t{60} * 1000;
+  } else if (unit == "h") {
+    ms = std::int64_t{3600} * 1000;
+  } else if (unit == "d") {
+    ms = std::int64_t{86400} * 1000;
+  } else if (unit == "w") {
+    ms = std::int64_t{7} * 86400 * 1000;
+  } else {
+    return std::nullopt;
+  }
+  constexpr std::int64_t kSaturated = std::numeric_limits<std::int64_t>::max();
+  std::int64_t n = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + digits, n);
+  (void)p;
+  if (ec == std::errc::result_out_of_range) return kSaturated;
+  if (ec != std::errc()) return std::nullopt;
+  std::int64_t out = 0;
+  if (__builtin_mul_overflow(n, ms, &out)) return kSaturated;
+  return out;
+}
+
+std::optional<std::int64_t> ParseTimeMs(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  bool all_digits = true;
+  for (char c : text) all_digits = all_digits && std::isdigit(static_cast<unsigned char>(c));
+  if (all_digits) {
+    std::int64_t s = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), s);
+    (void)p;
+    if (ec != std::errc() || s > kTimestampMaxSeconds) return std::nullopt;
+    return s * 1000;
+  }
+  // FromString parses into a Timestamp and refuses what is outside its range; it never aborts.
+  google::protobuf::Timestamp t;
+  if (!google::protobuf::util::TimeUtil::FromString(text, &t) || !TimestampValid(t)) {
+    return std::nullopt;
+  }
+  return MsOf(t);
+}
+
+std::optional<bool> ParseBool(const std::string& text) {
+  if (text == "true" || text == "1" || text.empty()) return true;
+  if (text == "false" || text == "0") return false;
+  return std::nullopt;
+}
+
+grpc::Status KnownParams(const Request& request, std::initializer_list<const char*> names) {
+  for (const auto& [k, v] : request.query) {
+    if (k.rfind("label.", 0) == 0) continue;
+    bool known = false;
+    for (const char* n : names) known = known || k == n;
+    if (!known) return Invalid("unknown query parameter '" + Clip(k) + "'");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ParseStatsQuery(const Request& request, v1::GetStatsRequest& req) {
+  if (auto st = KnownParams(request, {"since", "until", "window", "group_by", "step", "top_rules"});
+      !st.ok()) {
+    return st;
+  }
+  bool set = false;
+  google::protobuf::Timestamp t;
+  if (auto st = TimeParam(request, "since", &t, &set); !st.ok()) return st;
+  if (set) *req.mutable_since() = t;
+  if (auto st = TimeParam(request, "until", &t, &set); !st.ok()) return st;
+  if (set) *req.mutable_until() = t;
+  google::protobuf::Duration d;
+  if (auto st = DurationParam(request, "window", &d, &set); !st.ok()) return st;
+  if (set) *req.mutable_window() = d;
+  if (auto st = DurationParam(request, "step", &d, &set); !st.ok()) return st;
+  if (set) {
+    // A step of 0 in the query is a mistake, not "no series" (that is: no step parameter).
+    if (d.seconds() == 0 && d.nanos() == 0) {
+      return Invalid(std::string("step must be at least 1s (at most ") + kSpanRange +
+                     "); leave it out for no time series");
+    }
+    *req.mutable_step() = d;
+  }
+  if (auto v = request.Query("group_by")) req.set_group_by(*v);
+  std::uint32_t top = 0;
+  if (auto st = UintParam(request, "top_rules", &top); !st.ok()) return st;
+  req.set_top_rules(top);
+  const auto labels = LabelParams(request);
+  req.mutable_label_filter()->insert(labels.begin(), labels.end());
+  return grpc::Status::OK;
+}
+
+grpc::Status ParseModelsQuery(const Request& request, v1::ListModelsRequest& req) {
+  if (auto st = KnownParams(request, {"since", "limit"}); !st.ok()) return st;
+  bool set = false;
+  google::protobuf::Timestamp t;
+  if (auto st = TimeParam(request, "since", &t, &set); !st.ok()) return st;
+  if (set) *req.mutable_since() = t;
+  std::uint32_t limit = 0;
+  if (auto st = UintParam(request, "limit", &limit); !st.ok()) return st;
+  req.set_limit(limit);
+  const auto labels = LabelParams(request);
+  req.mutable_label_filter()->insert(labels.begin(), labels.end());
+  return grpc::Status::OK;
+}
+
+}  // namespace axqc::server::http
