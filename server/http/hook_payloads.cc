@@ -94,6 +94,38 @@ bool IsLowerHex(std::string_view s) {
   return true;
 }
 
+// HOST or HOST:PORT: a name of [A-Za-z0-9.-] or a bracketed IPv6 address, a port of 1-5 digits.
+bool ValidAuthority(std::string_view a) {
+  std::string_view port;
+  if (!a.empty() && a.front() == '[') {
+    const std::size_t close = a.find(']');
+    if (close == std::string_view::npos || close == 1) return false;
+    for (const char c : a.substr(1, close - 1)) {
+      if (HexValue(c) < 0 && c != ':' && c != '.') return false;
+    }
+    const std::string_view rest = a.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') return false;
+    port = rest.empty() ? rest : rest.substr(1);
+    if (!rest.empty() && port.empty()) return false;
+  } else {
+    const std::size_t colon = a.find(':');
+    const std::string_view host = a.substr(0, colon);
+    if (host.empty()) return false;
+    for (const char c : host) {
+      if (!IsAlnum(c) && c != '.' && c != '-') return false;
+    }
+    if (colon != std::string_view::npos) {
+      port = a.substr(colon + 1);
+      if (port.empty()) return false;
+    }
+  }
+  if (port.size() > 5) return false;
+  for (const char c : port) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string UnsafePathReason(std::string_view path) {
@@ -290,8 +322,7 @@ grpc::Status MlflowModelUrl(std::string_view artifact_uri, std::string_view mlfl
   } else if (StartsWith(uri, "http://") || StartsWith(uri, "https://")) {
     const std::size_t authority = uri.find("://") + 3;
     const std::size_t slash = uri.find('/', authority);
-    const std::string_view host = uri.substr(authority, slash - authority);
-    if (host.empty() || host.find_first_of("?#\\@%") != std::string_view::npos) {
+    if (!ValidAuthority(uri.substr(authority, slash - authority))) {
       return Invalid("MLflow artifact location " + shown + " has a malformed host");
     }
     if (slash != std::string_view::npos) {
@@ -301,10 +332,14 @@ grpc::Status MlflowModelUrl(std::string_view artifact_uri, std::string_view mlfl
     }
     base = std::string(uri);
   } else {
-    const std::string_view scheme = uri.substr(0, std::min<std::size_t>(uri.find(':'), 40));
+    std::string scheme;  // as far as it is a scheme (letters, digits, '+', '-', '.')
+    for (const char c : uri.substr(0, std::min<std::size_t>(uri.find(':'), 40))) {
+      if (!IsAlnum(c) && c != '+' && c != '-' && c != '.') break;
+      scheme.push_back(c);
+    }
     return grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,
-        "MLflow stores this model version at " + Quote(scheme) +
+        "MLflow stores this model version at " + scheme +
             ":..., which this server cannot read; run the MLflow server with "
             "--serve-artifacts (mlflow-artifacts:/ locations) or http(s) artifacts");
   }
