@@ -126,6 +126,7 @@ def main():
     cmd = [SERVER, "--listen", "127.0.0.1:0", "--metrics-listen", "", "--http-listen", "127.0.0.1:0",
            "--ready-file", ready, "--store-path", os.path.join(WORK, "store.sqlite3"),
            "--auth-token-file", os.path.join(WORK, "token"), "--max-model-bytes", "1MiB",
+           "--max-inline-bytes", "1MiB",
            "--http-max-json-bytes", "1MiB",
            "--url-allow-host", f"127.0.0.1:{port_a}", "--url-allow-host", f"127.0.0.1:{port_b}",
            "--mlflow-webhook-secret-file", os.path.join(WORK, "mlflow-secret"),
