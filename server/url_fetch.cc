@@ -341,6 +341,11 @@ std::string ParsedUrl::FileName() const {
   return last.empty() ? host : last;
 }
 
+std::string ParsedUrl::Origin() const {
+  const std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  return scheme + "://" + h + ":" + port;
+}
+
 ParsedUrl ParseUrl(const std::string& url) {
   ParsedUrl out;
   const auto sep = url.find("://");
@@ -414,7 +419,7 @@ LoadedModel FetchUrl(const std::string& url_text, const UrlPolicy& policy, ByteB
                       "URL references are disabled on this server (no --url-allow-host)");
   }
   ParsedUrl url = ParseUrl(url_text);
-  const std::string first_authority = url.host + ":" + url.port;
+  const std::string first_origin = url.Origin();
   const bool custom = policy.method != "GET" || !policy.body.empty() || !policy.headers.empty() ||
                       !policy.content_type.empty();
   const auto deadline = std::chrono::steady_clock::now() + policy.timeout;
@@ -423,7 +428,7 @@ LoadedModel FetchUrl(const std::string& url_text, const UrlPolicy& policy, ByteB
       throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
                         "URL host " + url.HostHeader() + " is not in the server's allowlist");
     }
-    const bool same_origin = url.host + ":" + url.port == first_authority;
+    const bool same_origin = url.Origin() == first_origin;
     Hop hop = RunHop(url, deadline, policy.max_bytes, budget, cancelled,
                      custom && same_origin ? &policy : nullptr);
     if (!hop.budget_error.empty()) {

@@ -24,6 +24,8 @@ struct ParsedUrl {
   std::string Redacted() const;
   // Last path segment, or the host when the path is "/".
   std::string FileName() const;
+  // scheme://host:port with the port always written: equal for URLs of the same origin.
+  std::string Origin() const;
 };
 
 // Throws SourceError(INVALID_ARGUMENT): not http(s), userinfo present, bad port, no host.
@@ -39,8 +41,8 @@ struct UrlPolicy {
   unsigned max_redirects = 3;
   std::uint64_t max_bytes = 0;
   // Registry API calls (webhooks): the method, a body and its content type, and extra headers.
-  // The headers (e.g. Authorization) are sent to the first URL's host:port only, never to a
-  // redirect target elsewhere; only GET follows redirects.
+  // The headers (e.g. Authorization) are sent to the first URL's origin (scheme, host and port)
+  // only, never to a redirect target elsewhere; only GET follows redirects.
   std::string method = "GET";
   std::string body;
   std::string content_type;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "request_validation.h"
+#include "json_input.h"
 #include "status_name.h"
 
 namespace axqc::server::http {
@@ -80,6 +81,11 @@ std::string ToJson(const google::protobuf::Message& message) {
 }
 
 grpc::Status FromJson(const std::string& json, google::protobuf::Message* message) {
+  // The size is the listener's limit (--http-max-json-bytes, 413); the depth is bounded here,
+  // before protobuf's recursive parser sees the text.
+  JsonLimits limits;
+  limits.max_bytes = json.size();
+  if (grpc::Status st = CheckJsonBounds(json, limits, "request body"); !st.ok()) return st;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
   const auto st = google::protobuf::util::JsonStringToMessage(json, message, options);

@@ -25,7 +25,8 @@ Response JsonResponse(std::string json, const std::string& request_id, unsigned 
 std::string ToJson(const google::protobuf::Message& message);
 
 // Parses `json` into `message` (proto3 JSON mapping; unknown fields are refused). INVALID_ARGUMENT
-// naming the problem when it is not valid.
+// naming the problem when it is not valid or nests deeper than kMaxJsonDepth (json_input.h; the
+// size limit is the listener's --http-max-json-bytes).
 grpc::Status FromJson(const std::string& json, google::protobuf::Message* message);
 
 }  // namespace axqc::server::http

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "auth.h"
+#include "http/hook_payloads.h"
 #include "request_validation.h"
 #include "rpc/check_pipeline.h"
 #include "url_fetch.h"
@@ -22,6 +23,23 @@ constexpr std::size_t kRememberedDeliveries = 10000;
 
 std::string ReadOptional(const std::string& path) {
   return path.empty() ? std::string() : ReadTokenFile(path);
+}
+
+// The origin of a registry's configured URL; "" when it is not set.
+std::string OriginOfSetting(const char* flag, const std::string& url) {
+  if (url.empty()) return {};
+  try {
+    return ParseUrl(url).Origin();
+  } catch (const SourceError& e) {
+    throw std::runtime_error(std::string(flag) + " " + url + ": " + e.what());
+  }
+}
+
+void CheckModelFile(const char* flag, const std::string& file) {
+  if (const std::string why = UnsafePathReason(file); !why.empty()) {
+    throw std::runtime_error(std::string(flag) + " " + file +
+                             ": must be a relative path inside the model's directory: " + why);
+  }
 }
 
 }  // namespace
@@ -42,6 +60,10 @@ HookSettings LoadHookSettings(const ServerConfig& c) {
   h.huggingface_token = ReadOptional(c.huggingface_token_file);
   h.huggingface_model_file = c.huggingface_model_file;
   h.check_value = c.webhook_check_value;
+  h.mlflow_origin = OriginOfSetting("--mlflow-url", h.mlflow_url);
+  h.huggingface_origin = OriginOfSetting("--huggingface-url", h.huggingface_url);
+  CheckModelFile("--mlflow-model-file", h.mlflow_model_file);
+  CheckModelFile("--huggingface-model-file", h.huggingface_model_file);
   if (!h.mlflow_secret.empty() && h.mlflow_url.empty()) {
     throw std::runtime_error(
         "mlflow-webhook-secret-file is set but mlflow-url is not: the MLflow webhook needs the "
@@ -60,6 +82,13 @@ std::string HmacSha256Base64(const std::string& key, const std::string& data) {
       EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), mac, static_cast<int>(len));
   out.resize(static_cast<std::size_t>(n));
   return out;
+}
+
+std::vector<std::pair<std::string, std::string>> CredentialsFor(
+    const std::string& url, const std::string& registry_origin,
+    const std::vector<std::pair<std::string, std::string>>& headers) {
+  if (registry_origin.empty() || ParseUrl(url).Origin() != registry_origin) return {};
+  return headers;
 }
 
 bool SecretsEqual(const std::string& a, const std::string& b) {
@@ -149,7 +178,7 @@ void HookCheckRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>&
       policy.timeout = std::chrono::seconds(deps.config->url_timeout_seconds);
       policy.max_redirects = deps.config->url_max_redirects;
       policy.max_bytes = deps.config->max_model_bytes;
-      policy.headers = req.headers;
+      policy.headers = CredentialsFor(url, req.credential_origin, req.headers);
       LoadedModel model = FetchUrl(url, policy, *deps.budget, call->cancelled);
       deps.metrics->ObserveStage("load", SecondsSince(t0));
       CheckModel(s, call, std::move(model));

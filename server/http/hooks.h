@@ -36,9 +36,14 @@ struct HookSettings {
   std::string huggingface_token;
   std::string huggingface_model_file = "model.onnx";
   bool check_value = false;  // options of webhook checks
+  // The registries' origins (ParsedUrl::Origin of mlflow_url, huggingface_url): their tokens are
+  // sent to these origins only.
+  std::string mlflow_origin;
+  std::string huggingface_origin;
 };
 
-// Reads the secret and token files of `config`. Throws std::runtime_error.
+// Reads the secret and token files of `config`, checks the registry URLs and the model file
+// names (relative paths without dot segments). Throws std::runtime_error.
 HookSettings LoadHookSettings(const ServerConfig& config);
 
 // One model version to check for a webhook delivery.
@@ -50,8 +55,11 @@ struct HookCheck {
   v1::CheckOptions options;
   // Runs on the I/O pool: the model's URL (registry API calls); throws SourceError.
   std::function<std::string()> resolve_url;
-  // Headers for the model download (the registry's token), sent to the registry's host only.
+  // Headers for the model download (the registry's token), sent only when the model's URL has
+  // the registry's own origin `credential_origin` (CredentialsFor): never to another host, even
+  // an allowlisted one.
   std::vector<std::pair<std::string, std::string>> headers;
+  std::string credential_origin;
   // With write-back: called with the outcome on the I/O pool.
   std::function<void(const grpc::Status&, const v1::CheckResponse&)> write_back;
 };
@@ -117,6 +125,12 @@ class Hooks {
   std::unordered_set<std::string> seen_;
   std::deque<std::string> order_;
 };
+
+// `headers` when `url` has the origin `registry_origin` (scheme://host:port, ParsedUrl::Origin),
+// else none. Throws SourceError(INVALID_ARGUMENT) for a malformed URL.
+std::vector<std::pair<std::string, std::string>> CredentialsFor(
+    const std::string& url, const std::string& registry_origin,
+    const std::vector<std::pair<std::string, std::string>>& headers);
 
 // Lowercase hex HMAC-SHA256 and base64 helpers (hooks_mlflow.cc).
 std::string HmacSha256Base64(const std::string& key, const std::string& data);

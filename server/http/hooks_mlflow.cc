@@ -7,7 +7,8 @@
 // model_version_tag.set (tags not written by this server, "axqc.*") check the version: its
 // artifact location comes from GET /api/2.0/mlflow/model-versions/get-download-uri, the model
 // file (--mlflow-model-file) is downloaded through the registry's artifact proxy
-// (/api/2.0/mlflow-artifacts/artifacts/...) or the http(s) artifact URL, and with
+// (/api/2.0/mlflow-artifacts/artifacts/...) or the http(s) artifact URL (the token goes to the
+// registry's own origin only; artifact paths that leave their directory are refused), and with
 // --mlflow-write-back the verdict is written back as model-version tags
 // (POST /api/2.0/mlflow/model-versions/set-tag).
 #include <boost/asio/post.hpp>
@@ -16,6 +17,7 @@
 #include <string>
 
 #include "http/api.h"
+#include "http/hook_payloads.h"
 #include "http/hooks.h"
 #include "labels.h"
 #include "request_validation.h"
@@ -49,46 +51,37 @@ std::string Clip(std::string s, std::size_t n) {
   return s;
 }
 
-std::vector<std::pair<std::string, std::string>> AuthHeaders(const HookSettings& h) {
+std::vector<std::pair<std::string, std::string>> TokenHeaders(const HookSettings& h) {
   if (h.mlflow_token.empty()) return {};
   return {{"Authorization", "Bearer " + h.mlflow_token}};
 }
 
-// The URL of the model file of `name` version `version`.
+// A registry API call with the token, which goes to the registry's own origin only.
+std::string MlflowCall(const Hooks& hooks, const std::string& method, const std::string& url,
+                       const std::string& body) {
+  const HookSettings& h = hooks.settings();
+  return hooks.RegistryCall(method, url, body,
+                            CredentialsFor(url, h.mlflow_origin, TokenHeaders(h)));
+}
+
+// The URL of the model file of `name` version `version` (MlflowModelUrl: a path that leaves the
+// artifact directory, also percent-encoded, is refused).
 std::string ModelUrl(const Hooks& hooks, const std::string& name, const std::string& version) {
   const HookSettings& h = hooks.settings();
-  const std::string answer = hooks.RegistryCall(
-      "GET",
+  const std::string answer = MlflowCall(
+      hooks, "GET",
       h.mlflow_url + "/api/2.0/mlflow/model-versions/get-download-uri?name=" + UrlEncode(name) +
           "&version=" + UrlEncode(version),
-      "", AuthHeaders(h));
+      "");
   std::string uri;
-  try {
-    uri = nlohmann::json::parse(answer).at("artifact_uri").get<std::string>();
-  } catch (const std::exception&) {
-    throw SourceError(grpc::StatusCode::UNAVAILABLE,
-                      "MLflow get-download-uri answered without an artifact_uri");
+  if (grpc::Status st = ParseMlflowDownloadUri(answer, &uri); !st.ok()) {
+    throw SourceError(grpc::StatusCode::UNAVAILABLE, st.error_message());
   }
-  while (!uri.empty() && uri.back() == '/') uri.pop_back();
-  std::string base;
-  if (uri.rfind("mlflow-artifacts:", 0) == 0) {
-    std::string path = uri.substr(std::string("mlflow-artifacts:").size());
-    if (path.rfind("//", 0) == 0) {  // mlflow-artifacts://host:port/path
-      const auto slash = path.find('/', 2);
-      path = slash == std::string::npos ? "" : path.substr(slash);
-    }
-    while (!path.empty() && path.front() == '/') path.erase(0, 1);
-    base = h.mlflow_url + "/api/2.0/mlflow-artifacts/artifacts/" + path;
-  } else if (uri.rfind("http://", 0) == 0 || uri.rfind("https://", 0) == 0) {
-    base = uri;
-  } else {
-    throw SourceError(grpc::StatusCode::FAILED_PRECONDITION,
-                      "MLflow stores this model version at " + uri.substr(0, uri.find(':')) +
-                          ":..., which this server cannot read; run the MLflow server with "
-                          "--serve-artifacts (mlflow-artifacts:/ locations) or http(s) artifacts");
+  std::string url;
+  if (grpc::Status st = MlflowModelUrl(uri, h.mlflow_url, h.mlflow_model_file, &url); !st.ok()) {
+    throw SourceError(st.error_code(), st.error_message());
   }
-  if (base.size() >= 5 && base.compare(base.size() - 5, 5, ".onnx") == 0) return base;
-  return base + "/" + h.mlflow_model_file;
+  return url;
 }
 
 // Writes the outcome as tags of the model version.
@@ -116,8 +109,8 @@ void WriteBack(const Hooks* hooks, const std::string& delivery_id, const std::st
   for (const auto& [k, v] : tags) {
     const nlohmann::json body = {{"name", name}, {"version", version}, {"key", k}, {"value", v}};
     try {
-      hooks->RegistryCall("POST", h.mlflow_url + "/api/2.0/mlflow/model-versions/set-tag",
-                          body.dump(), AuthHeaders(h));
+      MlflowCall(*hooks, "POST", h.mlflow_url + "/api/2.0/mlflow/model-versions/set-tag",
+                 body.dump());
       ++written;
     } catch (const SourceError& e) {
       error = e.what();
@@ -162,47 +155,25 @@ grpc::Status VerifyAndParse(Hooks* hooks, const Request& request, HookDelivery& 
     return Unauthenticated("X-MLflow-Timestamp is more than " + std::to_string(kMaxSkewSeconds) +
                            " s away from this server's clock (replayed delivery?)");
   }
-  nlohmann::json body;
-  try {
-    body = nlohmann::json::parse(request.body);
-  } catch (const std::exception& e) {
-    return Invalid(std::string("webhook body is not JSON: ") + e.what());
-  }
-  if (!body.is_object() || !body.contains("entity") || !body.contains("action") ||
-      !body["entity"].is_string() || !body["action"].is_string()) {
-    return Invalid("webhook body has no entity and action");
-  }
-  const nlohmann::json data = body.value("data", nlohmann::json::object());
+  MlflowPayload p;
+  if (grpc::Status st = ParseMlflowPayload(request.body, &p); !st.ok()) return st;
   d.registry = "mlflow";
   d.delivery_id = id;
   d.hooks = hooks;
-  d.event = body["entity"].get<std::string>() + "." + body["action"].get<std::string>();
-  auto text = [&](const char* k) {
-    return data.contains(k) && data[k].is_string() ? data[k].get<std::string>() : std::string();
-  };
-  const std::string name = text("name");
-  std::string version = text("version");
-  if (version.empty() && data.contains("version") && data["version"].is_number_integer()) {
-    version = std::to_string(data["version"].get<long long>());
-  }
-  if (d.event == "model_version_tag.set" && text("key").rfind("axqc.", 0) == 0) {
-    d.ignore_reason = "tag " + text("key") + " is this server's own write-back";
-  } else if (d.event != "model_version.created" && d.event != "model_version_tag.set") {
-    d.ignore_reason = "event " + d.event +
-                      " does not announce a model version to check (model_version.created, "
-                      "model_version_tag.set do)";
-  } else if (name.empty() || version.empty()) {
-    return Invalid("webhook data has no model name and version");
-  }
+  d.event = p.event;
+  d.ignore_reason = p.ignore_reason;
+  const std::string& name = p.name;
+  const std::string& version = p.version;
   d.check.registry = "mlflow";
   d.check.delivery_id = id;
   d.check.name = name + "/" + version;
   d.check.labels = {{"source", "mlflow"},
                     {"mlflow.model", Clip(name, kMaxLabelValue)},
                     {"mlflow.version", Clip(version, kMaxLabelValue)}};
-  if (!text("run_id").empty()) d.check.labels["mlflow.run_id"] = Clip(text("run_id"), 256);
+  if (!p.run_id.empty()) d.check.labels["mlflow.run_id"] = Clip(p.run_id, 256);
   d.check.options.set_check_value(h.check_value);
-  d.check.headers = AuthHeaders(h);
+  d.check.headers = TokenHeaders(h);
+  d.check.credential_origin = h.mlflow_origin;
   d.check.resolve_url = [hooks, name, version] { return ModelUrl(*hooks, name, version); };
   if (h.mlflow_write_back) {
     d.check.write_back = [hooks, id, name, version](const grpc::Status& st,
@@ -232,12 +203,13 @@ void AddHookRoutes(Router& router, Api api) {
           }
           return VerifyAndParse(hooks, request, d);
         },
-        Answer<nlohmann::json>(std::move(reply),
-                               [](const std::string& request_id, nlohmann::json& resp) {
-                                 const bool accepted = resp.value("status", "") == "accepted";
-                                 resp["request_id"] = request_id;
-                                 return JsonResponse(resp.dump(), request_id, accepted ? 202 : 200);
-                               }));
+        Answer<nlohmann::json>(std::move(reply), [](const std::string& request_id,
+                                                    nlohmann::json& resp) {
+          const bool accepted = resp.value("status", "") == "accepted";
+          resp["request_id"] = request_id;
+          return JsonResponse(resp.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                              request_id, accepted ? 202 : 200);
+        }));
   };
   router.Add(std::move(mlflow));
   AddHuggingFaceRoute(router, api);

@@ -20,6 +20,13 @@
 # and tests/fuzz/dot_regressions, working corpus build/fuzz/dot-corpus, findings in
 # build/fuzz/dot-artifacts/, kept in tests/fuzz/dot_regressions/ (replayed by
 # tests/unit/dot_fuzz_regressions_test.cc).
+# TARGETs hook_hf, hook_mlflow, json_body: fuzz_hook_hf, fuzz_hook_mlflow, fuzz_json_body (JSON
+# from the network -> the server's bounded, typed parsing: Hugging Face and MLflow webhook bodies,
+# MLflow's get-download-uri answer and artifact URIs, POST /v1/check JSON bodies; see
+# hook_fuzz_input.h). Seeds: tests/fuzz/TARGET_seeds/ (the payloads of the webhook tests) and
+# tests/fuzz/TARGET_regressions/, dictionary tests/fuzz/hook.dict; working corpus
+# build/fuzz/TARGET-corpus; findings go to build/fuzz/TARGET-artifacts/ and are kept in
+# tests/fuzz/TARGET_regressions/ (run by tests/server/hook_input_test.cc).
 #
 # Seed corpus (rebuilt each run in build/fuzz/seeds): the example models, the models written by
 # the test builder (fuzz_seeds) and every Nth model of the ONNX backend test data
@@ -35,9 +42,9 @@ set -euo pipefail
 SECONDS_TO_RUN="${1:-600}"
 TARGET="${2:-check}"
 case "$TARGET" in
-  check | upload | dot | http_query) ;;
+  check | upload | dot | http_query | hook_hf | hook_mlflow | json_body) ;;
   *)
-    echo "run.sh: unknown target '$TARGET' (check, upload, dot or http_query)" >&2
+    echo "run.sh: unknown target '$TARGET' (check, upload, dot, http_query, hook_hf, hook_mlflow or json_body)" >&2
     exit 2
     ;;
 esac
@@ -91,7 +98,22 @@ if [ "$TARGET" = http_query ]; then
     -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
     -dict="$ROOT/tests/fuzz/http_query.dict" \
     -artifact_prefix="$BUILD/http-query-artifacts/" -print_final_stats=1 ${AXQC_FUZZ_ARGS:-}
-elif [ "$TARGET" = check ]; then
+fi
+case "$TARGET" in
+  hook_hf | hook_mlflow | json_body)
+    cmake --build "$BUILD" -j"${JOBS:-2}" --target "fuzz_$TARGET"
+    mkdir -p "$BUILD/$TARGET-corpus" "$BUILD/$TARGET-artifacts"
+    export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0:detect_stack_use_after_return=0"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    cd "$BUILD"
+    # shellcheck disable=SC2086
+    exec "$BUILD/tests/fuzz/fuzz_$TARGET" "$BUILD/$TARGET-corpus" "$ROOT/tests/fuzz/${TARGET}_seeds" \
+      "$ROOT/tests/fuzz/${TARGET}_regressions" -dict="$ROOT/tests/fuzz/hook.dict" \
+      -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -max_len=8192 -timeout=10 \
+      -artifact_prefix="$BUILD/$TARGET-artifacts/" -print_final_stats=1 ${AXQC_FUZZ_ARGS:-}
+    ;;
+esac
+if [ "$TARGET" = check ]; then
   cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_check fuzz_seeds axqc-gen-examples
 else
   cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_upload upload_seeds fuzz_seeds \

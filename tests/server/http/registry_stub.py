@@ -12,7 +12,9 @@ Hub:     GET  /ORG/REPO/resolve/REV/model.onnx -> DIR/ORG/REPO/REV/model.onnx
 Test:    GET  /_calls -> every request received so far (method, path, body, authorization)
 
 With --token every MLflow call must carry "Authorization: Bearer TOKEN" (401 otherwise). Also
-importable: start(models_dir, token) runs it on a thread and returns (server, port).
+importable: start(models_dir, token, artifact_uris) runs it on a thread and returns (server, port);
+artifact_uris (model name -> artifact_uri, also server.artifact_uris) replaces the answer of
+get-download-uri for those models.
 """
 import argparse
 import json
@@ -22,7 +24,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-def make_handler(models, token, calls, lock):
+def make_handler(models, token, calls, lock, artifact_uris=None):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -67,8 +69,9 @@ def make_handler(models, token, calls, lock):
             if url.path == "/api/2.0/mlflow/model-versions/get-download-uri":
                 if not self.authorized():
                     return
-                return self.send(200, json.dumps(
-                    {"artifact_uri": f"mlflow-artifacts:/models/{q['name']}/{q['version']}"}))
+                uri = (artifact_uris or {}).get(
+                    q.get("name"), f"mlflow-artifacts:/models/{q['name']}/{q['version']}")
+                return self.send(200, json.dumps({"artifact_uri": uri}))
             prefix = "/api/2.0/mlflow-artifacts/artifacts/models/"
             if url.path.startswith(prefix):
                 if not self.authorized():
@@ -95,11 +98,13 @@ def make_handler(models, token, calls, lock):
     return Handler
 
 
-def start(models, token=""):
+def start(models, token="", artifact_uris=None):
     calls, lock = [], threading.Lock()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(models, token, calls, lock))
+    uris = {} if artifact_uris is None else artifact_uris
+    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(models, token, calls, lock, uris))
     server.calls = calls
     server.lock = lock
+    server.artifact_uris = uris
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, server.server_address[1]
 
