@@ -521,7 +521,8 @@ TEST(WorkerPool, IdleWorkersKilledFromOutsideAreReplacedAndTheCheckRunsElsewhere
         },
         std::chrono::seconds(20)));
     ASSERT_TRUE(WaitFor([&] { return pool.Pids().size() == 2; }, std::chrono::seconds(20)));
-    for (pid_t p : before) EXPECT_EQ(std::count(pool.Pids().begin(), pool.Pids().end(), p), 0);
+    const auto after = pool.Pids();
+    for (pid_t p : before) EXPECT_EQ(std::count(after.begin(), after.end(), p), 0);
   }
   std::lock_guard<std::mutex> lock(mu);
   for (const auto& [cause, failure] : restarts) {

@@ -201,7 +201,7 @@ TEST(ServerResources, SecondServerOnTheSameSqliteFileThroughALinkIsRefused) {
                          log);
     EXPECT_EQ(second.Wait(), 1);
     const std::string error = StartupError(log);
-    EXPECT_EQ(error.rfind("sqlite: " + (dir / name).string(), 0), 0u) << error;
+    EXPECT_EQ(error.rfind("store: sqlite: " + (dir / name).string(), 0), 0u) << error;
     EXPECT_NE(error.find("is in use by another axqc-server: the same database file, reached "
                          "through another name (a symbolic or hard link)"),
               std::string::npos)
