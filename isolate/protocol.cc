@@ -132,6 +132,16 @@ std::string Encode(const CheckRequestMsg& m) {
   w.U32(m.max_locations);
   w.U32(m.cpu_seconds);
   w.U64(m.memory_bytes);
+  w.U8(static_cast<std::uint8_t>(m.task));
+  w.Str(m.html.rules_url);
+  w.Str(m.html.home_url);
+  w.Str(m.html.home_label);
+  w.U32(m.html.hops);
+  w.U32(m.html.view_max_nodes);
+  w.U32(m.html.whole_model_max_nodes);
+  w.U32(m.html.view_max_edges);
+  w.U32(m.html.whole_model_max_edges);
+  w.F64(m.html.layout_seconds);
   return w.Take();
 }
 
@@ -182,9 +192,18 @@ std::optional<CheckRequestMsg> DecodeRequest(std::string_view data) {
   if (!r.Tag(kTagRequest) || !r.Str(&m.name) || !r.Str(&m.path) || !r.U64(&m.model_bytes) ||
       !r.Str(&m.sha256) || !r.Bool(&m.check_value) || !r.Bool(&m.include_units) ||
       !r.Bool(&m.include_graph) || !r.Bool(&m.timings_cpu) || !r.U32(&m.max_locations) ||
-      !r.U32(&m.cpu_seconds) || !r.U64(&m.memory_bytes) || !r.AtEnd()) {
+      !r.U32(&m.cpu_seconds) || !r.U64(&m.memory_bytes)) {
     return std::nullopt;
   }
+  std::uint8_t task = 0;
+  if (!r.U8(&task) || task > static_cast<std::uint8_t>(Task::kRenderHtml) ||
+      !r.Str(&m.html.rules_url) || !r.Str(&m.html.home_url) || !r.Str(&m.html.home_label) ||
+      !r.U32(&m.html.hops) || !r.U32(&m.html.view_max_nodes) ||
+      !r.U32(&m.html.whole_model_max_nodes) || !r.U32(&m.html.view_max_edges) ||
+      !r.U32(&m.html.whole_model_max_edges) || !r.F64(&m.html.layout_seconds) || !r.AtEnd()) {
+    return std::nullopt;
+  }
+  m.task = static_cast<Task>(task);
   return m;
 }
 

@@ -17,7 +17,28 @@ namespace axqc::isolate {
 // 2: CheckRequestMsg.sha256 (the parent's hash of the model) and include_graph
 // 3: CheckRequestMsg.timings_cpu
 // 4: AcceptedMsg (the worker took the request before it checks)
-inline constexpr std::uint32_t kProtocolVersion = 4;
+// 5: CheckRequestMsg.task and .html (the worker lays out the HTML report of a report)
+inline constexpr std::uint32_t kProtocolVersion = 5;
+
+// What a request asks of the worker.
+enum class Task : std::uint8_t {
+  kCheck = 0,       // check the model; the answer is the serialized axqc.v1.Report
+  kRenderHtml = 1,  // the descriptor holds a serialized axqc.v1.Report; the answer is its HTML
+                    // report (axqc::RenderHtml, laid out by Graphviz under the check's limits)
+};
+
+// The HTML report's settings (axqc::HtmlOptions, with its defaults) for Task::kRenderHtml.
+struct HtmlSettings {
+  std::string rules_url = "docs/rules/";
+  std::string home_url;
+  std::string home_label = "dashboard";
+  std::uint32_t hops = 2;
+  std::uint32_t view_max_nodes = 60;
+  std::uint32_t whole_model_max_nodes = 300;
+  std::uint32_t view_max_edges = 240;
+  std::uint32_t whole_model_max_edges = 600;
+  double layout_seconds = 10.0;
+};
 
 // Worker -> parent, once, after the sandbox is in place.
 struct ReadyMsg {
@@ -42,6 +63,8 @@ struct CheckRequestMsg {
   std::uint32_t max_locations = 5;
   std::uint32_t cpu_seconds = 0;   // CPU-time limit of this check; 0 = none
   std::uint64_t memory_bytes = 0;  // address-space limit of this check; 0 = the worker's own
+  Task task = Task::kCheck;
+  HtmlSettings html;  // Task::kRenderHtml
 };
 
 // Worker -> parent, once per request, as soon as the request was received and decoded (before the
@@ -52,8 +75,10 @@ struct AcceptedMsg {
 };
 
 enum class ResultKind : std::uint8_t {
-  kReport = 1,          // descriptor: memfd with the serialized axqc.v1.Report
-  kInputError = 2,      // `error`: not a readable model (axqc::InputError)
+  kReport = 1,          // descriptor: memfd with the serialized axqc.v1.Report (kRenderHtml: the
+                        // HTML document)
+  kInputError = 2,      // `error`: not a readable model (axqc::InputError) or, kRenderHtml, not
+                        // a readable report
   kInternalError = 3,   // `error`: the checker threw something else
   kMemoryExhausted = 4  // an allocation failed under the address-space limit; the worker exits
 };

@@ -5,13 +5,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string_view>
 
 #include "axqc/checker.h"
+#include "axqc/render_graph.h"
 #include "axqc/sha256.h"
 #include "axqc/threads.h"
 #include "protocol.h"
@@ -128,6 +131,30 @@ std::string WarmUpModel() {
   return model;
 }
 
+HtmlOptions ToHtmlOptions(const HtmlSettings& s) {
+  HtmlOptions o;
+  o.rules_url = s.rules_url;
+  o.home_url = s.home_url;
+  o.home_label = s.home_label;
+  o.hops = static_cast<int>(std::min<std::uint32_t>(s.hops, 8));
+  o.view_max_nodes = s.view_max_nodes;
+  o.whole_model_max_nodes = s.whole_model_max_nodes;
+  o.view_max_edges = s.view_max_edges;
+  o.whole_model_max_edges = s.whole_model_max_edges;
+  o.layout_seconds = s.layout_seconds;
+  return o;
+}
+
+// Task::kRenderHtml: the HTML report of the serialized axqc.v1.Report in `bytes`.
+std::string RenderReport(std::string_view bytes, const HtmlSettings& settings) {
+  v1::Report proto;
+  if (bytes.size() > static_cast<std::size_t>(INT32_MAX) ||
+      !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    throw InputError("not a serialized axqc.v1.Report");
+  }
+  return RenderHtml(service::FromProto(proto), ToHtmlOptions(settings));
+}
+
 CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, int* report_fd,
                         const TestHook& hook) {
   const double cpu_start = ProcessCpuSeconds();
@@ -148,8 +175,8 @@ CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, int* report_fd
   std::set_new_handler(OnAllocationFailure);
   SetCheckLimits(req.memory_bytes, req.cpu_seconds);
   try {
-    if (hook) hook(req.name);
-    Report report;
+    if (hook) hook(req.task == Task::kRenderHtml ? "html:" + req.name : req.name);
+    std::string serialized;
     if (model_fd >= 0) {
       std::string_view bytes;
       if (req.model_bytes > 0) {
@@ -164,15 +191,17 @@ CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, int* report_fd
         }
         bytes = std::string_view(static_cast<const char*>(map), map_len);
       }
-      report = CheckBytes(bytes, req.name, options);
+      serialized = req.task == Task::kRenderHtml
+                       ? RenderReport(bytes, req.html)
+                       : service::ToProto(CheckBytes(bytes, req.name, options)).SerializeAsString();
     } else {
-      report = CheckFile(req.path, options);
+      serialized = service::ToProto(CheckFile(req.path, options)).SerializeAsString();
     }
     if (map != nullptr) ::munmap(map, map_len);
     map = nullptr;
     SetCheckLimits(0, 0);
-    std::string serialized = service::ToProto(report).SerializeAsString();
-    const int fd = SealedMemfd("axqc-report", serialized);
+    const int fd = SealedMemfd(req.task == Task::kRenderHtml ? "axqc-html" : "axqc-report",
+                               serialized);
     if (fd < 0) throw std::runtime_error("cannot create the report memfd");
     result.kind = ResultKind::kReport;
     result.report_bytes = serialized.size();
@@ -212,7 +241,11 @@ int RunWorker(int argc, char** argv, const TestHook& hook) {
   try {
     ApplyStartupLimits(args.memory_limit);
     SetParallelChecks(false);  // the seccomp filter (sandbox.cc) allows no new threads
-    (void)CheckBytes(WarmUpModel(), "warm-up.onnx", CheckOptions{});
+    // With the graph, and laid out as an HTML report: Graphviz loads its plugins and fonts now,
+    // while files can still be opened (Task::kRenderHtml runs under the same filter).
+    CheckOptions warm_up;
+    warm_up.include_graph = true;
+    (void)RenderHtml(CheckBytes(WarmUpModel(), "warm-up.onnx", warm_up), HtmlOptions{});
     baseline = CurrentVmBytes();
     ApplySeccomp(args.allow_read);
   } catch (const std::exception& e) {
@@ -234,7 +267,8 @@ int RunWorker(int argc, char** argv, const TestHook& hook) {
     if (st == RecvStatus::kClosed) return kExitOk;
     if (st != RecvStatus::kMessage) return kExitProtocol;
     const auto req = DecodeRequest(payload);
-    if (!req || (model_fd < 0 && req->path.empty())) {
+    if (!req || (model_fd < 0 && req->path.empty()) ||
+        (req->task == Task::kRenderHtml && model_fd < 0)) {
       if (model_fd >= 0) ::close(model_fd);
       return kExitProtocol;
     }

@@ -410,6 +410,8 @@ CheckResult WorkerPool::Exchange(Worker& w, const CheckInput& input) {
   req.max_locations =
       static_cast<std::uint32_t>(std::min<std::size_t>(input.options.max_locations, UINT32_MAX));
   req.cpu_seconds = options_.cpu_seconds;
+  req.task = input.task;
+  req.html = input.html;
   std::uint64_t model_size = input.model != nullptr ? input.model->size() : input.bytes.size();
   int fd = -1;
   bool own_fd = false;

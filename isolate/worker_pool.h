@@ -71,6 +71,11 @@ struct CheckInput {
   std::string sha256;
   std::string path;      // or, when not empty, a file the worker reads itself (allow_read)
   CheckOptions options;  // timings: filled from the worker's
+  // Task::kRenderHtml: `model`/`bytes` hold a serialized axqc.v1.Report and the result's
+  // `report` is its HTML report, laid out under the same limits (CPU, memory, deadline, sandbox)
+  // as a check; a worker that fails on it is replaced like one that failed a check.
+  Task task = Task::kCheck;
+  HtmlSettings html;
 };
 
 struct CheckResult {

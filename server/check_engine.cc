@@ -15,6 +15,10 @@ ProtoCheckFn ToProtoCheck(CheckFn check) {
   };
 }
 
+std::string RenderHtmlInProcess(const v1::Report& report, const HtmlOptions& options) {
+  return RenderHtml(service::FromProto(report), options);
+}
+
 CheckEngine::CheckEngine(unsigned workers, std::size_t queue_capacity, ProtoCheckFn check,
                          ResultSink sink, Metrics* metrics, FlightEnd flight_end)
     : workers_(std::max(1u, workers)),

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "axqc/checker.h"
+#include "axqc/render_graph.h"
 #include "axqc/v1/axqc.pb.h"
 #include "memory.h"
 #include "metrics.h"
@@ -38,6 +39,12 @@ using ProtoCheckFn = std::function<v1::Report(const isolate::ModelBuffer& model,
                                               const std::string& name, const CheckOptions&)>;
 // `check` of the buffer's bytes followed by the conversion to protobuf.
 ProtoCheckFn ToProtoCheck(CheckFn check);
+
+// Lays out the HTML report of a report (axqc::RenderHtml). In-process (RenderHtmlInProcess) or,
+// with --isolation process, in a worker process under the limits of a check. Throws
+// std::runtime_error with the cause when the document could not be made.
+using HtmlRenderFn = std::function<std::string(const v1::Report& report, const HtmlOptions&)>;
+std::string RenderHtmlInProcess(const v1::Report& report, const HtmlOptions& options);
 
 // Thrown by a CheckFn whose checker ran in a worker process that failed on the model
 // (--isolation process): the request is answered with the cause (check_pipeline.cc).

@@ -1,13 +1,17 @@
 #include "isolated_check.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "worker_pool.h"
 
 namespace axqc::server {
 
-ProtoCheckFn MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Logger* logger) {
+IsolatedChecker MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Logger* logger) {
   isolate::PoolOptions options;
   options.program =
       config.worker_program.empty() ? isolate::FindWorkerProgram() : config.worker_program;
@@ -33,7 +37,37 @@ ProtoCheckFn MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Log
   };
   auto pool = std::make_shared<isolate::WorkerPool>(std::move(options));
   metrics->SetWorkerResidentBytes(0, 0);
-  return [pool, metrics](const isolate::ModelBuffer& model, const std::string& name,
+  IsolatedChecker out;
+  out.render_html = [pool](const v1::Report& report, const HtmlOptions& html) {
+    const std::string bytes = report.SerializeAsString();
+    isolate::CheckInput input;
+    input.bytes = bytes;
+    input.name = report.model().file();  // what the page is about (logs, tests)
+    input.task = isolate::Task::kRenderHtml;
+    input.html.rules_url = html.rules_url;
+    input.html.home_url = html.home_url;
+    input.html.home_label = html.home_label;
+    input.html.hops = static_cast<std::uint32_t>(std::max(0, html.hops));
+    auto u32 = [](std::size_t v) {
+      return static_cast<std::uint32_t>(std::min<std::size_t>(v, UINT32_MAX));
+    };
+    input.html.view_max_nodes = u32(html.view_max_nodes);
+    input.html.whole_model_max_nodes = u32(html.whole_model_max_nodes);
+    input.html.view_max_edges = u32(html.view_max_edges);
+    input.html.whole_model_max_edges = u32(html.whole_model_max_edges);
+    input.html.layout_seconds = html.layout_seconds;
+    isolate::CheckResult r = pool->Check(input);
+    if (r.failure != isolate::Failure::kNone) {
+      // The failure is the rendering's (a crash, the CPU or memory limit): the worker was replaced.
+      throw std::runtime_error("the HTML report's layout failed in worker process " +
+                               std::to_string(r.worker) + ": " + isolate::FailureMessage(r));
+    }
+    if (r.kind != isolate::ResultKind::kReport) {
+      throw std::runtime_error("the HTML report could not be made: " + r.error);
+    }
+    return std::move(r.report);
+  };
+  out.check = [pool, metrics](const isolate::ModelBuffer& model, const std::string& name,
                          const CheckOptions& check_options) -> v1::Report {
     isolate::CheckInput input;
     input.model = &model;  // a sealed memfd: handed to the worker as it is
@@ -85,6 +119,7 @@ ProtoCheckFn MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Log
         throw std::runtime_error(r.error);
     }
   };
+  return out;
 }
 
 }  // namespace axqc::server

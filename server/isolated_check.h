@@ -10,9 +10,14 @@
 
 namespace axqc::server {
 
-// Starts the pool (config.workers processes) and returns the checker that uses it (the worker's
-// report is parsed, not converted); the pool lives as long as the function. Throws
-// std::runtime_error when the workers cannot start.
-ProtoCheckFn MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Logger* logger);
+// The checker and the HTML renderer of one pool of workers; the pool lives as long as either.
+struct IsolatedChecker {
+  ProtoCheckFn check;        // the worker's report is parsed, not converted
+  HtmlRenderFn render_html;  // the report's HTML report, laid out in a worker (Task::kRenderHtml)
+};
+
+// Starts the pool (config.workers processes). Throws std::runtime_error when the workers cannot
+// start.
+IsolatedChecker MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, Logger* logger);
 
 }  // namespace axqc::server

@@ -115,7 +115,9 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
   if (hooks.check) {
     check = ToProtoCheck(hooks.check);
   } else if (c.isolation == "process") {
-    check = MakeIsolatedCheck(c, s->metrics_.get(), s->logger_.get());
+    IsolatedChecker isolated = MakeIsolatedCheck(c, s->metrics_.get(), s->logger_.get());
+    check = std::move(isolated.check);
+    deps.render_html = std::move(isolated.render_html);
   } else {
     check =
         ToProtoCheck([](std::string_view bytes, const std::string& name,

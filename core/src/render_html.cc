@@ -1,5 +1,6 @@
 // The HTML report (render_graph.h): one self-contained document, graph views laid out by
 // Graphviz (gvc/cgraph).
+#include <dlfcn.h>
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
 
@@ -12,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
 
 #include "axqc/render_graph.h"
 #include "axqc/sha256.h"
@@ -55,10 +57,28 @@ std::mutex& GraphvizMutex() {
   return m;
 }
 
+// The context knows two plugins only: the dot layout and the core renderers (SVG). Graphviz's
+// plugin configuration would add Pango for text layout, which reads fontconfig's configuration
+// and font files and starts threads, in the server and in a sandboxed worker alike; without a
+// text layout plugin Graphviz sizes labels from its built-in font metrics, the same on every
+// machine. When the plugins cannot be loaded by path, the configured context is the fallback.
 GVC_t* Context() {
   static GVC_t* gvc = [] {
     agseterr(AGMAX);  // errors are reported through the return values, not on stderr
-    return gvContext();
+    static lt_symlist_t builtins[3] = {};
+    const std::pair<const char*, const char*> wanted[] = {
+        {AXQC_GVPLUGIN_DIR "/libgvplugin_dot_layout.so.6", "gvplugin_dot_layout_LTX_library"},
+        {AXQC_GVPLUGIN_DIR "/libgvplugin_core.so.6", "gvplugin_core_LTX_library"}};
+    std::size_t n = 0;
+    for (const auto& [file, symbol] : wanted) {
+      void* lib = ::dlopen(file, RTLD_NOW | RTLD_LOCAL);
+      void* library = lib == nullptr ? nullptr : ::dlsym(lib, symbol);
+      if (library == nullptr) break;
+      builtins[n].name = symbol;
+      builtins[n].address = library;
+      ++n;
+    }
+    return n == 2 ? gvContextPlugins(builtins, 0) : gvContext();
   }();
   return gvc;
 }
@@ -577,8 +597,11 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
   if (r.groups.empty()) os << "<p>No findings.</p>\n";
   if (!r.groups.empty() && r.graph) Legend(os);
   if (!r.groups.empty() && !r.graph) {
-    os << "<p class=\"small\" id=\"no-graph\">This report carries no graph of the model, so the "
-          "findings are shown without graph views.</p>\n";
+    os << "<p class=\"small\" id=\"no-graph\">"
+       << (o.no_graph_note.empty() ? "This report carries no graph of the model, so the findings "
+                                     "are shown without graph views."
+                                   : Esc(o.no_graph_note))
+       << "</p>\n";
   }
   for (std::size_t k = 0; k < r.groups.size(); ++k) {
     const auto& grp = r.groups[k];

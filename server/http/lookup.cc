@@ -66,7 +66,8 @@ void AddLookupRoutes(Router& router, Api api) {
   HtmlOptions options;
   options.home_url = "/";
   options.rules_url.clear();  // the server does not serve the rule pages
-  auto renderer = std::make_shared<HtmlReports>(options, kHtmlQueue, kHtmlCacheBytes);
+  auto renderer =
+      std::make_shared<HtmlReports>(options, kHtmlQueue, kHtmlCacheBytes, api.s->d.render_html);
   Route html;
   html.method = "GET";
   html.pattern = "/v1/reports/{sha256}/html";
@@ -105,8 +106,11 @@ void AddLookupRoutes(Router& router, Api api) {
             r.request_id = request_id;
             r.headers.emplace_back("X-Axqc-Verdict", verdict);
             r.headers.emplace_back("X-Axqc-Cache", cache);
-            r.headers.emplace_back(
-                "X-Axqc-Html", outcome == HtmlReports::Outcome::kCached ? "cached" : "rendered");
+            r.headers.emplace_back("X-Axqc-Html",
+                                   outcome == HtmlReports::Outcome::kCached ? "cached"
+                                   : outcome == HtmlReports::Outcome::kWithoutGraph
+                                       ? "without-graph"
+                                       : "rendered");
             r.headers.emplace_back("X-Content-Type-Options", "nosniff");
             r.headers.emplace_back("Content-Security-Policy",
                                    HtmlReportCsp() + "; frame-ancestors 'none'");

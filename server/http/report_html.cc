@@ -9,8 +9,12 @@
 
 namespace axqc::server::http {
 
-HtmlReports::HtmlReports(HtmlOptions options, std::size_t max_queued, std::size_t cache_bytes)
-    : options_(std::move(options)), max_queued_(max_queued), cache_bytes_(cache_bytes) {
+HtmlReports::HtmlReports(HtmlOptions options, std::size_t max_queued, std::size_t cache_bytes,
+                         HtmlRenderFn render)
+    : options_(std::move(options)),
+      render_(std::move(render)),
+      max_queued_(max_queued),
+      cache_bytes_(cache_bytes) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -29,6 +33,11 @@ HtmlReports::~HtmlReports() {
 std::size_t HtmlReports::renders() const {
   std::lock_guard<std::mutex> lock(mu_);
   return renders_;
+}
+
+std::size_t HtmlReports::layout_failures() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return layout_failures_;
 }
 
 std::shared_ptr<const std::string> HtmlReports::Cached(const std::string& key) {
@@ -87,19 +96,33 @@ void HtmlReports::Run() {
       continue;
     }
     std::shared_ptr<const std::string> html;
+    Outcome outcome = Outcome::kRendered;
     try {
-      html = std::make_shared<const std::string>(
-          RenderHtml(service::FromProto(*job.report), options_));
-    } catch (const std::exception&) {
-      job.done(nullptr, Outcome::kFailed);
-      continue;
+      html = std::make_shared<const std::string>(render_(*job.report, options_));
+    } catch (const std::exception& e) {
+      // The layout failed (a worker crashed or ran out of CPU time on it, Graphviz gave up): the
+      // same document without graph views, which involves no Graphviz, says why.
+      HtmlOptions plain = options_;
+      std::string reason = e.what();
+      if (reason.size() > 300) reason.resize(300);
+      plain.no_graph_note = "The graph views of this report could not be laid out (" + reason +
+                            "), so the findings are shown without them.";
+      job.report->clear_graph();
+      try {
+        html = std::make_shared<const std::string>(RenderHtmlInProcess(*job.report, plain));
+        outcome = Outcome::kWithoutGraph;
+      } catch (const std::exception&) {
+        job.done(nullptr, Outcome::kFailed);
+        continue;
+      }
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++renders_;
+      if (outcome == Outcome::kWithoutGraph) ++layout_failures_;
     }
     Store(job.key, html);
-    job.done(std::move(html), Outcome::kRendered);
+    job.done(std::move(html), outcome);
   }
 }
 

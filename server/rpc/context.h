@@ -34,6 +34,8 @@ struct ServiceDeps {
   std::string auth_token;  // empty: no authentication
   // Models that made a worker process fail, answered at once for a while (isolation).
   std::shared_ptr<FailureMemory> failures;
+  // The HTML report's layout: in a worker process with --isolation process, else in-process.
+  HtmlRenderFn render_html = RenderHtmlInProcess;
 };
 
 struct ServiceContext {

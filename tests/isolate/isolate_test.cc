@@ -10,12 +10,16 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <regex>
 #include <string>
 #include <system_error>
 #include <thread>
+#include <tuple>
 
+#include "axqc/render_graph.h"
 #include "axqc/sha256.h"
 #include "model_buffer.h"
+#include "modelgen/model_builder.h"
 #include "report_proto.h"
 #include "server_test_util.h"
 #include "worker_pool.h"
@@ -47,6 +51,16 @@ TEST(IsolateProtocol, RequestRoundTripsEveryField) {
   m.cpu_seconds = 42;
   m.memory_bytes = 5ull << 30;
   m.sha256 = Sha256Hex("model");
+  m.task = isolate::Task::kRenderHtml;
+  m.html.rules_url = "https://docs.example/rules/";
+  m.html.home_url = "/";
+  m.html.home_label = "home";
+  m.html.hops = 3;
+  m.html.view_max_nodes = 61;
+  m.html.whole_model_max_nodes = 301;
+  m.html.view_max_edges = 241;
+  m.html.whole_model_max_edges = 601;
+  m.html.layout_seconds = 2.5;
   const auto back = isolate::DecodeRequest(isolate::Encode(m));
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->name, m.name);
@@ -60,6 +74,22 @@ TEST(IsolateProtocol, RequestRoundTripsEveryField) {
   EXPECT_EQ(back->cpu_seconds, 42u);
   EXPECT_EQ(back->memory_bytes, 5ull << 30);
   EXPECT_EQ(back->sha256, Sha256Hex("model"));
+  EXPECT_EQ(back->task, isolate::Task::kRenderHtml);
+  EXPECT_EQ(back->html.rules_url, "https://docs.example/rules/");
+  EXPECT_EQ(back->html.home_url, "/");
+  EXPECT_EQ(back->html.home_label, "home");
+  EXPECT_EQ(back->html.hops, 3u);
+  EXPECT_EQ(back->html.view_max_nodes, 61u);
+  EXPECT_EQ(back->html.whole_model_max_nodes, 301u);
+  EXPECT_EQ(back->html.view_max_edges, 241u);
+  EXPECT_EQ(back->html.whole_model_max_edges, 601u);
+  EXPECT_EQ(back->html.layout_seconds, 2.5);
+  // A task the worker does not know is a malformed request.
+  std::string unknown = isolate::Encode(m);
+  const std::size_t task_at = unknown.size() - 8 - 5 * 4 - (4 + 4) - (4 + 1) - (4 + 27) - 1;
+  ASSERT_EQ(static_cast<std::uint8_t>(unknown[task_at]), 1);
+  unknown[task_at] = 2;
+  EXPECT_FALSE(isolate::DecodeRequest(unknown).has_value());
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -209,7 +239,8 @@ TEST(IsolateProtocol, MalformedRecordsAreRejected) {
   EXPECT_FALSE(isolate::DecodeResult(good).has_value());
   EXPECT_FALSE(isolate::DecodeReady(good).has_value());
   std::string bad_bool = good;
-  bad_bool[bad_bool.size() - 8 - 4 - 4 - 1 - 1] = 2;  // check_value (then units, 3 numbers)
+  // check_value: after the tag, name (length + 6 bytes), path, model_bytes and sha256
+  bad_bool[4 + (4 + 6) + 4 + 8 + 4] = 2;
   EXPECT_FALSE(isolate::DecodeRequest(bad_bool).has_value());
   std::string huge = good;
   huge[4] = '\xff';  // name length low byte
@@ -447,6 +478,89 @@ TEST(WorkerPool, CrashesAreReportedWithTheSignal) {
   r.failure = Failure::kCrashed;
   r.signal = SIGSEGV;
   EXPECT_EQ(isolate::FailureMessage(r), "the checker crashed on this model (signal 11: SIGSEGV)");
+}
+
+// A model whose node, tensor and op names are what a hostile or merely international exporter
+// writes: quotes, DOT and HTML syntax, a file name for Graphviz's image attribute, CJK and emoji
+// (glyphs that send a text layout to other fonts).
+std::string HostileNamesModel() {
+  modelgen::ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {1, 8});
+  b.Node("Relu", {"x"}, {"\",href=\"javascript:alert(1)"}, {}, "\",image=\"/etc/hostname");
+  b.Node("Relu", {"\",href=\"javascript:alert(1)"}, {"\u5f20\u91cf-\U0001F600"}, {},
+         "\u8282\u70b9</script><b>");
+  b.Node("Sigmoid", {"\u5f20\u91cf-\U0001F600"}, {"y"}, {}, "}\n\"]; x [label=\"");
+  b.Output("y", onnx::TensorProto::FLOAT, {1, 8});
+  return b.Serialize();
+}
+
+CheckResult RenderInWorker(WorkerPool& pool, const v1::Report& report, const std::string& name) {
+  const std::string bytes = report.SerializeAsString();
+  CheckInput in;
+  in.bytes = bytes;
+  in.name = name;
+  in.task = isolate::Task::kRenderHtml;
+  return pool.Check(in);
+}
+
+TEST(WorkerPool, TheHtmlReportIsLaidOutInTheSandboxLikeInProcess) {
+  WorkerPool pool(Options(AXQC_WORKER_BIN));
+  const auto pids = pool.Pids();
+  for (const auto& [bytes, name] :
+       {std::pair{HostileNamesModel(), "hostile.onnx"},
+        std::pair{NonConformantModel("iso-html"), "bad.onnx"}}) {
+    SCOPED_TRACE(name);
+    const CheckResult checked = RunCheck(pool, bytes, name);
+    ASSERT_EQ(checked.kind, ResultKind::kReport) << checked.error;
+    const v1::Report report = ParseReport(checked);
+    ASSERT_GT(report.graph().nodes_size(), 0);
+    const CheckResult r = RenderInWorker(pool, report, name);
+    ASSERT_EQ(r.failure, Failure::kNone) << isolate::FailureMessage(r);
+    ASSERT_EQ(r.kind, ResultKind::kReport) << r.error;
+    // The same document as in this process (no font or plugin went missing under the filter).
+    const std::string here = RenderHtml(service::FromProto(report), HtmlOptions{});
+    EXPECT_TRUE(r.report == here) << "the documents differ";
+    EXPECT_NE(r.report.find("<svg"), std::string::npos);
+    // Model text is never an attribute of a tag: no link, no image.
+    EXPECT_FALSE(std::regex_search(r.report, std::regex("<[^>]*\\shref=\"javascript:")));
+    EXPECT_FALSE(std::regex_search(r.report, std::regex("<[^>]*\\simage=")));
+  }
+  EXPECT_EQ(pool.Pids(), pids);  // no worker died
+  // Bytes that are not a report: an input error of the render, the worker lives on.
+  CheckInput junk;
+  junk.bytes = NotOnnxBytes();
+  junk.task = isolate::Task::kRenderHtml;
+  const CheckResult bad = pool.Check(junk);
+  EXPECT_EQ(bad.failure, Failure::kNone);
+  EXPECT_EQ(bad.kind, ResultKind::kInputError);
+  EXPECT_EQ(bad.error, "not a serialized axqc.v1.Report");
+  EXPECT_EQ(pool.Pids(), pids);
+}
+
+TEST(WorkerPool, ALayoutThatCrashesOrSpinsCostsOnlyItsWorker) {
+  PoolOptions o = Options(AXQC_TEST_WORKER_BIN);
+  o.cpu_seconds = 1;
+  o.deadline_seconds = 60;
+  WorkerPool pool(o);
+  const std::string bytes = ConformantModel("layout");
+  const CheckResult checked = RunCheck(pool, bytes, "m-axqc-test:layout-segv.onnx");
+  ASSERT_EQ(checked.kind, ResultKind::kReport) << checked.error;  // the check itself is fine
+  const v1::Report report = ParseReport(checked);
+  for (const auto& [name, failure, signal] :
+       {std::tuple{"m-axqc-test:layout-segv.onnx", Failure::kCrashed, SIGSEGV},
+        std::tuple{"m-axqc-test:layout-spin.onnx", Failure::kCpuTime, SIGXCPU}}) {
+    SCOPED_TRACE(name);
+    const auto before = pool.Pids();
+    const CheckResult r = RenderInWorker(pool, report, name);
+    EXPECT_EQ(r.failure, failure) << isolate::FailureMessage(r);
+    EXPECT_EQ(r.signal, signal);
+    EXPECT_FALSE(r.not_started);
+    ASSERT_TRUE(WaitFor([&] { return pool.Pids().size() == 1 && pool.Pids() != before; },
+                        std::chrono::seconds(20)));
+    const CheckResult next = RenderInWorker(pool, report, "after.onnx");
+    EXPECT_EQ(next.failure, Failure::kNone) << isolate::FailureMessage(next);
+    EXPECT_NE(next.report.find("<svg"), std::string::npos);
+  }
 }
 
 TEST(WorkerPool, MemoryLimitEndsTheCheck) {

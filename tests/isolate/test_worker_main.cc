@@ -10,6 +10,10 @@
 //   axqc-test:write   opens a file for writing (seccomp: SIGSYS with --allow-read; EACCES else,
 //                     which the hook reports as an internal error)
 //   axqc-test:segv    dereferences a null pointer (SIGSEGV)
+// and, only while the HTML report of a model so named is laid out (Task::kRenderHtml; its check
+// runs normally):
+//   axqc-test:layout-segv   SIGSEGV
+//   axqc-test:layout-spin   burns CPU until stopped
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -69,6 +73,15 @@ void Misbehave(const std::string& name) {
   if (is("axqc-test:segv")) {
     volatile int* p = nullptr;
     *p = 1;
+  }
+  const bool layout = name.rfind("html:", 0) == 0;
+  if (layout && is("axqc-test:layout-segv")) {
+    volatile int* p = nullptr;
+    *p = 1;
+  }
+  if (layout && is("axqc-test:layout-spin")) {
+    volatile unsigned long long n = 0;
+    for (;;) n = n + 1;
   }
 }
 

@@ -1,5 +1,5 @@
 // The HTML report of the real axqc-server binary (docs/report-html.md, docs/security.md "Report
-// pictures"): a small dense model whose whole graph Graphviz would lay out for minutes is answered
+// pictures"): laid out in a worker process with --isolation process; a small dense model whose whole graph Graphviz would lay out for minutes is answered
 // within the layout budget, off the HTTP listener's threads (a concurrent GET is answered while
 // HTML reports render), cached, and sent with its Content-Security-Policy; the dashboard pages'
 // policy allows no inline script but the report's own.
@@ -183,6 +183,69 @@ TEST(ServerHtml, DenseModelHtmlDoesNotStallTheHttpApi) {
   EXPECT_NE(csp.find("script-src 'self' " + HtmlReportScriptHash() + ";"), std::string::npos)
       << csp;
   EXPECT_EQ(csp.find("script-src 'self' 'unsafe-inline'"), std::string::npos) << csp;
+}
+
+// With --isolation process the layout runs in a worker process (the test worker crashes while it
+// lays out the HTML report of a model so named, after checking it normally): the crash costs that
+// worker only, the page is answered without graph views and says why, it is cached, the next
+// layout runs on the replacement, and the model's report is not blamed.
+TEST(ServerHtml, LayoutsRunInAWorkerAndAFailedLayoutStillAnswers) {
+  TempDir dir;
+  const fs::path ready = dir / "ready.json";
+  const fs::path err = dir / "stderr.log";
+  ServerProcess proc({"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--http-listen",
+                      "127.0.0.1:0", "--ready-file", ready.string(), "--isolation", "process",
+                      "--workers", "1", "--worker-program", AXQC_TEST_WORKER_BIN, "--store-path",
+                      (dir / "store.sqlite3").string()},
+                     err);
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready); }, std::chrono::seconds(30)))
+      << ReadFile(err);
+  const auto ports = nlohmann::json::parse(ReadFile(ready));
+  const int http_port = ports.at("http_port");
+  auto stub = v1::Checker::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(ports.at("grpc_port").get<int>()),
+                          grpc::InsecureChannelCredentials()));
+  auto check = [&](const std::string& bytes, const std::string& name) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    v1::CheckRequest req;
+    req.set_content(bytes);
+    req.set_name(name);
+    v1::CheckResponse resp;
+    const grpc::Status s = stub->Check(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp;
+  };
+  const std::string crashing = NonConformantModel("layout-crash");
+  const v1::CheckResponse first = check(crashing, "m-axqc-test:layout-segv.onnx");
+  EXPECT_EQ(first.verdict(), v1::VERDICT_NON_CONFORMANT);
+  const std::string sha = service::Sha256Hex(crashing);
+
+  const Got page = TimedGet(http_port, "/v1/reports/" + sha + "/html", 60);
+  ASSERT_EQ(page.status, 200) << page.head << ReadFile(err);
+  EXPECT_NE(page.head.find("X-Axqc-Html: without-graph"), std::string::npos) << page.head;
+  EXPECT_NE(page.body.find("id=\"no-graph\">The graph views of this report could not be laid out "
+                           "(the HTML report&#39;s layout failed in worker process 1: the checker "
+                           "crashed on this model (signal 11: SIGSEGV))"),
+            std::string::npos)
+      << page.body.substr(0, 4000);
+  EXPECT_EQ(page.body.find("<svg"), std::string::npos);
+  EXPECT_NE(page.body.find("data-rule=\"role/weight-type\""), std::string::npos);
+  const Got again = TimedGet(http_port, "/v1/reports/" + sha + "/html", 30);
+  EXPECT_NE(again.head.find("X-Axqc-Html: cached"), std::string::npos) << again.head;
+
+  // The worker was replaced; the next layout runs there.
+  const Scrape m = ScrapeMetrics(ports.at("metrics_port"));
+  EXPECT_EQ(m.Value("axqc_worker_restarts_total", {{"cause", "crashed"}}), 1);
+  const std::string fine = NonConformantModel("layout-fine");
+  (void)check(fine, "fine.onnx");
+  const Got drawn = TimedGet(http_port, "/v1/reports/" + service::Sha256Hex(fine) + "/html", 60);
+  ASSERT_EQ(drawn.status, 200) << drawn.head;
+  EXPECT_NE(drawn.head.find("X-Axqc-Html: rendered"), std::string::npos) << drawn.head;
+  EXPECT_NE(drawn.body.find("<svg"), std::string::npos);
+  // The crash was the layout's, not the model's: checking it again is answered from the cache.
+  const v1::CheckResponse second = check(crashing, "m-axqc-test:layout-segv.onnx");
+  EXPECT_EQ(second.verdict(), v1::VERDICT_NON_CONFORMANT);
 }
 
 }  // namespace

@@ -30,6 +30,9 @@ struct HtmlOptions {
   double layout_seconds = 10.0;
   std::string home_url;  // a "back" link in the header ("" = none)
   std::string home_label = "dashboard";
+  // Shown (escaped) instead of the standard sentence when the report has no graph, e.g. why the
+  // graph views were left out.
+  std::string no_graph_note;
 };
 
 // One self-contained HTML document (inline CSS, JS and SVG; nothing is fetched when it is
