@@ -200,8 +200,8 @@ CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, int* report_fd
     if (map != nullptr) ::munmap(map, map_len);
     map = nullptr;
     SetCheckLimits(0, 0);
-    const int fd = SealedMemfd(req.task == Task::kRenderHtml ? "axqc-html" : "axqc-report",
-                               serialized);
+    const int fd =
+        SealedMemfd(req.task == Task::kRenderHtml ? "axqc-html" : "axqc-report", serialized);
     if (fd < 0) throw std::runtime_error("cannot create the report memfd");
     result.kind = ResultKind::kReport;
     result.report_bytes = serialized.size();

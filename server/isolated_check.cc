@@ -68,7 +68,7 @@ IsolatedChecker MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, 
     return std::move(r.report);
   };
   out.check = [pool, metrics](const isolate::ModelBuffer& model, const std::string& name,
-                         const CheckOptions& check_options) -> v1::Report {
+                              const CheckOptions& check_options) -> v1::Report {
     isolate::CheckInput input;
     input.model = &model;  // a sealed memfd: handed to the worker as it is
     input.sha256 = check_options.known_sha256;

@@ -106,11 +106,10 @@ void AddLookupRoutes(Router& router, Api api) {
             r.request_id = request_id;
             r.headers.emplace_back("X-Axqc-Verdict", verdict);
             r.headers.emplace_back("X-Axqc-Cache", cache);
-            r.headers.emplace_back("X-Axqc-Html",
-                                   outcome == HtmlReports::Outcome::kCached ? "cached"
-                                   : outcome == HtmlReports::Outcome::kWithoutGraph
-                                       ? "without-graph"
-                                       : "rendered");
+            r.headers.emplace_back(
+                "X-Axqc-Html", outcome == HtmlReports::Outcome::kCached         ? "cached"
+                               : outcome == HtmlReports::Outcome::kWithoutGraph ? "without-graph"
+                                                                                : "rendered");
             r.headers.emplace_back("X-Content-Type-Options", "nosniff");
             r.headers.emplace_back("Content-Security-Policy",
                                    HtmlReportCsp() + "; frame-ancestors 'none'");

@@ -43,7 +43,7 @@ class HtmlReports {
   using Done = std::function<void(std::shared_ptr<const std::string> html, Outcome outcome)>;
   void Render(const v1::Report& report, Done done);
 
-  std::size_t renders() const;  // documents rendered so far (not from the cache)
+  std::size_t renders() const;          // documents rendered so far (not from the cache)
   std::size_t layout_failures() const;  // of those, made without graph views
 
  private:

@@ -506,9 +506,8 @@ CheckResult RenderInWorker(WorkerPool& pool, const v1::Report& report, const std
 TEST(WorkerPool, TheHtmlReportIsLaidOutInTheSandboxLikeInProcess) {
   WorkerPool pool(Options(AXQC_WORKER_BIN));
   const auto pids = pool.Pids();
-  for (const auto& [bytes, name] :
-       {std::pair{HostileNamesModel(), "hostile.onnx"},
-        std::pair{NonConformantModel("iso-html"), "bad.onnx"}}) {
+  for (const auto& [bytes, name] : {std::pair{HostileNamesModel(), "hostile.onnx"},
+                                    std::pair{NonConformantModel("iso-html"), "bad.onnx"}}) {
     SCOPED_TRACE(name);
     const CheckResult checked = RunCheck(pool, bytes, name);
     ASSERT_EQ(checked.kind, ResultKind::kReport) << checked.error;

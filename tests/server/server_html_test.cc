@@ -1,8 +1,9 @@
 // The HTML report of the real axqc-server binary (docs/report-html.md, docs/security.md "Report
-// pictures"): laid out in a worker process with --isolation process; a small dense model whose whole graph Graphviz would lay out for minutes is answered
-// within the layout budget, off the HTTP listener's threads (a concurrent GET is answered while
-// HTML reports render), cached, and sent with its Content-Security-Policy; the dashboard pages'
-// policy allows no inline script but the report's own.
+// pictures"): laid out in a worker process with --isolation process; a small dense model whose
+// whole graph Graphviz would lay out for minutes is answered within the layout budget, off the HTTP
+// listener's threads (a concurrent GET is answered while HTML reports render), cached, and sent
+// with its Content-Security-Policy; the dashboard pages' policy allows no inline script but the
+// report's own.
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -26,11 +27,27 @@ extern char** environ;
 namespace axqc::test {
 namespace {
 
+// The real binary on loopback ports of its choosing, with a store and a log in `dir`, and
+// `args` added; ready() once it wrote its ready file (ports()).
 class ServerProcess {
  public:
-  ServerProcess(const std::vector<std::string>& args, const fs::path& stderr_path) {
-    std::vector<std::string> argv_s = {AXQC_SERVER_BIN};
+  ServerProcess(const fs::path& dir, const std::vector<std::string>& args)
+      : ready_(dir / "ready.json"), stderr_(dir / "stderr.log") {
+    std::vector<std::string> argv_s = {AXQC_SERVER_BIN,
+                                       "--listen",
+                                       "127.0.0.1:0",
+                                       "--metrics-listen",
+                                       "127.0.0.1:0",
+                                       "--http-listen",
+                                       "127.0.0.1:0",
+                                       "--ready-file",
+                                       ready_.string(),
+                                       "--workers",
+                                       "1",
+                                       "--store-path",
+                                       (dir / "store.sqlite3").string()};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
+    const fs::path& stderr_path = stderr_;
     std::vector<char*> argv;
     for (auto& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -53,8 +70,14 @@ class ServerProcess {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
+  bool ready() const {
+    return WaitFor([&] { return fs::exists(ready_); }, std::chrono::seconds(30));
+  }
+  nlohmann::json ports() const { return nlohmann::json::parse(ReadFile(ready_)); }
+  std::string log() const { return ReadFile(stderr_); }
 
  private:
+  fs::path ready_, stderr_;
   pid_t pid_ = -1;
 };
 
@@ -119,15 +142,9 @@ std::string DenseSumModel() {
 
 TEST(ServerHtml, DenseModelHtmlDoesNotStallTheHttpApi) {
   TempDir dir;
-  const fs::path ready = dir / "ready.json";
-  const fs::path err = dir / "stderr.log";
-  ServerProcess proc({"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--http-listen",
-                      "127.0.0.1:0", "--ready-file", ready.string(), "--isolation", "off",
-                      "--workers", "1", "--store-path", (dir / "store.sqlite3").string()},
-                     err);
-  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready); }, std::chrono::seconds(30)))
-      << ReadFile(err);
-  const auto ports = nlohmann::json::parse(ReadFile(ready));
+  ServerProcess proc(dir.path(), {"--isolation", "off"});
+  ASSERT_TRUE(proc.ready()) << proc.log();
+  const auto ports = proc.ports();
   const int grpc_port = ports.at("grpc_port");
   const int http_port = ports.at("http_port");
   ASSERT_GT(http_port, 0);
@@ -138,7 +155,7 @@ TEST(ServerHtml, DenseModelHtmlDoesNotStallTheHttpApi) {
                                                        grpc::InsecureChannelCredentials()));
   v1::CheckResponse resp;
   const grpc::Status s = CheckInline(*stub, model, &resp, {}, false, std::chrono::seconds(120));
-  ASSERT_TRUE(s.ok()) << s.error_message() << ReadFile(err);
+  ASSERT_TRUE(s.ok()) << s.error_message() << proc.log();
   const std::string sha = service::Sha256Hex(model);
   ASSERT_EQ(resp.report().graph().nodes_size(), 295);  // the whole graph is stored
 
@@ -159,7 +176,7 @@ TEST(ServerHtml, DenseModelHtmlDoesNotStallTheHttpApi) {
   int rendered = 0;
   for (auto& f : html) {
     const Got g = f.get();
-    ASSERT_EQ(g.status, 200) << g.head << ReadFile(err);
+    ASSERT_EQ(g.status, 200) << g.head << proc.log();
     EXPECT_LT(g.seconds, 30.0);
     rendered += g.head.find("X-Axqc-Html: rendered") != std::string::npos ? 1 : 0;
     // The whole model is not laid out; the page says so.
@@ -191,16 +208,10 @@ TEST(ServerHtml, DenseModelHtmlDoesNotStallTheHttpApi) {
 // layout runs on the replacement, and the model's report is not blamed.
 TEST(ServerHtml, LayoutsRunInAWorkerAndAFailedLayoutStillAnswers) {
   TempDir dir;
-  const fs::path ready = dir / "ready.json";
-  const fs::path err = dir / "stderr.log";
-  ServerProcess proc({"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--http-listen",
-                      "127.0.0.1:0", "--ready-file", ready.string(), "--isolation", "process",
-                      "--workers", "1", "--worker-program", AXQC_TEST_WORKER_BIN, "--store-path",
-                      (dir / "store.sqlite3").string()},
-                     err);
-  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready); }, std::chrono::seconds(30)))
-      << ReadFile(err);
-  const auto ports = nlohmann::json::parse(ReadFile(ready));
+  ServerProcess proc(dir.path(),
+                     {"--isolation", "process", "--worker-program", AXQC_TEST_WORKER_BIN});
+  ASSERT_TRUE(proc.ready()) << proc.log();
+  const auto ports = proc.ports();
   const int http_port = ports.at("http_port");
   auto stub = v1::Checker::NewStub(
       grpc::CreateChannel("127.0.0.1:" + std::to_string(ports.at("grpc_port").get<int>()),
@@ -222,7 +233,7 @@ TEST(ServerHtml, LayoutsRunInAWorkerAndAFailedLayoutStillAnswers) {
   const std::string sha = service::Sha256Hex(crashing);
 
   const Got page = TimedGet(http_port, "/v1/reports/" + sha + "/html", 60);
-  ASSERT_EQ(page.status, 200) << page.head << ReadFile(err);
+  ASSERT_EQ(page.status, 200) << page.head << proc.log();
   EXPECT_NE(page.head.find("X-Axqc-Html: without-graph"), std::string::npos) << page.head;
   EXPECT_NE(page.body.find("id=\"no-graph\">The graph views of this report could not be laid out "
                            "(the HTML report&#39;s layout failed in worker process 1: the checker "
