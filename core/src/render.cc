@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "fix_command.h"
+
 namespace axqc {
 
 using nlohmann::json;
@@ -622,8 +624,7 @@ std::string RenderText(const Report& r, const TextOptions& o) {
     if (!cause.hint.id.empty()) {
       os << "  hint [" << cause.hint.id << "]: " << cause.hint.text << "\n";
       if (!cause.hint.rewrite.empty()) {
-        os << "  fix: axqc fix " << r.model.file << " -o FIXED.onnx --only " << cause.hint.rewrite
-           << "\n";
+        os << "  fix: " << detail::FixCommand(r.model.file, cause.hint.rewrite) << "\n";
       }
     } else if (!note) {
       if (const auto* info = FindRule(roots.front().rule)) os << "    fix: " << info->fix << "\n";

@@ -17,6 +17,7 @@
 
 #include "axqc/render_graph.h"
 #include "axqc/sha256.h"
+#include "fix_command.h"
 #include "render_dot.h"
 
 namespace axqc {
@@ -580,7 +581,8 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
       if (!c.hint.id.empty()) {
         os << "<div class=\"hint\">" << Esc(c.hint.text);
         if (!c.hint.rewrite.empty()) {
-          os << " Repair: <code>axqc fix --apply " << Esc(c.hint.rewrite) << "</code>.";
+          os << " Repair: <code>" << Esc(detail::FixCommand(r.model.file, c.hint.rewrite))
+             << "</code>.";
         }
         os << "</div>";
       }

@@ -15,6 +15,7 @@
 
 #include "axqc/catalog.h"
 #include "axqc/render.h"
+#include "fix_models.h"
 #include "server_test_util.h"
 
 namespace axqc::test {
@@ -888,6 +889,49 @@ TEST(ClientHook, RegistryHookChecksTheNewVersionByReference) {
   Proc bad = Exec(dir, hook + " " + Quote((dir / "bad.json").string()));
   EXPECT_EQ(bad.rc, 2);
   EXPECT_NE(bad.err.find("no artifact location"), std::string::npos) << bad.err;
+}
+
+// The `axqc fix` command lines the text and HTML reports print are commands that run as printed
+// (in the folder the model was checked from), also for a model whose name needs quoting.
+TEST(CliReports, TheFixCommandsReportsPrintRun) {
+  TempDir dir;
+  const std::string name = "it's a model.onnx";
+  WriteFile(dir / name, fixmodels::ConstantForms().SerializeAsString());
+  // A shell in `dir` (Exec runs its command through env).
+  const auto in_dir = [&](const std::string& command) {
+    return "sh -c " + Quote("cd " + Quote(dir.path().string()) + " && " + command);
+  };
+  Proc text = Exec(dir, in_dir(Axqc() + " check " + Quote(name)));
+  EXPECT_EQ(text.rc, 1) << text.out << text.err;
+  const std::string want =
+      "axqc fix 'it'\\''s a model.onnx' -o FIXED.onnx --only constant-to-initializer";
+  const auto at = text.out.find("  fix: axqc fix ");
+  ASSERT_NE(at, std::string::npos) << text.out;
+  const std::string printed = text.out.substr(at + 7, text.out.find('\n', at) - at - 7);
+  EXPECT_EQ(printed, want);
+  Proc html = Exec(dir, in_dir(Axqc() + " check --format html -o report.html " + Quote(name)));
+  EXPECT_EQ(html.rc, 1) << html.err;
+  const std::string page = ReadFile(dir / "report.html");
+  const auto repair = page.find("Repair: <code>");
+  ASSERT_NE(repair, std::string::npos);
+  std::string shown = page.substr(repair + 14, page.find("</code>", repair) - repair - 14);
+  for (const auto& [entity, c] :
+       {std::pair{std::string("&#39;"), '\''}, std::pair{std::string("&quot;"), '"'},
+        std::pair{std::string("&amp;"), '&'}}) {
+    for (auto p = shown.find(entity); p != std::string::npos; p = shown.find(entity, p + 1)) {
+      shown.replace(p, entity.size(), 1, c);
+    }
+  }
+  EXPECT_EQ(shown, want);
+  // Run what was printed, with the CLI under test for `axqc`.
+  Proc fixed = Exec(dir, in_dir(Axqc() + printed.substr(4)));
+  // It ran (exit 1: the rewritten model still has findings of its own; 2 would be a usage error).
+  EXPECT_EQ(fixed.rc, 1) << fixed.out << fixed.err;
+  EXPECT_NE(
+      fixed.out.find("axqc fix: it's a model.onnx -> FIXED.onnx\n  constant-to-initializer     8"),
+      std::string::npos)
+      << fixed.out;
+  EXPECT_TRUE(fs::exists(dir / "FIXED.onnx"));
 }
 
 }  // namespace
