@@ -271,6 +271,29 @@ bool SpeaksPlaintextHttp2(const HostPort& hp) {
   return http2;
 }
 
+// True when the server at `hp` answers a plaintext HTTP/1.x request (GET /readyz), as
+// axqc-server's HTTP API (--http-listen) and most web servers do; a gRPC port does not.
+bool SpeaksPlaintextHttp1(const HostPort& hp) {
+  std::string error;
+  const int fd = ConnectTcp(hp, &error);
+  if (fd < 0) return false;
+  const std::string request = "GET /readyz HTTP/1.0\r\nHost: " + hp.host + "\r\n\r\n";
+  bool http1 = false;
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+      static_cast<ssize_t>(request.size())) {
+    char head[8];
+    std::size_t got = 0;
+    while (got < sizeof(head)) {
+      const ssize_t n = ::recv(fd, head + got, sizeof(head) - got, 0);
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    http1 = got == sizeof(head) && std::string_view(head, 7) == "HTTP/1.";
+  }
+  ::close(fd);
+  return http1;
+}
+
 // One sentence on why the transport to the server failed, or "" when the probe finds nothing
 // specific (then gRPC's own message stands).
 std::string DiagnoseTransport(const RemoteArgs& r, bool tls) {
@@ -281,6 +304,14 @@ std::string DiagnoseTransport(const RemoteArgs& r, bool tls) {
   if (fd < 0) {
     return "nothing accepts connections at " + r.server + " (" + error +
            "): is axqc-server running there, on this port?";
+  }
+  if (!tls && SpeaksPlaintextHttp1(*hp)) {
+    ::close(fd);
+    return r.server +
+           " answers HTTP/1.1, not gRPC: it looks like axqc-server's HTTP port (--http-listen); "
+           "pass its gRPC address (--listen, port 50051 by default), or probe this port with "
+           "curl http://" +
+           r.server + "/readyz";
   }
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
   SSL* ssl = nullptr;

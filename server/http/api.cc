@@ -8,6 +8,7 @@ std::shared_ptr<Router> BuildRouter(Api api) {
   AddLookupRoutes(*router, api);
   AddStatsRoutes(*router, api);
   AddOpenApiRoutes(*router);
+  AddHealthRoutes(*router, api);
   AddPageRoutes(*router);
   AddHookRoutes(*router, api);
   return router;

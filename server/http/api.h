@@ -8,6 +8,7 @@
 //   GET  /v1/stats                   stats.cc     GetStats (+ time series)
 //   GET  /v1/models                  stats.cc     ListModels
 //   GET  /v1/openapi.json            openapi.cc   the OpenAPI 3 document (docs/openapi.json)
+//   GET  /healthz  GET /readyz       health.cc    the gRPC health service's answer
 //   POST /v1/hooks/mlflow            hooks_mlflow.cc        MLflow model-registry webhooks
 //   POST /v1/hooks/huggingface       hooks_huggingface.cc   Hugging Face Hub webhooks
 // and the dashboard's pages (pages.cc; no data of their own, their script calls the API):
@@ -43,6 +44,7 @@ void AddCheckRoutes(Router& router, Api api);
 void AddLookupRoutes(Router& router, Api api);
 void AddStatsRoutes(Router& router, Api api);
 void AddOpenApiRoutes(Router& router);
+void AddHealthRoutes(Router& router, Api api);      // health.cc: /healthz, /readyz
 void AddPageRoutes(Router& router);                 // pages.cc
 void AddHookRoutes(Router& router, Api api);        // hooks_mlflow.cc
 void AddHuggingFaceRoute(Router& router, Api api);  // hooks_huggingface.cc

@@ -67,6 +67,7 @@ class ServerProcess {
     }
     return -1;
   }
+  void Signal(int sig) { ::kill(pid_, sig); }
   // Waits for the process to exit by itself.
   int Wait() {
     int status = 0;
@@ -437,6 +438,65 @@ TEST(ServerBinary, IdleMemoryReturnsAfterBigChecks) { IdleMemoryReturnsAfterBigC
 
 TEST(ServerBinary, IdleMemoryReturnsAfterBigChecksInProcess) {
   IdleMemoryReturnsAfterBigChecks("off");
+}
+
+// GET /healthz and /readyz answer what the gRPC health service answers (no token needed, also
+// with one), /readyz turns 503 as soon as a shutdown starts (the port still answers during
+// --shutdown-delay-seconds), and `axqc health` pointed at the HTTP port says what it is.
+TEST(ServerBinary, HttpHealthEndpointsAndTheCliOnTheWrongPort) {
+  TempDir dir;
+  WriteFile(dir / "token", "s3cret-token\n");
+  const fs::path ready = dir / "ready.json";
+  const fs::path err = dir / "stderr.log";
+  ServerProcess proc(
+      {"--listen", "127.0.0.1:0", "--metrics-listen", "", "--http-listen", "127.0.0.1:0",
+       "--ready-file", ready.string(), "--auth-token-file", (dir / "token").string(),
+       "--shutdown-delay-seconds", "3", "--isolation", "off", "--store-path", ":memory:"},
+      {}, err);
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready); }, std::chrono::seconds(20)))
+      << ReadFile(err);
+  const auto ports = nlohmann::json::parse(ReadFile(ready));
+  const int http_port = ports.at("http_port");
+  auto status_of = [](const std::string& response) {
+    return response.size() > 12 ? std::stoi(response.substr(9, 3)) : 0;
+  };
+  auto body_of = [](const std::string& response) {
+    const auto at = response.find("\r\n\r\n");
+    return at == std::string::npos ? nlohmann::json()
+                                   : nlohmann::json::parse(response.substr(at + 4));
+  };
+  std::string readyz = HttpGet(http_port, "/readyz");
+  EXPECT_EQ(status_of(readyz), 200) << readyz;
+  EXPECT_EQ(body_of(readyz), nlohmann::json::parse(R"({"status":"SERVING"})"));
+  std::string healthz = HttpGet(http_port, "/healthz");
+  EXPECT_EQ(status_of(healthz), 200) << healthz;
+  EXPECT_EQ(body_of(healthz), nlohmann::json::parse(R"({"status":"SERVING","draining":false})"));
+  // The API itself needs the token.
+  EXPECT_EQ(status_of(HttpGet(http_port, "/v1/rules")), 401);
+
+  // The CLI's health command on the HTTP port: a clear message, no verdict.
+  const std::string out = (dir / "health.txt").string();
+  const std::string cmd = std::string(AXQC_CLI_BIN) +
+                          " health --server 127.0.0.1:" + std::to_string(http_port) +
+                          " --token s3cret-token > " + out + " 2>&1";
+  const int st = std::system(cmd.c_str());
+  EXPECT_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 4) << ReadFile(out);  // no verdict
+  EXPECT_NE(ReadFile(out).find("127.0.0.1:" + std::to_string(http_port) +
+                               " answers HTTP/1.1, not gRPC: it looks like axqc-server's HTTP "
+                               "port (--http-listen)"),
+            std::string::npos)
+      << ReadFile(out);
+
+  // Shutdown: not ready at once, still alive while it drains.
+  proc.Signal(SIGTERM);
+  ASSERT_TRUE(WaitFor([&] { return status_of(HttpGet(http_port, "/readyz")) == 503; },
+                      std::chrono::seconds(3)));
+  readyz = HttpGet(http_port, "/readyz");
+  EXPECT_EQ(body_of(readyz), nlohmann::json::parse(R"({"status":"NOT_SERVING"})")) << readyz;
+  healthz = HttpGet(http_port, "/healthz");
+  EXPECT_EQ(status_of(healthz), 200) << healthz;
+  EXPECT_EQ(body_of(healthz), nlohmann::json::parse(R"({"status":"NOT_SERVING","draining":true})"));
+  EXPECT_EQ(proc.Wait(), 0);
 }
 
 }  // namespace
