@@ -308,9 +308,13 @@ void Hooks::Checked(Delivery d, const grpc::Status& status, const v1::CheckRespo
     Settle(std::move(d), outcome, error);
     return;
   }
+  // The tags to write, and the check's error, which the delivery keeps once they are written
+  // (Delivery::error holds the write-back's error meanwhile).
   nlohmann::json tags = nlohmann::json::array();
   for (const auto& [k, v] : MlflowTags(status, resp)) tags.push_back({k, v});
-  d.write_back = tags.dump();
+  d.write_back =
+      nlohmann::json{{"tags", tags}, {"check_error", Bounded(error, kMaxDeliveryErrorBytes)}}.dump(
+          -1, ' ', false, nlohmann::json::error_handler_t::replace);
   d.outcome = outcome;
   d.error = Bounded(error, kMaxDeliveryErrorBytes);
   d.state = "writing_back";
@@ -320,12 +324,14 @@ void Hooks::Checked(Delivery d, const grpc::Status& status, const v1::CheckRespo
 
 void Hooks::WriteBack(Delivery d) {
   std::string error;
+  std::string check_error;
   std::size_t count = 0;
   try {
     const nlohmann::json r = nlohmann::json::parse(d.request);
-    const nlohmann::json tags_json = nlohmann::json::parse(d.write_back);
+    const nlohmann::json stored = nlohmann::json::parse(d.write_back);
+    check_error = stored.value("check_error", "");
     std::vector<std::pair<std::string, std::string>> tags;
-    for (const auto& t : tags_json) {
+    for (const auto& t : stored.at("tags")) {
       tags.emplace_back(t.at(0).get<std::string>(), t.at(1).get<std::string>());
     }
     count = tags.size();
@@ -345,7 +351,6 @@ void Hooks::WriteBack(Delivery d) {
                                          {"attempt", d.attempts}});
     d.write_back.clear();
     const std::string outcome = d.outcome;
-    const std::string check_error = d.error;
     Settle(std::move(d), outcome, check_error);
     return;
   }

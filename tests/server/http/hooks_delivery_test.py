@@ -151,7 +151,8 @@ def mlflow(port, payload, delivery_id):
 
 def deliveries(port, query=""):
     st, j = call(port, "GET", "/v1/deliveries" + query)
-    check(st == 200 and isinstance(j, dict), f"GET /v1/deliveries{query}: 200 (got {st} {j})")
+    if st != 200 or not isinstance(j, dict):
+        check(False, f"GET /v1/deliveries{query}: 200 (got {st} {j})")
     return j
 
 
