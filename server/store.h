@@ -152,7 +152,9 @@ struct Delivery {
   std::string request_id;  // the request id of its check
   std::string sha256;      // of the checked model
   std::string cache_key;   // of its report
-  std::string write_back;  // JSON tags still to be written to the registry, "" none
+  // JSON {"tags": [[key, value], ...], "check_error": ...}: the registry tags still to be
+  // written and the check's error, kept once they are; "" none.
+  std::string write_back;
   std::int64_t created_ms = 0;
   std::int64_t updated_ms = 0;
   std::int64_t seq = 0;  // assigned by the store: listing order and paging cursor
