@@ -350,6 +350,27 @@ const std::vector<Opt>& Options() {
                 &ServerConfig::huggingface_model_file),
       BoolOpt("webhook-check-value", "run the value checks (check_value) in webhook checks",
               &ServerConfig::webhook_check_value),
+      UintOpt("webhook-max-attempts",
+              "attempts of one webhook delivery (download and check, then write-back) before it "
+              "is recorded as failed; 1 = no retries",
+              &ServerConfig::webhook_max_attempts, 100),
+      SecondsOpt("webhook-retry-seconds",
+                 "delay before the first retry of a webhook delivery that failed for a "
+                 "temporary reason (registry 5xx, connection error, busy server); doubled after "
+                 "each attempt",
+                 &ServerConfig::webhook_retry_seconds),
+      SecondsOpt("webhook-retry-max-seconds", "longest delay between two attempts of a delivery",
+                 &ServerConfig::webhook_retry_max_seconds),
+      SecondsOpt("webhook-dedup-seconds",
+                 "a delivery for a model version (MLflow) or commit (Hugging Face) recorded this "
+                 "recently is answered as a duplicate without a second check; 0 = only the same "
+                 "delivery id",
+                 &ServerConfig::webhook_dedup_seconds),
+      SecondsOpt("webhook-lease-seconds",
+                 "a delivery a server works on is leased to it this long; one whose server died "
+                 "is taken over after it (PostgreSQL store; a restarted server with a SQLite "
+                 "store resumes at once); longer than the longest check",
+                 &ServerConfig::webhook_lease_seconds),
       SecondsOpt("test-check-delay-seconds",
                  "TESTING ONLY: every check sleeps this long first (simulates slow checks in "
                  "tests); keep 0 in production",
@@ -534,6 +555,16 @@ void FinalizeConfig(ServerConfig& c) {
   }
   if (c.claim_lease_seconds < 1) throw ConfigError("claim-lease-seconds must be at least 1");
   if (c.http_max_connections == 0) throw ConfigError("http-max-connections must be at least 1");
+  if (c.webhook_max_attempts == 0) throw ConfigError("webhook-max-attempts must be at least 1");
+  if (c.webhook_retry_seconds < 0.1) {
+    throw ConfigError("webhook-retry-seconds must be at least 0.1");
+  }
+  if (c.webhook_retry_max_seconds < c.webhook_retry_seconds) {
+    throw ConfigError("webhook-retry-max-seconds must be at least webhook-retry-seconds");
+  }
+  if (c.webhook_lease_seconds < 10) {
+    throw ConfigError("webhook-lease-seconds must be at least 10");
+  }
 }
 
 std::uint64_t MessageLimit(const ServerConfig& config) {

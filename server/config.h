@@ -105,6 +105,12 @@ struct ServerConfig {
   std::string huggingface_token_file;
   std::string huggingface_model_file = "model.onnx";
   bool webhook_check_value = false;  // check_value for webhook checks
+  // Webhook deliveries (the store's deliveries table): retries with exponential backoff.
+  unsigned webhook_max_attempts = 8;        // attempts of one delivery (check and write-back)
+  double webhook_retry_seconds = 30;        // delay before the first retry, doubled each time
+  double webhook_retry_max_seconds = 3600;  // longest delay between attempts
+  double webhook_dedup_seconds = 86400;     // same model and revision again: a duplicate
+  double webhook_lease_seconds = 600;       // a delivery whose server died is taken over then
 };
 
 class ConfigError : public std::runtime_error {

@@ -190,6 +190,15 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                            "reason: idle (no check for memory-trim-idle-seconds), rss (resident "
                            "size over memory-trim-rss), check (memory-trim-idle-seconds 0)")
                        .Register(r);
+  webhook_deliveries_ =
+      &prometheus::BuildCounter()
+           .Name("axqc_webhook_deliveries_total")
+           .Help(
+               "Registry webhook deliveries by source (huggingface, mlflow) and outcome: the "
+               "verdict (conformant, non_conformant, not_applicable, invalid_input) or "
+               "download_failed, policy_refused, check_failed, writeback_failed when it ended; "
+               "retry (an attempt failed, another follows); duplicate, ignored when answered")
+           .Register(r);
   accept_errors_ = &prometheus::BuildCounter()
                         .Name("axqc_accept_errors_total")
                         .Help(
@@ -256,6 +265,10 @@ void Metrics::CountWorkerRestart(const std::string& cause) {
 
 void Metrics::CountAcceptError(const std::string& reason) {
   accept_errors_->Add({{"reason", reason}}).Increment();
+}
+
+void Metrics::CountWebhookDelivery(const std::string& source, const std::string& outcome) {
+  webhook_deliveries_->Add({{"source", source}, {"outcome", outcome}}).Increment();
 }
 
 void Metrics::CountHttpConnectionRefused() { http_refused_->Increment(); }

@@ -59,6 +59,9 @@ class Metrics {
   // "other"); a connection refused over --http-max-connections; connections open now.
   void CountAcceptError(const std::string& reason);
   void CountHttpConnectionRefused();
+  // A registry webhook delivery (axqc_webhook_deliveries_total): its source and its outcome when
+  // it ended, "retry" per failed attempt that is retried, "duplicate" and "ignored" answers.
+  void CountWebhookDelivery(const std::string& source, const std::string& outcome);
   prometheus::Gauge& http_connections() { return *http_connections_; }
 
   prometheus::Gauge& queue_depth() { return *queue_depth_; }
@@ -86,6 +89,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* report_lookups_;
   prometheus::Family<prometheus::Counter>* requests_;
   prometheus::Family<prometheus::Counter>* accept_errors_;
+  prometheus::Family<prometheus::Counter>* webhook_deliveries_;
   prometheus::Counter* http_refused_;
   prometheus::Gauge* http_connections_;
   prometheus::Family<prometheus::Histogram>* request_duration_;

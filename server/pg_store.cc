@@ -89,7 +89,41 @@ CREATE INDEX axqc_history_request_id ON axqc_history (request_id);
 ALTER TABLE axqc_history ADD COLUMN name text NOT NULL DEFAULT '';
 CREATE INDEX axqc_history_sha256 ON axqc_history (sha256, id);
 )sql",
+    // 5: registry webhook deliveries (ReportStore::AddDelivery).
+    R"sql(
+CREATE TABLE axqc_deliveries (
+  seq             bigserial PRIMARY KEY,
+  id              text NOT NULL UNIQUE,
+  source          text NOT NULL,
+  model           text NOT NULL,
+  revision        text NOT NULL,
+  event           text NOT NULL,
+  request         text NOT NULL,
+  state           text NOT NULL,
+  outcome         text NOT NULL,
+  error           text NOT NULL,
+  attempts        bigint NOT NULL,
+  next_attempt_ms bigint NOT NULL,
+  owner           text NOT NULL,
+  request_id      text NOT NULL,
+  sha256          text NOT NULL,
+  cache_key       text NOT NULL,
+  write_back      text NOT NULL,
+  created_ms      bigint NOT NULL,
+  updated_ms      bigint NOT NULL
+);
+CREATE INDEX axqc_deliveries_model ON axqc_deliveries (source, model, revision, created_ms);
+CREATE INDEX axqc_deliveries_due ON axqc_deliveries (state, next_attempt_ms);
+)sql",
 };
+
+// Key of the advisory lock that serialises AddDelivery's duplicate check and insert.
+constexpr std::int64_t kDeliveryLock = 0x6178716300646c76;
+
+// The columns of a delivery in the order ReadDelivery reads them.
+constexpr const char* kDeliveryColumns =
+    "seq, id, source, model, revision, event, request, state, outcome, error, attempts, "
+    "next_attempt_ms, owner, request_id, sha256, cache_key, write_back, created_ms, updated_ms";
 
 // The gate columns of the stats queries (after the verdict count): rows with an outcome, passed
 // ones, waived and baselined findings.
@@ -183,6 +217,30 @@ std::int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+Delivery ReadDelivery(const Result& r, int i) {
+  Delivery d;
+  d.seq = r.Int(i, 0);
+  d.id = r.Text(i, 1);
+  d.source = r.Text(i, 2);
+  d.model = r.Text(i, 3);
+  d.revision = r.Text(i, 4);
+  d.event = r.Text(i, 5);
+  d.request = r.Text(i, 6);
+  d.state = r.Text(i, 7);
+  d.outcome = r.Text(i, 8);
+  d.error = r.Text(i, 9);
+  d.attempts = static_cast<std::uint32_t>(std::clamp<std::int64_t>(r.Int(i, 10), 0, 1 << 30));
+  d.next_attempt_ms = r.Int(i, 11);
+  d.owner = r.Text(i, 12);
+  d.request_id = r.Text(i, 13);
+  d.sha256 = r.Text(i, 14);
+  d.cache_key = r.Text(i, 15);
+  d.write_back = r.Text(i, 16);
+  d.created_ms = r.Int(i, 17);
+  d.updated_ms = r.Int(i, 18);
+  return d;
 }
 
 std::string MakeReplicaId() {
@@ -589,6 +647,104 @@ std::vector<ModelRow> PgStore::LatestModels(const ModelsQuery& q) {
       for (int i = 0; i < r.rows(); ++i) out[n].labels[r.Text(i, 0)] = r.Text(i, 1);
     }
     Run(c, "COMMIT");
+    return out;
+  });
+}
+
+std::optional<Delivery> PgStore::AddDelivery(const Delivery& d, bool dedup_model,
+                                             std::int64_t dedup_since_ms) {
+  return With([&](PGconn* c) -> std::optional<Delivery> {
+    Run(c, "BEGIN");
+    // Replicas receiving the same delivery at once: one records it, the others see it.
+    Run(c, "SELECT pg_advisory_xact_lock(" + std::to_string(kDeliveryLock) + ")");
+    const Result r = Run(c,
+                         std::string("SELECT ") + kDeliveryColumns +
+                             " FROM axqc_deliveries WHERE id = $1 OR ($2 AND source = $3 AND "
+                             "model = $4 AND revision = $5 AND created_ms >= $6) ORDER BY seq "
+                             "LIMIT 1",
+                         {Text(d.id), Text(dedup_model ? "true" : "false"), Text(d.source),
+                          Text(d.model), Text(d.revision), Int(dedup_since_ms)});
+    if (r.rows() > 0) {
+      Delivery existing = ReadDelivery(r, 0);
+      Run(c, "COMMIT");
+      return existing;
+    }
+    Run(c,
+        "INSERT INTO axqc_deliveries (id, source, model, revision, event, request, state, "
+        "outcome, error, attempts, next_attempt_ms, owner, request_id, sha256, cache_key, "
+        "write_back, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+        "$12, $13, $14, $15, $16, $17, $18)",
+        {Text(d.id), Text(d.source), Text(d.model), Text(d.revision), Text(d.event),
+         Text(d.request), Text(d.state), Text(d.outcome), Text(d.error),
+         Int(static_cast<std::int64_t>(d.attempts)), Int(d.next_attempt_ms), Text(d.owner),
+         Text(d.request_id), Text(d.sha256), Text(d.cache_key), Text(d.write_back),
+         Int(d.created_ms), Int(d.updated_ms)});
+    Run(c, "COMMIT");
+    return std::nullopt;
+  });
+}
+
+void PgStore::UpdateDelivery(const Delivery& d) {
+  With([&](PGconn* c) {
+    Run(c,
+        "UPDATE axqc_deliveries SET state = $2, outcome = $3, error = $4, attempts = $5, "
+        "next_attempt_ms = $6, owner = $7, sha256 = $8, cache_key = $9, write_back = $10, "
+        "updated_ms = $11 WHERE id = $1",
+        {Text(d.id), Text(d.state), Text(d.outcome), Text(d.error),
+         Int(static_cast<std::int64_t>(d.attempts)), Int(d.next_attempt_ms), Text(d.owner),
+         Text(d.sha256), Text(d.cache_key), Text(d.write_back), Int(d.updated_ms)});
+    return true;
+  });
+}
+
+std::optional<Delivery> PgStore::GetDelivery(const std::string& id) {
+  return With([&](PGconn* c) -> std::optional<Delivery> {
+    const Result r =
+        Run(c, std::string("SELECT ") + kDeliveryColumns + " FROM axqc_deliveries WHERE id = $1",
+            {Text(id)});
+    if (r.rows() == 0) return std::nullopt;
+    return ReadDelivery(r, 0);
+  });
+}
+
+std::vector<Delivery> PgStore::DueDeliveries(std::int64_t now_ms, std::uint32_t limit) {
+  return With([&](PGconn* c) {
+    const Result r = Run(c,
+                         std::string("SELECT ") + kDeliveryColumns +
+                             " FROM axqc_deliveries WHERE state IN ('pending', 'checking', "
+                             "'writing_back') AND next_attempt_ms <= $1 ORDER BY next_attempt_ms, "
+                             "seq LIMIT $2",
+                         {Int(now_ms), Int(limit)});
+    std::vector<Delivery> out;
+    for (int i = 0; i < r.rows(); ++i) out.push_back(ReadDelivery(r, i));
+    return out;
+  });
+}
+
+bool PgStore::ClaimDelivery(const std::string& id, const std::string& owner,
+                            std::int64_t expected_next_ms, std::int64_t lease_until_ms) {
+  return With([&](PGconn* c) {
+    const Result r =
+        Run(c,
+            "UPDATE axqc_deliveries SET owner = $2, next_attempt_ms = $4, attempts = attempts + "
+            "1, updated_ms = $5 WHERE id = $1 AND next_attempt_ms = $3 AND state IN ('pending', "
+            "'checking', 'writing_back')",
+            {Text(id), Text(owner), Int(expected_next_ms), Int(lease_until_ms), Int(NowMs())});
+    return r.Affected() == "1";
+  });
+}
+
+std::vector<Delivery> PgStore::ListDeliveries(const DeliveriesQuery& q) {
+  return With([&](PGconn* c) {
+    const Result r =
+        Run(c,
+            std::string("SELECT ") + kDeliveryColumns +
+                " FROM axqc_deliveries WHERE ($1 = '' OR source = $1) AND ($2 = '' "
+                "OR outcome = $2) AND ($3 = '' OR state = $3) AND ($4 <= 0 OR seq < "
+                "$4) ORDER BY seq DESC LIMIT $5",
+            {Text(q.source), Text(q.outcome), Text(q.state), Int(q.before_seq), Int(q.limit)});
+    std::vector<Delivery> out;
+    for (int i = 0; i < r.rows(); ++i) out.push_back(ReadDelivery(r, i));
     return out;
   });
 }

@@ -47,6 +47,14 @@ class PgStore final : public ReportStore {
                   const GateRecord& gate) override;
   StatsResult QueryStats(const StatsQuery& query) override;
   std::vector<ModelRow> LatestModels(const ModelsQuery& query) override;
+  std::optional<Delivery> AddDelivery(const Delivery& d, bool dedup_model,
+                                      std::int64_t dedup_since_ms) override;
+  void UpdateDelivery(const Delivery& d) override;
+  std::optional<Delivery> GetDelivery(const std::string& id) override;
+  std::vector<Delivery> DueDeliveries(std::int64_t now_ms, std::uint32_t limit) override;
+  bool ClaimDelivery(const std::string& id, const std::string& owner, std::int64_t expected_next_ms,
+                     std::int64_t lease_until_ms) override;
+  std::vector<Delivery> ListDeliveries(const DeliveriesQuery& query) override;
   void Flush() override {}  // every write is committed (durable) when the call returns
   std::string Describe() const override { return described_; }
 

@@ -221,6 +221,14 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
     s->http_ = std::make_unique<http::Listener>(options, http::BuildRouter(api), s->logger_.get());
     s->http_port_ = s->http_->port();
   }
+  if (s->hooks_ != nullptr) {
+    // Deliveries recorded before a restart, and retries, are worked on from now on.
+    try {
+      s->hooks_->Start();
+    } catch (const StoreError& e) {
+      throw std::runtime_error(std::string("store: webhook deliveries: ") + e.what());
+    }
+  }
   if (!c.ready_file.empty()) {
     WriteReadyFile(c.ready_file, s->grpc_port_, s->metrics_port_, s->http_port_);
   }
@@ -264,6 +272,9 @@ void Server::Shutdown() {
                                      {"queued_checks", engine_->queue_depth()},
                                      {"running_checks", engine_->busy_workers()}});
   SetNotServing();
+  // No new attempt of a webhook delivery; those in progress end with the checks (a cancelled one
+  // is retried after the restart).
+  if (hooks_ != nullptr) hooks_->Stop();
   if (config_.shutdown_delay_seconds > 0) {
     std::this_thread::sleep_for(std::chrono::duration<double>(config_.shutdown_delay_seconds));
   }

@@ -160,6 +160,32 @@ CREATE INDEX IF NOT EXISTS history_request_id ON history(request_id);
 ALTER TABLE history ADD COLUMN name TEXT NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS history_sha256 ON history(sha256, id);
 )sql",
+    // 4: registry webhook deliveries (ReportStore::AddDelivery).
+    R"sql(
+CREATE TABLE IF NOT EXISTS deliveries (
+  seq             INTEGER PRIMARY KEY,
+  id              TEXT NOT NULL UNIQUE,
+  source          TEXT NOT NULL,
+  model           TEXT NOT NULL,
+  revision        TEXT NOT NULL,
+  event           TEXT NOT NULL,
+  request         TEXT NOT NULL,
+  state           TEXT NOT NULL,
+  outcome         TEXT NOT NULL,
+  error           TEXT NOT NULL,
+  attempts        INTEGER NOT NULL,
+  next_attempt_ms INTEGER NOT NULL,
+  owner           TEXT NOT NULL,
+  request_id      TEXT NOT NULL,
+  sha256          TEXT NOT NULL,
+  cache_key       TEXT NOT NULL,
+  write_back      TEXT NOT NULL,
+  created_ms      INTEGER NOT NULL,
+  updated_ms      INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS deliveries_model ON deliveries(source, model, revision, created_ms);
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(state, next_attempt_ms);
+)sql",
 };
 static_assert(std::size(kMigrations) == SqliteStore::kSchemaVersion);
 
@@ -236,6 +262,35 @@ std::int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// The columns of a delivery in the order ReadDelivery reads them.
+constexpr const char* kDeliveryColumns =
+    "seq, id, source, model, revision, event, request, state, outcome, error, attempts, "
+    "next_attempt_ms, owner, request_id, sha256, cache_key, write_back, created_ms, updated_ms";
+
+Delivery ReadDelivery(Stmt& s) {
+  Delivery d;
+  d.seq = s.Int(0);
+  d.id = s.Text(1);
+  d.source = s.Text(2);
+  d.model = s.Text(3);
+  d.revision = s.Text(4);
+  d.event = s.Text(5);
+  d.request = s.Text(6);
+  d.state = s.Text(7);
+  d.outcome = s.Text(8);
+  d.error = s.Text(9);
+  d.attempts = static_cast<std::uint32_t>(std::clamp<std::int64_t>(s.Int(10), 0, 1 << 30));
+  d.next_attempt_ms = s.Int(11);
+  d.owner = s.Text(12);
+  d.request_id = s.Text(13);
+  d.sha256 = s.Text(14);
+  d.cache_key = s.Text(15);
+  d.write_back = s.Text(16);
+  d.created_ms = s.Int(17);
+  d.updated_ms = s.Int(18);
+  return d;
 }
 
 }  // namespace
@@ -570,6 +625,136 @@ std::vector<ModelRow> SqliteStore::LatestModels(const ModelsQuery& q) {
     throw;
   }
   return out;
+}
+
+std::optional<Delivery> SqliteStore::AddDelivery(const Delivery& d, bool dedup_model,
+                                                 std::int64_t dedup_since_ms) {
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  Exec(writer_, "BEGIN IMMEDIATE");
+  try {
+    {
+      Stmt s(writer_, std::string("SELECT ") + kDeliveryColumns +
+                          " FROM deliveries WHERE id = ?1 OR (?2 AND source = ?3 AND model = ?4 "
+                          "AND revision = ?5 AND created_ms >= ?6) ORDER BY seq LIMIT 1");
+      s.Bind(1, d.id)
+          .Bind(2, std::int64_t{dedup_model ? 1 : 0})
+          .Bind(3, d.source)
+          .Bind(4, d.model)
+          .Bind(5, d.revision)
+          .Bind(6, dedup_since_ms);
+      if (s.Step()) {
+        Delivery existing = ReadDelivery(s);
+        Exec(writer_, "COMMIT");
+        return existing;
+      }
+    }
+    Stmt s(writer_,
+           "INSERT INTO deliveries (id, source, model, revision, event, request, state, outcome, "
+           "error, attempts, next_attempt_ms, owner, request_id, sha256, cache_key, write_back, "
+           "created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+           "?13, ?14, ?15, ?16, ?17, ?18)");
+    s.Bind(1, d.id)
+        .Bind(2, d.source)
+        .Bind(3, d.model)
+        .Bind(4, d.revision)
+        .Bind(5, d.event)
+        .Bind(6, d.request)
+        .Bind(7, d.state)
+        .Bind(8, d.outcome)
+        .Bind(9, d.error)
+        .Bind(10, static_cast<std::int64_t>(d.attempts))
+        .Bind(11, d.next_attempt_ms)
+        .Bind(12, d.owner)
+        .Bind(13, d.request_id)
+        .Bind(14, d.sha256)
+        .Bind(15, d.cache_key)
+        .Bind(16, d.write_back)
+        .Bind(17, d.created_ms)
+        .Bind(18, d.updated_ms);
+    s.Step();
+    Exec(writer_, "COMMIT");
+  } catch (...) {
+    sqlite3_exec(writer_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  return std::nullopt;
+}
+
+void SqliteStore::UpdateDelivery(const Delivery& d) {
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  Stmt s(writer_,
+         "UPDATE deliveries SET state = ?2, outcome = ?3, error = ?4, attempts = ?5, "
+         "next_attempt_ms = ?6, owner = ?7, sha256 = ?8, cache_key = ?9, write_back = ?10, "
+         "updated_ms = ?11 WHERE id = ?1");
+  s.Bind(1, d.id)
+      .Bind(2, d.state)
+      .Bind(3, d.outcome)
+      .Bind(4, d.error)
+      .Bind(5, static_cast<std::int64_t>(d.attempts))
+      .Bind(6, d.next_attempt_ms)
+      .Bind(7, d.owner)
+      .Bind(8, d.sha256)
+      .Bind(9, d.cache_key)
+      .Bind(10, d.write_back)
+      .Bind(11, d.updated_ms);
+  s.Step();
+}
+
+std::optional<Delivery> SqliteStore::GetDelivery(const std::string& id) {
+  std::lock_guard<std::mutex> lock(ReaderMutex());
+  Stmt s(reader_, std::string("SELECT ") + kDeliveryColumns + " FROM deliveries WHERE id = ?1");
+  s.Bind(1, id);
+  if (!s.Step()) return std::nullopt;
+  return ReadDelivery(s);
+}
+
+std::vector<Delivery> SqliteStore::DueDeliveries(std::int64_t now_ms, std::uint32_t limit) {
+  std::lock_guard<std::mutex> lock(ReaderMutex());
+  Stmt s(reader_, std::string("SELECT ") + kDeliveryColumns +
+                      " FROM deliveries WHERE state IN ('pending', 'checking', 'writing_back') "
+                      "AND next_attempt_ms <= ?1 ORDER BY next_attempt_ms, seq LIMIT ?2");
+  s.Bind(1, now_ms).Bind(2, static_cast<std::int64_t>(limit));
+  std::vector<Delivery> out;
+  while (s.Step()) out.push_back(ReadDelivery(s));
+  return out;
+}
+
+bool SqliteStore::ClaimDelivery(const std::string& id, const std::string& owner,
+                                std::int64_t expected_next_ms, std::int64_t lease_until_ms) {
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  Stmt s(writer_,
+         "UPDATE deliveries SET owner = ?2, next_attempt_ms = ?4, attempts = attempts + 1, "
+         "updated_ms = ?5 WHERE id = ?1 AND next_attempt_ms = ?3 AND state IN ('pending', "
+         "'checking', 'writing_back')");
+  s.Bind(1, id).Bind(2, owner).Bind(3, expected_next_ms).Bind(4, lease_until_ms).Bind(5, NowMs());
+  s.Step();
+  return sqlite3_changes(writer_) > 0;
+}
+
+std::vector<Delivery> SqliteStore::ListDeliveries(const DeliveriesQuery& q) {
+  std::lock_guard<std::mutex> lock(ReaderMutex());
+  Stmt s(reader_, std::string("SELECT ") + kDeliveryColumns +
+                      " FROM deliveries WHERE (?1 = '' OR source = ?1) AND (?2 = '' OR outcome = "
+                      "?2) AND (?3 = '' OR state = ?3) AND (?4 <= 0 OR seq < ?4) ORDER BY seq "
+                      "DESC LIMIT ?5");
+  s.Bind(1, q.source)
+      .Bind(2, q.outcome)
+      .Bind(3, q.state)
+      .Bind(4, q.before_seq)
+      .Bind(5, static_cast<std::int64_t>(q.limit));
+  std::vector<Delivery> out;
+  while (s.Step()) out.push_back(ReadDelivery(s));
+  return out;
+}
+
+void SqliteStore::RecoverDeliveries(std::int64_t now_ms) {
+  // One server per SQLite file (the file locks): an owner recorded here was a previous process.
+  std::lock_guard<std::mutex> lock(writer_mu_);
+  Stmt s(writer_,
+         "UPDATE deliveries SET owner = '', next_attempt_ms = MIN(next_attempt_ms, ?1) WHERE "
+         "owner <> '' AND state IN ('pending', 'checking', 'writing_back')");
+  s.Bind(1, now_ms);
+  s.Step();
 }
 
 void SqliteStore::Flush() {

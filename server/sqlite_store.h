@@ -33,12 +33,21 @@ class SqliteStore final : public ReportStore {
                   const GateRecord& gate) override;
   StatsResult QueryStats(const StatsQuery& query) override;
   std::vector<ModelRow> LatestModels(const ModelsQuery& query) override;
+  std::optional<Delivery> AddDelivery(const Delivery& d, bool dedup_model,
+                                      std::int64_t dedup_since_ms) override;
+  void UpdateDelivery(const Delivery& d) override;
+  std::optional<Delivery> GetDelivery(const std::string& id) override;
+  std::vector<Delivery> DueDeliveries(std::int64_t now_ms, std::uint32_t limit) override;
+  bool ClaimDelivery(const std::string& id, const std::string& owner, std::int64_t expected_next_ms,
+                     std::int64_t lease_until_ms) override;
+  std::vector<Delivery> ListDeliveries(const DeliveriesQuery& query) override;
+  void RecoverDeliveries(std::int64_t now_ms) override;
   void Flush() override;
   std::string Describe() const override { return "sqlite:" + path_; }
 
   // Schema version written to PRAGMA user_version: the number of migrations
   // (sqlite_store.cc, kMigrations).
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
  private:
   std::string path_;

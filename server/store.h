@@ -127,6 +127,49 @@ struct ModelRow {
   std::map<std::string, std::string> labels;
 };
 
+// A registry webhook delivery (server/http/hooks.h): recorded before the registry is answered
+// 202, worked on until it is done or failed, retried with backoff, resumed after a restart.
+// `request` holds what is needed to redo it (model URL or registry coordinates, check options,
+// labels, write-back target) and never a secret: credentials come from the server's
+// configuration when the delivery is worked on.
+struct Delivery {
+  std::string id;                 // "<source>:<the registry's delivery id>", unique
+  std::string source;             // "huggingface", "mlflow"
+  std::string model;              // Hugging Face repo id, MLflow registered model name
+  std::string revision;           // Hugging Face revision, MLflow version
+  std::string event;              // e.g. "repo.content.update", "model_version.created"
+  std::string request;            // JSON (see above)
+  std::string state = "pending";  // pending, checking, writing_back, done, failed
+  // "" while unfinished; the verdict (conformant, non_conformant, not_applicable, invalid_input)
+  // or download_failed, policy_refused, check_failed, writeback_failed.
+  std::string outcome;
+  std::string error;  // the last error (kMaxDeliveryErrorBytes at most)
+  std::uint32_t attempts = 0;
+  // Not before this time the delivery is worked on again; while `owner` works on it, the end of
+  // its lease (after which another server may take it over).
+  std::int64_t next_attempt_ms = 0;
+  std::string owner;       // the server working on it, "" when none
+  std::string request_id;  // the request id of its check
+  std::string sha256;      // of the checked model
+  std::string cache_key;   // of its report
+  // JSON {"tags": [[key, value], ...], "check_error": ...}: the registry tags still to be
+  // written and the check's error, kept once they are; "" none.
+  std::string write_back;
+  std::int64_t created_ms = 0;
+  std::int64_t updated_ms = 0;
+  std::int64_t seq = 0;  // assigned by the store: listing order and paging cursor
+};
+
+inline constexpr std::size_t kMaxDeliveryErrorBytes = 1000;
+
+struct DeliveriesQuery {
+  std::string source;           // "" = any
+  std::string outcome;          // "" = any
+  std::string state;            // "" = any
+  std::int64_t before_seq = 0;  // paging: deliveries with seq < this; 0 = from the newest
+  std::uint32_t limit = 50;
+};
+
 // Settings of the backends that connect to a database server (PostgreSQL); SQLite ignores them.
 struct StoreOptions {
   unsigned pool_size = 4;              // connections at most
@@ -154,6 +197,30 @@ class ReportStore {
   virtual std::vector<ModelRow> LatestModels(const ModelsQuery& query) = 0;
   // Makes everything written so far durable (checkpoint). Throws StoreError.
   virtual void Flush() = 0;
+  // Webhook deliveries. Records `d` (with the store's seq) unless it is a duplicate: a delivery
+  // with the same id, or (`dedup_model`) one of the same source, model and revision created at or
+  // after `dedup_since_ms`. Duplicate: that delivery, nothing written. Throws StoreError.
+  virtual std::optional<Delivery> AddDelivery(const Delivery& d, bool dedup_model,
+                                              std::int64_t dedup_since_ms) = 0;
+  // Writes the mutable fields of `d` (state, outcome, error, attempts, next_attempt_ms, owner,
+  // sha256, cache_key, write_back, updated_ms) to the delivery `d.id`. Throws StoreError.
+  virtual void UpdateDelivery(const Delivery& d) = 0;
+  // Throws StoreError.
+  virtual std::optional<Delivery> GetDelivery(const std::string& id) = 0;
+  // Unfinished deliveries (pending, checking, writing_back) due at `now_ms` (next_attempt_ms <=
+  // now_ms), the earliest first, at most `limit`. Throws StoreError.
+  virtual std::vector<Delivery> DueDeliveries(std::int64_t now_ms, std::uint32_t limit) = 0;
+  // Takes the unfinished delivery `id` for `owner` when its next_attempt_ms is still
+  // `expected_next_ms` (nobody took it meanwhile): owner set, next_attempt_ms = lease_until_ms,
+  // attempts + 1. Throws StoreError.
+  virtual bool ClaimDelivery(const std::string& id, const std::string& owner,
+                             std::int64_t expected_next_ms, std::int64_t lease_until_ms) = 0;
+  // Newest first. Throws StoreError.
+  virtual std::vector<Delivery> ListDeliveries(const DeliveriesQuery& query) = 0;
+  // At startup. A store private to this server (SQLite) makes the deliveries a previous process
+  // was working on due at once (their owner died with it); a shared store (PostgreSQL) leaves them
+  // to their lease. Throws StoreError.
+  virtual void RecoverDeliveries(std::int64_t /*now_ms*/) {}
   // Human-readable description for logs, e.g. "sqlite:/var/lib/axqc/axqc.sqlite3".
   virtual std::string Describe() const = 0;
 

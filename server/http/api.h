@@ -11,6 +11,7 @@
 //   GET  /healthz  GET /readyz       health.cc    the gRPC health service's answer
 //   POST /v1/hooks/mlflow            hooks_mlflow.cc        MLflow model-registry webhooks
 //   POST /v1/hooks/huggingface       hooks_huggingface.cc   Hugging Face Hub webhooks
+//   GET  /v1/deliveries              hook_deliveries.cc     the webhooks' deliveries
 // and the dashboard's pages (pages.cc; no data of their own, their script calls the API):
 //   GET  /  GET /models/{sha256}  GET /ui/dashboard.js
 #pragma once
@@ -48,6 +49,7 @@ void AddHealthRoutes(Router& router, Api api);      // health.cc: /healthz, /rea
 void AddPageRoutes(Router& router);                 // pages.cc
 void AddHookRoutes(Router& router, Api api);        // hooks_mlflow.cc
 void AddHuggingFaceRoute(Router& router, Api api);  // hooks_huggingface.cc
+void AddDeliveryRoutes(Router& router, Api api);    // hook_deliveries.cc
 
 // The OpenAPI document served at /v1/openapi.json (docs/openapi.json, embedded at build time).
 const std::string& OpenApiDocument();

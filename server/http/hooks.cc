@@ -18,9 +18,6 @@ namespace axqc::server::http {
 
 namespace {
 
-// Deliveries remembered for idempotency (the oldest are forgotten first).
-constexpr std::size_t kRememberedDeliveries = 10000;
-
 std::string ReadOptional(const std::string& path) {
   return path.empty() ? std::string() : ReadTokenFile(path);
 }
@@ -101,38 +98,6 @@ bool SecretsEqual(const std::string& a, const std::string& b) {
   return CRYPTO_memcmp(ha.data(), hb.data(), ha.size()) == 0;
 }
 
-Hooks::Hooks(HookSettings settings, Admission* admission, const ServerConfig* config,
-             Logger* logger)
-    : settings_(std::move(settings)), admission_(admission), config_(config), logger_(logger) {}
-
-bool Hooks::Remember(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!seen_.insert(key).second) return false;
-  order_.push_back(key);
-  if (order_.size() > kRememberedDeliveries) {
-    seen_.erase(order_.front());
-    order_.pop_front();
-  }
-  return true;
-}
-
-void Hooks::StartCheck(HookCheck check) {
-  CallOrigin origin;
-  origin.request_id = ValidToken(check.delivery_id, 64, true) ? check.delivery_id : "";
-  origin.peer = check.registry + " webhook";
-  origin.transport = "webhook";
-  auto write_back = check.write_back;
-  auto* io = admission_->context().d.io;
-  admission_->Internal<HookCheckRpc>(
-      origin, check,
-      [write_back, io](const std::string& /*request_id*/, const grpc::Status& status,
-                       v1::CheckResponse& resp) {
-        if (!write_back) return;
-        // Off the thread that finished the check (a worker): the registry call may take seconds.
-        boost::asio::post(*io, [write_back, status, resp = resp] { write_back(status, resp); });
-      });
-}
-
 std::string Hooks::RegistryCall(
     const std::string& method, const std::string& url, const std::string& body,
     const std::vector<std::pair<std::string, std::string>>& headers) const {
@@ -181,6 +146,7 @@ void HookCheckRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>&
       policy.headers = CredentialsFor(url, req.credential_origin, req.headers);
       LoadedModel model = FetchUrl(url, policy, *deps.budget, call->cancelled);
       deps.metrics->ObserveStage("load", SecondsSince(t0));
+      req.reached_checker->store(true);
       CheckModel(s, call, std::move(model));
     } catch (const SourceError& e) {
       call->Finish(e.status());
@@ -189,28 +155,58 @@ void HookCheckRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>&
 }
 
 template <const char* kName>
-void HookRpc<kName>::Run(ServiceContext& /*s*/, const std::shared_ptr<Call<Response>>& call,
+void HookRpc<kName>::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& call,
                          const Request& req, Response* /*grpc_resp*/) {
   call->Update([&](CallBase::Fields& f) {
     f.source = "webhook";
-    f.name = req.check.name;
-    f.labels = req.check.labels;
+    f.name = req.name;
+    f.labels = req.labels;
   });
-  auto& out = call->response;
-  out["delivery_id"] = req.delivery_id;
-  out["event"] = req.event;
   if (!req.ignore_reason.empty()) {
+    auto& out = call->response;
+    out["event"] = req.event;
     out["status"] = "ignored";
     out["reason"] = req.ignore_reason;
-  } else if (!req.hooks->Remember(req.registry + ":" + req.delivery_id)) {
-    out["status"] = "duplicate";
-    out["reason"] = "this delivery was received before; its check is not repeated";
-  } else {
-    out["status"] = "accepted";
-    out["model"] = req.check.name;
-    req.hooks->StartCheck(req.check);
+    s.d.metrics->CountWebhookDelivery(req.registry, "ignored");
+    call->Finish(grpc::Status::OK);
+    return;
   }
-  call->Finish(grpc::Status::OK);
+  // Recorded before the answer (a store call may block: on the I/O pool).
+  boost::asio::post(*s.d.io, [&s, call = call, req = req]() mutable {
+    Delivery d = req.record;
+    std::optional<Delivery> duplicate;
+    try {
+      duplicate = req.hooks->Record(d, req.dedup_model);
+    } catch (const StoreError& e) {
+      s.d.metrics->CountStoreError();
+      call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                std::string("the delivery could not be recorded (") + e.what() +
+                                    "); it was not accepted: send it again"));
+      return;
+    }
+    auto& out = call->response;
+    out["event"] = req.event;
+    if (duplicate) {
+      out["status"] = "duplicate";
+      out["reason"] = duplicate->id == d.id
+                          ? "this delivery was received before; its check is not repeated"
+                          : "this model version was received before (delivery " + duplicate->id +
+                                "); its check is not repeated";
+      out["delivery_id"] = duplicate->id;
+      out["request_id"] = duplicate->request_id;
+      out["state"] = duplicate->state;
+      if (!duplicate->outcome.empty()) out["outcome"] = duplicate->outcome;
+      s.d.metrics->CountWebhookDelivery(req.registry, "duplicate");
+      call->Finish(grpc::Status::OK);
+      return;
+    }
+    out["status"] = "accepted";
+    out["model"] = req.name;
+    out["delivery_id"] = d.id;
+    out["request_id"] = d.request_id;
+    call->Finish(grpc::Status::OK);
+    req.hooks->Begin(std::move(d));
+  });
 }
 
 template struct HookRpc<kMlflowWebhook>;

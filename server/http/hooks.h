@@ -1,26 +1,38 @@
 // Model-registry webhooks (POST /v1/hooks/mlflow, POST /v1/hooks/huggingface). A delivery is
 // authenticated by the registry's own proof (MLflow: HMAC-SHA256 signature; Hugging Face: the
-// shared X-Webhook-Secret), acknowledged at once (202), and the model version it announces is
-// checked asynchronously: fetched through the registry's download API from an allowlisted host
+// shared X-Webhook-Secret), recorded in the store (deliveries: without secrets) and only then
+// acknowledged (202 with the delivery id and the request id its check will have; 503 when it
+// cannot be recorded, so that the registry retries). The model version it announces is checked
+// asynchronously: fetched through the registry's download API from an allowlisted host
 // (--url-allow-host), checked like any Check (report cache, store, engine, history row with the
 // registry's labels), and with write-back configured the verdict is written to the registry
-// (MLflow: model-version tags). A delivery id seen before is acknowledged again without a second
-// check (registries retry deliveries).
+// (MLflow: model-version tags, all of them again until every one was written). Temporary
+// failures (registry 5xx, connection errors, a busy or stopping server) are retried with
+// exponential backoff (--webhook-retry-seconds, --webhook-max-attempts); deliveries in progress
+// when the server stopped are resumed when it starts again. A delivery recorded before (same id,
+// or the same model version or commit within --webhook-dedup-seconds) is answered "duplicate"
+// without a second check, also after a restart. Every delivery is listed by GET /v1/deliveries
+// and counted in axqc_webhook_deliveries_total{source,outcome}.
 #pragma once
 
+#include <atomic>
 #include <chrono>
-#include <deque>
+#include <condition_variable>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <string>
-#include <unordered_set>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "config.h"
 #include "rpc/admission.h"
+#include "store.h"
 
 namespace axqc::server::http {
 
@@ -46,11 +58,11 @@ struct HookSettings {
 // names (relative paths without dot segments). Throws std::runtime_error.
 HookSettings LoadHookSettings(const ServerConfig& config);
 
-// One model version to check for a webhook delivery.
+// One model version to check for a webhook delivery (made from the delivery's stored request by
+// Hooks with the credentials of the server's configuration).
 struct HookCheck {
   std::string registry;  // "mlflow", "huggingface"
-  std::string delivery_id;
-  std::string name;  // display name, e.g. "detector/3"
+  std::string name;      // display name, e.g. "detector/3"
   std::map<std::string, std::string> labels;
   v1::CheckOptions options;
   // Runs on the I/O pool: the model's URL (registry API calls); throws SourceError.
@@ -60,8 +72,9 @@ struct HookCheck {
   // an allowlisted one.
   std::vector<std::pair<std::string, std::string>> headers;
   std::string credential_origin;
-  // With write-back: called with the outcome on the I/O pool.
-  std::function<void(const grpc::Status&, const v1::CheckResponse&)> write_back;
+  // Set once the model was downloaded and handed to the checker: a failure before is a download
+  // failure, one after a check failure.
+  std::shared_ptr<std::atomic<bool>> reached_checker = std::make_shared<std::atomic<bool>>(false);
 };
 
 // The check of a webhook delivery as an RPC of the admission layer (method "Check", source
@@ -78,15 +91,20 @@ struct HookCheckRpc {
 // A verified webhook delivery, as parsed by its registry's endpoint.
 struct HookDelivery {
   std::string registry;
-  std::string delivery_id;
   std::string event;          // e.g. "model_version.created"
   std::string ignore_reason;  // set: acknowledged, nothing to check
-  HookCheck check;
+  std::string name;           // display name of the model version
+  std::map<std::string, std::string> labels;
+  // What is recorded in the store (id, source, model, revision, event, request).
+  Delivery record;
+  // Duplicates are also deliveries of the same model and revision (an immutable one: an MLflow
+  // version, a Hugging Face commit) within --webhook-dedup-seconds.
+  bool dedup_model = false;
   class Hooks* hooks = nullptr;
 };
 
 // The webhook delivery as an RPC of the admission layer (method "MlflowWebhook" or
-// "HuggingFaceWebhook"): answers at once, starts the check.
+// "HuggingFaceWebhook"): records the delivery, answers, starts the check.
 template <const char* kName>
 struct HookRpc {
   static constexpr const char* kMethod = kName;
@@ -100,15 +118,52 @@ struct HookRpc {
 inline constexpr char kMlflowWebhook[] = "MlflowWebhook";
 inline constexpr char kHuggingFaceWebhook[] = "HuggingFaceWebhook";
 
+// GET /v1/deliveries as an RPC of the admission layer (method "ListDeliveries", bearer token).
+struct ListDeliveriesRpc {
+  static constexpr const char* kMethod = "ListDeliveries";
+  using Request = DeliveriesQuery;
+  using Response = nlohmann::json;
+  static grpc::Status Validate(const Request& /*req*/) { return grpc::Status::OK; }
+  static void Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& call,
+                  const Request& req, Response* grpc_resp);
+};
+
+// The outcome of one failed attempt of a delivery: what it is called when it is the last one,
+// and whether another attempt may succeed (registry 5xx, connection errors, a busy or stopping
+// server) or not (4xx answers, policy refusals, invalid models).
+struct AttemptFailure {
+  std::string outcome;  // download_failed, policy_refused, check_failed
+  bool retry = false;
+};
+AttemptFailure ClassifyFailure(const grpc::Status& status, bool reached_checker);
+
+// The delay before attempt `attempts + 1` after `attempts` attempts: `first` doubled each time,
+// at most `max`.
+std::int64_t RetryDelayMs(std::uint32_t attempts, double first_seconds, double max_seconds);
+
+// Webhook deliveries: recorded in the store before the registry is answered, then checked,
+// written back (MLflow), retried with backoff and resumed after a restart by a loop that looks
+// for due deliveries (Start).
 class Hooks {
  public:
   Hooks(HookSettings settings, Admission* admission, const ServerConfig* config, Logger* logger);
+  ~Hooks();
+  Hooks(const Hooks&) = delete;
+  Hooks& operator=(const Hooks&) = delete;
 
   const HookSettings& settings() const { return settings_; }
-  // False when `key` (registry + delivery id) was seen before; remembers it otherwise.
-  bool Remember(const std::string& key);
-  // Starts the check of a delivery (the admission layer's Internal entry).
-  void StartCheck(HookCheck check);
+
+  // Makes the deliveries a previous process of this server left due (RecoverDeliveries) and
+  // starts the loop that works on due deliveries. Throws StoreError.
+  void Start();
+  // Stops the loop (deliveries in progress finish or are resumed later). Idempotent.
+  void Stop();
+
+  // Fills in the server's parts of a new delivery (request id, owner, lease, times) and records
+  // it, unless it is a duplicate: then the recorded delivery. Throws StoreError.
+  std::optional<Delivery> Record(Delivery& d, bool dedup_model);
+  // Works on a delivery this server owns (Record, or claimed by the loop).
+  void Begin(Delivery d);
 
   // Registry REST calls through the URL policy (allowlist, timeout); throws SourceError.
   std::string RegistryCall(const std::string& method, const std::string& url,
@@ -117,14 +172,40 @@ class Hooks {
   Logger* logger() const { return logger_; }
 
  private:
+  void Loop();
+  void ResumeDue();
+  // The check of a stored delivery; false (and `why`) when its request cannot be read.
+  bool CheckOf(const Delivery& d, HookCheck* check, std::string* why) const;
+  void Checked(Delivery d, const grpc::Status& status, const v1::CheckResponse& resp,
+               bool reached_checker, const v1::CheckOptions& options);
+  void WriteBack(Delivery d);
+  void Retry(Delivery d, const std::string& error);
+  void Settle(Delivery d, const std::string& outcome, const std::string& error);
+  void Save(const Delivery& d);
+  void Release(const std::string& id);
+
   HookSettings settings_;
   Admission* admission_;
   const ServerConfig* config_;
   Logger* logger_;
+  ReportStore* store_;
+  Metrics* metrics_;
+  const std::string owner_;  // this server process (leases)
   std::mutex mu_;
-  std::unordered_set<std::string> seen_;
-  std::deque<std::string> order_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread loop_;
+  std::set<std::string> in_flight_;  // deliveries this process works on
 };
+
+// MLflow (hooks_mlflow.cc): the URL of a model version's model file (registry API call), the tags
+// of an outcome, and writing them (all, in order; SourceError naming how many were written).
+std::string MlflowModelVersionUrl(const Hooks& hooks, const std::string& name,
+                                  const std::string& version);
+std::vector<std::pair<std::string, std::string>> MlflowTags(const grpc::Status& status,
+                                                            const v1::CheckResponse& resp);
+void MlflowWriteTags(const Hooks& hooks, const std::string& name, const std::string& version,
+                     const std::vector<std::pair<std::string, std::string>>& tags);
 
 // `headers` when `url` has the origin `registry_origin` (scheme://host:port, ParsedUrl::Origin),
 // else none. Throws SourceError(INVALID_ARGUMENT) for a malformed URL.

@@ -6,8 +6,9 @@
 // {--huggingface-url}/{repo}/resolve/{headSha}/{file} (the host must be allowlisted; the token
 // goes to that origin only). The body is parsed and validated by ParseHuggingFacePayload
 // (hook_payloads.h: bounded, typed, repo id and revision checked). Deliveries
-// are identified by repo, revision and event, so a retried delivery is not checked twice. There
-// is no write-back: the verdict is in the history (GET /v1/models?label.hf.repo=...).
+// are identified by repo, revision and event, and recorded in the store (hooks.h), so a retried
+// delivery is not checked twice, also after a restart. There is no write-back: the verdict is in
+// the history (GET /v1/models?label.hf.repo=...) and the delivery in GET /v1/deliveries.
 #include <string>
 
 #include "http/api.h"
@@ -33,22 +34,28 @@ grpc::Status VerifyAndParse(Hooks* hooks, const Request& request, HookDelivery& 
   d.registry = "huggingface";
   d.hooks = hooks;
   d.event = p.event;
-  d.delivery_id = p.name + "@" + p.revision + ":" + d.event;
   d.ignore_reason = p.ignore_reason;
-  d.check.registry = "huggingface";
-  d.check.delivery_id = p.head_sha.empty() ? "" : "hf-" + p.head_sha.substr(0, 40);
-  d.check.name = p.name + "@" + p.revision.substr(0, 12);
-  d.check.labels = {{"source", "huggingface"},
-                    {"hf.repo", p.name.substr(0, kMaxLabelValue)},
-                    {"hf.revision", p.revision.substr(0, kMaxLabelValue)}};
-  d.check.options.set_check_value(h.check_value);
-  if (!h.huggingface_token.empty()) {
-    d.check.headers = {{"Authorization", "Bearer " + h.huggingface_token}};
-  }
-  d.check.credential_origin = h.huggingface_origin;
+  if (!d.ignore_reason.empty()) return grpc::Status::OK;
+  d.name = p.name + "@" + p.revision.substr(0, 12);
+  d.labels = {{"source", "huggingface"},
+              {"hf.repo", p.name.substr(0, kMaxLabelValue)},
+              {"hf.revision", p.revision.substr(0, kMaxLabelValue)}};
   const std::string url =
       HuggingFaceModelUrl(h.huggingface_url, p.name, p.revision, h.huggingface_model_file);
-  d.check.resolve_url = [url] { return url; };
+  const nlohmann::json stored = {
+      {"name", d.name}, {"labels", d.labels}, {"check_value", h.check_value}, {"url", url}};
+  // The pushed commit (headSha) names fixed contents: a delivery for it is a duplicate of the
+  // first one. Without headSha the branch "main" is checked, which moves: each such delivery is
+  // checked.
+  const bool commit = !p.head_sha.empty();
+  d.record.id = "huggingface:" + p.name + "@" + p.revision + ":" + d.event;
+  if (!commit) d.record.id += "@" + std::to_string(NowMs());
+  d.record.source = "huggingface";
+  d.record.model = p.name;
+  d.record.revision = p.revision;
+  d.record.event = p.event;
+  d.record.request = stored.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  d.dedup_model = commit;
   return grpc::Status::OK;
 }
 
@@ -73,7 +80,8 @@ void AddHuggingFaceRoute(Router& router, Api api) {
         Answer<nlohmann::json>(std::move(reply), [](const std::string& request_id,
                                                     nlohmann::json& resp) {
           const bool accepted = resp.value("status", "") == "accepted";
-          resp["request_id"] = request_id;
+          // Accepted and duplicate answers carry the request id of the delivery's check.
+          if (!resp.contains("request_id")) resp["request_id"] = request_id;
           return JsonResponse(resp.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                               request_id, accepted ? 202 : 200);
         }));

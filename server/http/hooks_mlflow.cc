@@ -64,71 +64,6 @@ std::string MlflowCall(const Hooks& hooks, const std::string& method, const std:
                             CredentialsFor(url, h.mlflow_origin, TokenHeaders(h)));
 }
 
-// The URL of the model file of `name` version `version` (MlflowModelUrl: a path that leaves the
-// artifact directory, also percent-encoded, is refused).
-std::string ModelUrl(const Hooks& hooks, const std::string& name, const std::string& version) {
-  const HookSettings& h = hooks.settings();
-  const std::string answer = MlflowCall(
-      hooks, "GET",
-      h.mlflow_url + "/api/2.0/mlflow/model-versions/get-download-uri?name=" + UrlEncode(name) +
-          "&version=" + UrlEncode(version),
-      "");
-  std::string uri;
-  if (grpc::Status st = ParseMlflowDownloadUri(answer, &uri); !st.ok()) {
-    throw SourceError(grpc::StatusCode::UNAVAILABLE, st.error_message());
-  }
-  std::string url;
-  if (grpc::Status st = MlflowModelUrl(uri, h.mlflow_url, h.mlflow_model_file, &url); !st.ok()) {
-    throw SourceError(st.error_code(), st.error_message());
-  }
-  return url;
-}
-
-// Writes the outcome as tags of the model version.
-void WriteBack(const Hooks* hooks, const std::string& delivery_id, const std::string& name,
-               const std::string& version, const grpc::Status& status,
-               const v1::CheckResponse& resp) {
-  const HookSettings& h = hooks->settings();
-  std::vector<std::pair<std::string, std::string>> tags;
-  if (status.ok()) {
-    tags = {{"axqc.verdict", VerdictLabel(resp.verdict())},
-            {"axqc.errors", std::to_string(resp.report().summary().errors())},
-            {"axqc.warnings", std::to_string(resp.report().summary().warnings())},
-            {"axqc.sha256", resp.sha256()},
-            {"axqc.rule_set_version", resp.rule_set_version()},
-            {"axqc.request_id", resp.request_id()}};
-  } else {
-    tags = {{"axqc.verdict",
-             status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? "invalid_input" : "error"},
-            {"axqc.error", Clip(std::string(service::StatusCodeName(status.error_code())) + ": " +
-                                    status.error_message(),
-                                1000)}};
-  }
-  std::size_t written = 0;
-  std::string error;
-  for (const auto& [k, v] : tags) {
-    const nlohmann::json body = {{"name", name}, {"version", version}, {"key", k}, {"value", v}};
-    try {
-      MlflowCall(*hooks, "POST", h.mlflow_url + "/api/2.0/mlflow/model-versions/set-tag",
-                 body.dump());
-      ++written;
-    } catch (const SourceError& e) {
-      error = e.what();
-      break;
-    }
-  }
-  nlohmann::json log = {{"delivery_id", delivery_id},
-                        {"model_name", name},
-                        {"model_version", version},
-                        {"tags_written", written}};
-  if (error.empty()) {
-    hooks->logger()->Info("mlflow write-back", std::move(log));
-  } else {
-    log["error"] = error;
-    hooks->logger()->Warn("mlflow write-back failed", std::move(log));
-  }
-}
-
 grpc::Status Unauthenticated(const std::string& why) {
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, why);
 }
@@ -157,34 +92,92 @@ grpc::Status VerifyAndParse(Hooks* hooks, const Request& request, HookDelivery& 
   }
   MlflowPayload p;
   if (grpc::Status st = ParseMlflowPayload(request.body, &p); !st.ok()) return st;
+  if (!ValidToken(id, 128, true)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "X-MLflow-Delivery-Id must be 1-128 characters of [A-Za-z0-9_.:-]");
+  }
   d.registry = "mlflow";
-  d.delivery_id = id;
   d.hooks = hooks;
   d.event = p.event;
   d.ignore_reason = p.ignore_reason;
+  if (!d.ignore_reason.empty()) return grpc::Status::OK;
   const std::string& name = p.name;
   const std::string& version = p.version;
-  d.check.registry = "mlflow";
-  d.check.delivery_id = id;
-  d.check.name = name + "/" + version;
-  d.check.labels = {{"source", "mlflow"},
-                    {"mlflow.model", Clip(name, kMaxLabelValue)},
-                    {"mlflow.version", Clip(version, kMaxLabelValue)}};
-  if (!p.run_id.empty()) d.check.labels["mlflow.run_id"] = Clip(p.run_id, 256);
-  d.check.options.set_check_value(h.check_value);
-  d.check.headers = TokenHeaders(h);
-  d.check.credential_origin = h.mlflow_origin;
-  d.check.resolve_url = [hooks, name, version] { return ModelUrl(*hooks, name, version); };
-  if (h.mlflow_write_back) {
-    d.check.write_back = [hooks, id, name, version](const grpc::Status& st,
-                                                    const v1::CheckResponse& resp) {
-      WriteBack(hooks, id, name, version, st, resp);
-    };
-  }
+  d.name = name + "/" + version;
+  d.labels = {{"source", "mlflow"},
+              {"mlflow.model", Clip(name, kMaxLabelValue)},
+              {"mlflow.version", Clip(version, kMaxLabelValue)}};
+  if (!p.run_id.empty()) d.labels["mlflow.run_id"] = Clip(p.run_id, 256);
+  nlohmann::json stored = {{"name", d.name},
+                           {"labels", d.labels},
+                           {"check_value", h.check_value},
+                           {"mlflow", {{"model", name}, {"version", version}}}};
+  if (h.mlflow_write_back) stored["write_back"] = "mlflow";
+  d.record.id = "mlflow:" + id;
+  d.record.source = "mlflow";
+  d.record.model = name;
+  d.record.revision = version;
+  d.record.event = p.event;
+  d.record.request = stored.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  d.dedup_model = true;  // a model version's files do not change
   return grpc::Status::OK;
 }
 
 }  // namespace
+
+std::string MlflowModelVersionUrl(const Hooks& hooks, const std::string& name,
+                                  const std::string& version) {
+  const HookSettings& h = hooks.settings();
+  const std::string answer = MlflowCall(
+      hooks, "GET",
+      h.mlflow_url + "/api/2.0/mlflow/model-versions/get-download-uri?name=" + UrlEncode(name) +
+          "&version=" + UrlEncode(version),
+      "");
+  std::string uri;
+  if (grpc::Status st = ParseMlflowDownloadUri(answer, &uri); !st.ok()) {
+    throw SourceError(grpc::StatusCode::UNAVAILABLE, st.error_message());
+  }
+  std::string url;
+  if (grpc::Status st = MlflowModelUrl(uri, h.mlflow_url, h.mlflow_model_file, &url); !st.ok()) {
+    throw SourceError(st.error_code(), st.error_message());
+  }
+  return url;
+}
+
+std::vector<std::pair<std::string, std::string>> MlflowTags(const grpc::Status& status,
+                                                            const v1::CheckResponse& resp) {
+  if (status.ok()) {
+    return {{"axqc.verdict", VerdictLabel(resp.verdict())},
+            {"axqc.errors", std::to_string(resp.report().summary().errors())},
+            {"axqc.warnings", std::to_string(resp.report().summary().warnings())},
+            {"axqc.sha256", resp.sha256()},
+            {"axqc.rule_set_version", resp.rule_set_version()},
+            {"axqc.request_id", resp.request_id()}};
+  }
+  return {{"axqc.verdict",
+           status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? "invalid_input" : "error"},
+          {"axqc.error", Clip(std::string(service::StatusCodeName(status.error_code())) + ": " +
+                                  status.error_message(),
+                              1000)}};
+}
+
+void MlflowWriteTags(const Hooks& hooks, const std::string& name, const std::string& version,
+                     const std::vector<std::pair<std::string, std::string>>& tags) {
+  const HookSettings& h = hooks.settings();
+  std::size_t written = 0;
+  for (const auto& [k, v] : tags) {
+    const nlohmann::json body = {{"name", name}, {"version", version}, {"key", k}, {"value", v}};
+    try {
+      MlflowCall(hooks, "POST", h.mlflow_url + "/api/2.0/mlflow/model-versions/set-tag",
+                 body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      ++written;
+    } catch (const SourceError& e) {
+      throw SourceError(e.status().error_code(),
+                        std::to_string(written) + " of " + std::to_string(tags.size()) +
+                            " tags written, then tag " + k + ": " + e.what());
+    }
+  }
+}
 
 // Both webhook routes; a registry without a configured secret answers NOT_FOUND naming the flag.
 void AddHookRoutes(Router& router, Api api) {
@@ -206,13 +199,15 @@ void AddHookRoutes(Router& router, Api api) {
         Answer<nlohmann::json>(std::move(reply), [](const std::string& request_id,
                                                     nlohmann::json& resp) {
           const bool accepted = resp.value("status", "") == "accepted";
-          resp["request_id"] = request_id;
+          // Accepted and duplicate answers carry the request id of the delivery's check.
+          if (!resp.contains("request_id")) resp["request_id"] = request_id;
           return JsonResponse(resp.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                               request_id, accepted ? 202 : 200);
         }));
   };
   router.Add(std::move(mlflow));
   AddHuggingFaceRoute(router, api);
+  AddDeliveryRoutes(router, api);
 }
 
 }  // namespace axqc::server::http

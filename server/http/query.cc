@@ -179,4 +179,57 @@ grpc::Status ParseModelsQuery(const Request& request, v1::ListModelsRequest& req
   return grpc::Status::OK;
 }
 
+grpc::Status ParseDeliveriesQuery(const Request& request, DeliveriesQuery& q) {
+  for (const auto& [k, v] : request.query) {
+    if (k != "source" && k != "outcome" && k != "state" && k != "limit" && k != "cursor") {
+      return Invalid("unknown query parameter '" + Clip(k) + "'");
+    }
+  }
+  auto one_of = [&](const char* name, std::initializer_list<const char*> values,
+                    std::string* out) -> grpc::Status {
+    auto v = request.Query(name);
+    if (!v) return grpc::Status::OK;
+    std::string allowed;
+    for (const char* a : values) {
+      if (*v == a) {
+        *out = *v;
+        return grpc::Status::OK;
+      }
+      allowed += allowed.empty() ? a : std::string(", ") + a;
+    }
+    return Invalid(std::string(name) + " must be one of " + allowed + ", not '" + Clip(*v, 64) +
+                   "'");
+  };
+  if (auto st = one_of("source", {"huggingface", "mlflow"}, &q.source); !st.ok()) return st;
+  if (auto st =
+          one_of("state", {"pending", "checking", "writing_back", "done", "failed"}, &q.state);
+      !st.ok()) {
+    return st;
+  }
+  if (auto st = one_of("outcome",
+                       {"conformant", "non_conformant", "not_applicable", "invalid_input",
+                        "download_failed", "policy_refused", "check_failed", "writeback_failed"},
+                       &q.outcome);
+      !st.ok()) {
+    return st;
+  }
+  std::uint32_t limit = 50;
+  if (request.Query("limit")) {
+    if (auto st = UintParam(request, "limit", &limit); !st.ok()) return st;
+    if (limit == 0 || limit > kMaxDeliveriesLimit) {
+      return Invalid("limit must be 1.." + std::to_string(kMaxDeliveriesLimit));
+    }
+  }
+  q.limit = limit;
+  if (auto v = request.Query("cursor")) {
+    std::int64_t cursor = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), cursor);
+    if (ec != std::errc() || p != v->data() + v->size() || cursor <= 0) {
+      return Invalid("cursor must be the next_cursor of a previous answer");
+    }
+    q.before_seq = cursor;
+  }
+  return grpc::Status::OK;
+}
+
 }  // namespace axqc::server::http

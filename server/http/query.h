@@ -14,6 +14,7 @@
 
 #include "axqc/v1/axqc.pb.h"
 #include "http/types.h"
+#include "store.h"
 
 namespace axqc::server::http {
 
@@ -37,5 +38,9 @@ grpc::Status KnownParams(const Request& request, std::initializer_list<const cha
 grpc::Status ParseStatsQuery(const Request& request, v1::GetStatsRequest& req);
 // GET /v1/models: since, limit, label.KEY.
 grpc::Status ParseModelsQuery(const Request& request, v1::ListModelsRequest& req);
+// GET /v1/deliveries: source, outcome, state (each one of its known values), limit (1-1000,
+// default 50), cursor (the next_cursor of the previous page).
+inline constexpr std::uint32_t kMaxDeliveriesLimit = 1000;
+grpc::Status ParseDeliveriesQuery(const Request& request, DeliveriesQuery& q);
 
 }  // namespace axqc::server::http

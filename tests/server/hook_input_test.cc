@@ -436,4 +436,53 @@ INSTANTIATE_TEST_SUITE_P(Inputs, JsonFuzzRegression, testing::ValuesIn(Regressio
                          TestName);
 
 }  // namespace
+
+// A failed attempt of a webhook delivery: temporary failures (5xx, 408, 429, connection errors,
+// timeouts, a busy or stopping server) are retried; refusals (4xx, policy, size limits, checker
+// failures) end the delivery with their outcome.
+TEST(WebhookDeliveries, FailuresAreClassifiedAsRetriedOrFinal) {
+  using grpc::Status;
+  using grpc::StatusCode;
+  auto c = [](StatusCode code, const char* msg, bool checked) {
+    const http::AttemptFailure f = http::ClassifyFailure(Status(code, msg), checked);
+    return f.outcome + (f.retry ? " retry" : " final");
+  };
+  EXPECT_EQ(c(StatusCode::UNAVAILABLE, "HTTP 503 for http://r/m.onnx", false),
+            "download_failed retry");
+  EXPECT_EQ(c(StatusCode::UNAVAILABLE, "HTTP 429 for http://r/m.onnx", false),
+            "download_failed retry");
+  EXPECT_EQ(c(StatusCode::UNAVAILABLE, "HTTP 408 for http://r/m.onnx", false),
+            "download_failed retry");
+  EXPECT_EQ(c(StatusCode::UNAVAILABLE, "cannot connect to r:80: Connection refused", false),
+            "download_failed retry");
+  EXPECT_EQ(c(StatusCode::UNAVAILABLE, "timed out fetching http://r/m.onnx", false),
+            "download_failed retry");
+  EXPECT_EQ(c(StatusCode::UNAVAILABLE, "HTTP 403 for http://r/m.onnx", false),
+            "download_failed final");
+  EXPECT_EQ(c(StatusCode::NOT_FOUND, "HTTP 404 for http://r/m.onnx", false),
+            "download_failed final");
+  EXPECT_EQ(c(StatusCode::PERMISSION_DENIED, "host r is not in url-allow-host", false),
+            "policy_refused final");
+  EXPECT_EQ(c(StatusCode::FAILED_PRECONDITION, "MLflow stores this model version at s3:...", false),
+            "policy_refused final");
+  EXPECT_EQ(c(StatusCode::RESOURCE_EXHAUSTED, "model is 2 MiB, over the limit of 1 MiB", false),
+            "policy_refused final");
+  EXPECT_EQ(c(StatusCode::RESOURCE_EXHAUSTED, "in-flight model bytes exhausted", false),
+            "download_failed retry");
+  EXPECT_EQ(c(StatusCode::UNAVAILABLE, "the server is shutting down", true), "check_failed retry");
+  EXPECT_EQ(c(StatusCode::RESOURCE_EXHAUSTED, "the check queue is full", true),
+            "check_failed retry");
+  EXPECT_EQ(c(StatusCode::INTERNAL, "the checker crashed on this model (signal 11)", true),
+            "check_failed final");
+}
+
+TEST(WebhookDeliveries, RetryDelaysDoubleUpToTheMaximum) {
+  EXPECT_EQ(http::RetryDelayMs(1, 30, 3600), 30000);
+  EXPECT_EQ(http::RetryDelayMs(2, 30, 3600), 60000);
+  EXPECT_EQ(http::RetryDelayMs(4, 30, 3600), 240000);
+  EXPECT_EQ(http::RetryDelayMs(8, 30, 3600), 3600000);
+  EXPECT_EQ(http::RetryDelayMs(1000, 30, 3600), 3600000);
+  EXPECT_EQ(http::RetryDelayMs(0, 0.5, 2), 500);
+}
+
 }  // namespace axqc::server

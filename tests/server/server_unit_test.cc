@@ -472,7 +472,7 @@ class StoreContract : public ::testing::TestWithParam<std::string> {
       auto s = server::OpenStore(PgDsn(), o);
       PgExec(
           "TRUNCATE axqc_reports, axqc_history, axqc_history_labels, axqc_history_rules, "
-          "axqc_check_claims");
+          "axqc_check_claims, axqc_deliveries");
     }
   }
   std::unique_ptr<server::ReportStore> Open(double lease_seconds = 30) {
@@ -737,6 +737,130 @@ TEST_P(StoreContract, ClaimsGiveSingleFlightAcrossServers) {
   EXPECT_EQ(PgExec("SELECT count(*) FROM axqc_check_claims"), "0");
 }
 
+server::Delivery NewDelivery(const std::string& id, const std::string& model,
+                             const std::string& revision, std::int64_t created_ms) {
+  server::Delivery d;
+  d.id = id;
+  d.source = "huggingface";
+  d.model = model;
+  d.revision = revision;
+  d.event = "repo.content.update";
+  d.request = R"({"name":"x","labels":{},"url":"http://registry/m.onnx"})";
+  d.state = "checking";
+  d.attempts = 1;
+  d.owner = "server-a";
+  d.next_attempt_ms = created_ms + 600000;
+  d.request_id = "req-" + id.substr(id.size() - 1);
+  d.created_ms = created_ms;
+  d.updated_ms = created_ms;
+  return d;
+}
+
+// A delivery is recorded once: the same id, or the same model and revision within the window,
+// is answered with the recorded one; outside the window (or without model deduplication) it is
+// a new delivery.
+TEST_P(StoreContract, DeliveriesAreRecordedOnceAndDeduplicated) {
+  auto s = Open();
+  EXPECT_FALSE(s->AddDelivery(NewDelivery("hf:a", "org/m", "rev1", 1000), true, 0).has_value());
+  auto dup = s->AddDelivery(NewDelivery("hf:a", "org/other", "rev9", 2000), true, 0);
+  ASSERT_TRUE(dup.has_value());
+  EXPECT_EQ(dup->model, "org/m");
+  EXPECT_EQ(dup->request_id, "req-a");
+  EXPECT_EQ(dup->state, "checking");
+  dup = s->AddDelivery(NewDelivery("hf:b", "org/m", "rev1", 2000), true, 500);
+  ASSERT_TRUE(dup.has_value());
+  EXPECT_EQ(dup->id, "hf:a");
+  // Created before the window: not a duplicate; without model deduplication neither.
+  EXPECT_FALSE(s->AddDelivery(NewDelivery("hf:c", "org/m", "rev1", 3000), true, 1001).has_value());
+  EXPECT_FALSE(s->AddDelivery(NewDelivery("hf:d", "org/m", "rev1", 3000), false, 0).has_value());
+  EXPECT_FALSE(s->AddDelivery(NewDelivery("hf:e", "org/m", "rev2", 3000), true, 0).has_value());
+  const auto got = s->GetDelivery("hf:a");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->request, R"({"name":"x","labels":{},"url":"http://registry/m.onnx"})");
+  EXPECT_EQ(got->attempts, 1u);
+  EXPECT_EQ(got->owner, "server-a");
+  EXPECT_GT(got->seq, 0);
+  EXPECT_FALSE(s->GetDelivery("hf:zzz").has_value());
+}
+
+// The resume loop's view: due deliveries, a claim taken once (compare and set of
+// next_attempt_ms), the fields an update writes, the listing with filters and paging.
+TEST_P(StoreContract, DeliveriesAreClaimedUpdatedAndListed) {
+  auto s = Open();
+  for (const char* id : {"hf:1", "hf:2", "hf:3"}) {
+    ASSERT_FALSE(
+        s->AddDelivery(NewDelivery(id, std::string("m") + id, "r", 1000), true, 0).has_value());
+  }
+  auto d = s->GetDelivery("hf:2").value();
+  d.state = "pending";
+  d.owner = "";
+  d.next_attempt_ms = 5000;
+  d.error = "UNAVAILABLE: HTTP 503";
+  d.updated_ms = 4000;
+  s->UpdateDelivery(d);
+  EXPECT_TRUE(s->DueDeliveries(4999, 10).empty());
+  auto due = s->DueDeliveries(5000, 10);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].id, "hf:2");
+  EXPECT_EQ(due[0].error, "UNAVAILABLE: HTTP 503");
+  EXPECT_TRUE(s->ClaimDelivery("hf:2", "server-b", 5000, 9000));
+  EXPECT_FALSE(s->ClaimDelivery("hf:2", "server-c", 5000, 9000));  // taken
+  d = s->GetDelivery("hf:2").value();
+  EXPECT_EQ(d.owner, "server-b");
+  EXPECT_EQ(d.attempts, 2u);
+  EXPECT_EQ(d.next_attempt_ms, 9000);
+  d.state = "done";
+  d.outcome = "conformant";
+  d.sha256 = std::string(64, 'a');
+  d.cache_key = "key";
+  d.owner = "";
+  d.next_attempt_ms = 0;
+  s->UpdateDelivery(d);
+  EXPECT_EQ(s->DueDeliveries(1LL << 50, 10).size(), 2u);        // hf:1, hf:3 (leases ran out)
+  EXPECT_FALSE(s->ClaimDelivery("hf:2", "server-c", 0, 9000));  // finished
+  d = s->GetDelivery("hf:2").value();
+  EXPECT_EQ(d.outcome, "conformant");
+  EXPECT_EQ(d.cache_key, "key");
+
+  server::DeliveriesQuery q;
+  auto all = s->ListDeliveries(q);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].id, "hf:3");  // newest first
+  EXPECT_EQ(all[2].id, "hf:1");
+  q.limit = 2;
+  auto page = s->ListDeliveries(q);
+  ASSERT_EQ(page.size(), 2u);
+  q.before_seq = page.back().seq;
+  page = s->ListDeliveries(q);
+  ASSERT_EQ(page.size(), 1u);
+  EXPECT_EQ(page[0].id, "hf:1");
+  server::DeliveriesQuery f;
+  f.outcome = "conformant";
+  ASSERT_EQ(s->ListDeliveries(f).size(), 1u);
+  f.outcome.clear();
+  f.state = "checking";
+  EXPECT_EQ(s->ListDeliveries(f).size(), 2u);
+  f.source = "mlflow";
+  EXPECT_TRUE(s->ListDeliveries(f).empty());
+}
+
+// After a restart a private store (SQLite) makes the deliveries of the previous process due at
+// once; a shared one (PostgreSQL) leaves them to their lease (another replica may be alive).
+TEST_P(StoreContract, RecoveredDeliveriesAreDueAfterARestart) {
+  auto s = Open();
+  ASSERT_FALSE(s->AddDelivery(NewDelivery("hf:1", "m", "r", 1000), true, 0).has_value());
+  EXPECT_TRUE(s->DueDeliveries(2000, 10).empty());
+  s->RecoverDeliveries(2000);
+  auto due = s->DueDeliveries(2000, 10);
+  if (GetParam() == "sqlite") {
+    ASSERT_EQ(due.size(), 1u);
+    EXPECT_EQ(due[0].owner, "");
+    EXPECT_EQ(due[0].next_attempt_ms, 2000);
+  } else {
+    EXPECT_TRUE(due.empty());
+  }
+}
+
 TEST_P(StoreContract, RefusesANewerSchema) {
   if (GetParam() == "sqlite") GTEST_SKIP() << "SqliteStore.RefusesANewerSchema";
   EXPECT_EQ(PgExec("SELECT max(version) FROM axqc_schema_version"),
@@ -823,6 +947,12 @@ PRAGMA user_version=1;
     g.waived_errors = 1;
     EXPECT_TRUE(s.RecordGate("old-request", "bbbb", g));
     EXPECT_EQ(s.QueryStats(q).total.gate_passed, 1u);
+    // The deliveries table (schema version 4) exists.
+    server::Delivery d;
+    d.id = "mlflow:1";
+    d.source = "mlflow";
+    EXPECT_FALSE(s.AddDelivery(d, true, 0).has_value());
+    EXPECT_EQ(s.ListDeliveries({}).size(), 1u);
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
@@ -1174,8 +1304,8 @@ TEST(FailureMemory, EvictsLeastRecentlyUsedBeyondItsBytesAndTheGaugesFollow) {
   EXPECT_EQ(metrics.failure_memory_bytes().Value(), static_cast<double>(3 * cost));
   EXPECT_EQ(metrics.failure_memory_entries().Value(), 3);
 
-  ASSERT_TRUE(memory.Find(h1, t0).has_value());   // h1 becomes the most recently used
-  remember(h4, Cause::kCrashed, msg);  // over the bound: evicts h2
+  ASSERT_TRUE(memory.Find(h1, t0).has_value());  // h1 becomes the most recently used
+  remember(h4, Cause::kCrashed, msg);            // over the bound: evicts h2
   EXPECT_EQ(memory.entries(), 3u);
   EXPECT_LE(memory.bytes(), 3 * cost);
   EXPECT_FALSE(memory.Find(h2, t0).has_value());

@@ -11,6 +11,10 @@ MLflow:  GET  /api/2.0/mlflow/model-versions/get-download-uri?name=N&version=V
 Hub:     GET  /ORG/REPO/resolve/REV/model.onnx -> DIR/ORG/REPO/REV/model.onnx
 Test:    GET  /_calls -> every request received so far (method, path, body, authorization)
 
+Scripted failures (importable use): server.failures is a list of
+[path substring, status, count, pass first]; after `pass first` requests whose path contains the
+substring were served, the next `count` of them are answered `status` instead.
+
 With --token every MLflow call must carry "Authorization: Bearer TOKEN" (401 otherwise). Also
 importable: start(models_dir, token, artifact_uris) runs it on a thread and returns (server, port);
 artifact_uris (model name -> artifact_uri, also server.artifact_uris) replaces the answer of
@@ -24,7 +28,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-def make_handler(models, token, calls, lock, artifact_uris=None):
+def make_handler(models, token, calls, lock, artifact_uris=None, failures=None):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -46,6 +50,21 @@ def make_handler(models, token, calls, lock, artifact_uris=None):
                               "body": body.decode("utf-8", "replace"),
                               "authorization": self.headers.get("Authorization", "")})
 
+        def scripted_failure(self):
+            with lock:
+                for f in failures or []:
+                    if f[2] > 0 and f[0] in self.path:
+                        if len(f) > 3 and f[3] > 0:
+                            f[3] -= 1
+                            return False
+                        f[2] -= 1
+                        status = f[1]
+                        break
+                else:
+                    return False
+            self.send(status, json.dumps({"error_code": "SCRIPTED_FAILURE"}))
+            return True
+
         def authorized(self):
             if token and self.headers.get("Authorization", "") != "Bearer " + token:
                 self.send(401, json.dumps({"error_code": "UNAUTHENTICATED"}))
@@ -66,6 +85,8 @@ def make_handler(models, token, calls, lock, artifact_uris=None):
             if url.path == "/_calls":
                 with lock:
                     return self.send(200, json.dumps(calls))
+            if self.scripted_failure():
+                return
             if url.path == "/api/2.0/mlflow/model-versions/get-download-uri":
                 if not self.authorized():
                     return
@@ -86,6 +107,8 @@ def make_handler(models, token, calls, lock, artifact_uris=None):
             n = int(self.headers.get("Content-Length", "0"))
             body = self.rfile.read(n)
             self.record(body)
+            if self.scripted_failure():
+                return
             if self.path == "/api/2.0/mlflow/model-versions/set-tag":
                 if not self.authorized():
                     return
@@ -98,11 +121,13 @@ def make_handler(models, token, calls, lock, artifact_uris=None):
     return Handler
 
 
-def start(models, token="", artifact_uris=None):
-    calls, lock = [], threading.Lock()
+def start(models, token="", artifact_uris=None, port=0):
+    calls, lock, failures = [], threading.Lock(), []
     uris = {} if artifact_uris is None else artifact_uris
-    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(models, token, calls, lock, uris))
+    server = ThreadingHTTPServer(("127.0.0.1", port),
+                                 make_handler(models, token, calls, lock, uris, failures))
     server.calls = calls
+    server.failures = failures
     server.lock = lock
     server.artifact_uris = uris
     threading.Thread(target=server.serve_forever, daemon=True).start()
