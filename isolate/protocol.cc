@@ -18,6 +18,7 @@ constexpr std::uint32_t kTagReady = 0x41585201;     // "AXR" 1
 constexpr std::uint32_t kTagRequest = 0x41585202;   // "AXR" 2
 constexpr std::uint32_t kTagResult = 0x41585203;    // "AXR" 3
 constexpr std::uint32_t kTagAccepted = 0x41585204;  // "AXR" 4
+constexpr std::uint32_t kTagDataFile = 0x41585205;  // "AXR" 5
 constexpr std::uint32_t kMaxString = 16 * 1024;
 
 class Writer {
@@ -132,7 +133,27 @@ std::string Encode(const CheckRequestMsg& m) {
   w.U32(m.max_locations);
   w.U32(m.cpu_seconds);
   w.U64(m.memory_bytes);
+  w.U8(m.external_data ? 1 : 0);
+  w.U32(static_cast<std::uint32_t>(m.data_files.size()));
+  for (const auto& f : m.data_files) {
+    w.Str(f.name);
+    w.U64(f.size);
+  }
   return w.Take();
+}
+
+std::string Encode(const DataFileMsg& m) {
+  Writer w;
+  w.U32(kTagDataFile);
+  w.U32(m.index);
+  return w.Take();
+}
+
+std::optional<DataFileMsg> DecodeDataFile(std::string_view data) {
+  Reader r(data);
+  DataFileMsg m;
+  if (!r.Tag(kTagDataFile) || !r.U32(&m.index) || !r.AtEnd()) return std::nullopt;
+  return m;
 }
 
 std::string Encode(const CheckResultMsg& m) {
@@ -182,9 +203,17 @@ std::optional<CheckRequestMsg> DecodeRequest(std::string_view data) {
   if (!r.Tag(kTagRequest) || !r.Str(&m.name) || !r.Str(&m.path) || !r.U64(&m.model_bytes) ||
       !r.Str(&m.sha256) || !r.Bool(&m.check_value) || !r.Bool(&m.include_units) ||
       !r.Bool(&m.include_graph) || !r.Bool(&m.timings_cpu) || !r.U32(&m.max_locations) ||
-      !r.U32(&m.cpu_seconds) || !r.U64(&m.memory_bytes) || !r.AtEnd()) {
+      !r.U32(&m.cpu_seconds) || !r.U64(&m.memory_bytes)) {
     return std::nullopt;
   }
+  std::uint32_t files = 0;
+  if (!r.Bool(&m.external_data) || !r.U32(&files) || files > kMaxDataFiles) return std::nullopt;
+  for (std::uint32_t i = 0; i < files; ++i) {
+    CheckRequestMsg::DataFile f;
+    if (!r.Str(&f.name) || !r.U64(&f.size)) return std::nullopt;
+    m.data_files.push_back(std::move(f));
+  }
+  if (!r.AtEnd()) return std::nullopt;
   return m;
 }
 

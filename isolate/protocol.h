@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "axqc/timing.h"
 
@@ -17,7 +18,11 @@ namespace axqc::isolate {
 // 2: CheckRequestMsg.sha256 (the parent's hash of the model) and include_graph
 // 3: CheckRequestMsg.timings_cpu
 // 4: AcceptedMsg (the worker took the request before it checks)
-inline constexpr std::uint32_t kProtocolVersion = 4;
+// 5: CheckRequestMsg.data_files and DataFileMsg (external data files as descriptors)
+inline constexpr std::uint32_t kProtocolVersion = 5;
+// Most external data files of one check: their names (at most axqc::kMaxExternalDataNameBytes
+// each) travel in the request, which must fit in kMaxMessageBytes.
+inline constexpr std::uint32_t kMaxDataFiles = 32;
 
 // Worker -> parent, once, after the sandbox is in place.
 struct ReadyMsg {
@@ -42,6 +47,21 @@ struct CheckRequestMsg {
   std::uint32_t max_locations = 5;
   std::uint32_t cpu_seconds = 0;   // CPU-time limit of this check; 0 = none
   std::uint64_t memory_bytes = 0;  // address-space limit of this check; 0 = the worker's own
+  // Descriptor form: the model's external data files (name relative to the model, size). Each
+  // follows the request as a DataFileMsg carrying the file's read-only descriptor, in this order.
+  struct DataFile {
+    std::string name;
+    std::uint64_t size = 0;
+  };
+  std::vector<DataFile> data_files;
+  // The model comes with its data files (possibly none of them, when every location the model
+  // names is one the checker refuses): external data resolves among `data_files` only.
+  bool external_data = false;
+};
+
+// Parent -> worker, after a CheckRequestMsg with data files: the descriptor of data file `index`.
+struct DataFileMsg {
+  std::uint32_t index = 0;
 };
 
 // Worker -> parent, once per request, as soon as the request was received and decoded (before the
@@ -73,10 +93,12 @@ std::string Encode(const ReadyMsg& m);
 std::string Encode(const CheckRequestMsg& m);
 std::string Encode(const CheckResultMsg& m);
 std::string Encode(const AcceptedMsg& m);
+std::string Encode(const DataFileMsg& m);
 std::optional<ReadyMsg> DecodeReady(std::string_view data);
 std::optional<CheckRequestMsg> DecodeRequest(std::string_view data);
 std::optional<CheckResultMsg> DecodeResult(std::string_view data);
 std::optional<AcceptedMsg> DecodeAccepted(std::string_view data);
+std::optional<DataFileMsg> DecodeDataFile(std::string_view data);
 
 // Largest message on the control socket (no bulk data travels there).
 inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;

@@ -20,6 +20,7 @@
 
 #include "axqc/checker.h"
 #include "axqc/v1/axqc.pb.h"
+#include "data_files.h"
 #include "memory.h"
 #include "metrics.h"
 #include "model_buffer.h"
@@ -64,6 +65,9 @@ struct CheckJob {
   std::string options_key;
   CheckOptions options;
   std::shared_ptr<const isolate::ModelBuffer> bytes;  // sealed
+  // The model's external data files (CheckOptions::external_data), or null. With them, `sha256`
+  // is the bundle hash (DataFileSet::BundleSha256).
+  std::shared_ptr<const isolate::DataFileSet> data;
 };
 
 struct CheckOutcome {

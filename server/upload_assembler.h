@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "axqc/v1/axqc.pb.h"
 #include "model_source.h"
@@ -40,6 +41,11 @@ class UploadAssembler {
   ~UploadAssembler();
   UploadAssembler(const UploadAssembler&) = delete;
   UploadAssembler& operator=(const UploadAssembler&) = delete;
+
+  // Accepts external data files (UploadMetadata.data_files): at most `max_bytes` all together,
+  // written to unlinked files in `dir` (empty: $TMPDIR or /tmp). Without this call (or with 0)
+  // an upload listing data files is refused. Call before the first message.
+  void AllowDataFiles(std::uint64_t max_bytes, std::string dir);
 
   // Uploads of at least this many bytes (declared, or received so far) are hashed on their own
   // thread.
@@ -75,6 +81,9 @@ class UploadAssembler {
   grpc::Status AddMetadata(const v1::UploadMetadata& m);
   // `owned`: the chunk's string when it may be taken (null: `chunk` is copied).
   grpc::Status AddChunk(std::string_view chunk, std::string* owned);
+  grpc::Status AddDataChunk(const v1::UploadDataChunk& chunk);
+  grpc::Status OpenDataFiles(const v1::UploadMetadata& m);
+  grpc::Status FinishDataFiles(LoadedModel* model);
   grpc::Status Fail(grpc::Status status);
   grpc::Status TooBig(std::uint64_t size) const;
   // Makes both reservations cover `total` bytes.
@@ -83,6 +92,20 @@ class UploadAssembler {
   grpc::Status CheckRoom(std::uint64_t size) const;
 
   const std::uint64_t max_model_bytes_;
+  // External data files: each an unlinked file being written (write_fd) and its read-only twin.
+  struct DataFile {
+    std::string name;
+    std::uint64_t declared = 0;
+    std::uint64_t received = 0;
+    std::string sha256;  // declared
+    int write_fd = -1;
+    int read_fd = -1;
+    std::unique_ptr<service::Sha256> hasher;
+  };
+  std::uint64_t max_data_bytes_ = 0;
+  std::string data_dir_;
+  std::vector<DataFile> data_files_;
+  void CloseDataFiles();
   State state_ = State::kExpectMetadata;
   v1::UploadMetadata metadata_;
   std::uint64_t declared_size_ = 0;

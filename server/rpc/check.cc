@@ -75,7 +75,8 @@ void StartPath(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
     const ServiceDeps& deps = s.d;
     const auto t0 = Clock::now();
     try {
-      LoadedModel model = deps.paths->Load(path, deps.config->max_model_bytes, *deps.budget);
+      LoadedModel model = deps.paths->Load(path, deps.config->max_model_bytes, *deps.budget,
+                                           deps.config->max_external_data_bytes);
       deps.metrics->ObserveStage("load", SecondsSince(t0));
       CheckModel(s, call, std::move(model));
     } catch (const SourceError& e) {

@@ -1,0 +1,290 @@
+// Models with external data through the service's doors, with the real axqc-server binary and its
+// worker processes (--isolation process, the default): a path reference with the data files beside
+// the model, and an Upload of the model with its data files in one stream. Each door keeps the
+// rules of the command line (relative locations inside the model's folder, no links out, offsets
+// and lengths inside the file) and adds its own (declared sizes and sha256, no unreferenced file,
+// max-external-data-bytes).
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include "server_test_util.h"
+
+extern char** environ;
+
+namespace axqc::test {
+namespace {
+
+class ServerProcess {
+ public:
+  ServerProcess(const std::vector<std::string>& args, const fs::path& stderr_path) {
+    std::vector<std::string> argv_s = {AXQC_SERVER_BIN};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_s;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::string(*e).rfind("AXQC_", 0) != 0) env_s.emplace_back(*e);
+    }
+    std::vector<char*> envp;
+    for (auto& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    const int rc = posix_spawn(&pid_, AXQC_SERVER_BIN, &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) throw std::runtime_error("posix_spawn failed");
+  }
+  ~ServerProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// One real server per test suite: root dir/models, data files under dir/data, 64 KiB of data
+// files per model at most.
+class ExternalDataServer : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    fs::create_directories(*dir_ / "models");
+    fs::create_directories(*dir_ / "data");
+    const fs::path ready = *dir_ / "ready.json";
+    proc_ = new ServerProcess(
+        {"--listen", "127.0.0.1:0", "--metrics-listen", "", "--ready-file", ready.string(),
+         "--allowed-root", (*dir_ / "models").string(), "--store-path", ":memory:", "--workers",
+         "1", "--max-external-data-bytes", "64KiB", "--data-file-dir", (*dir_ / "data").string()},
+        *dir_ / "stderr.log");
+    ASSERT_TRUE(WaitFor([&] { return fs::exists(ready); }, std::chrono::seconds(30)))
+        << ReadFile(*dir_ / "stderr.log");
+    const int port = nlohmann::json::parse(ReadFile(ready)).at("grpc_port");
+    channel_ = new std::shared_ptr<grpc::Channel>(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  }
+  static void TearDownTestSuite() {
+    delete channel_;
+    delete proc_;
+    delete dir_;
+  }
+  std::unique_ptr<v1::Checker::Stub> Stub() { return v1::Checker::NewStub(*channel_); }
+  static const TempDir& Dir() { return *dir_; }
+
+  static inline TempDir* dir_ = nullptr;
+  static inline ServerProcess* proc_ = nullptr;
+  static inline std::shared_ptr<grpc::Channel>* channel_ = nullptr;
+};
+
+bool HasRule(const v1::CheckResponse& r, const std::string& rule) {
+  for (const auto& f : r.report().findings()) {
+    if (f.rule() == rule) return true;
+  }
+  return false;
+}
+
+#define EXPECT_STATUS(status, code, text)                                              \
+  do {                                                                                 \
+    const grpc::Status s_ = (status);                                                  \
+    EXPECT_EQ(s_.error_code(), code) << s_.error_message();                            \
+    EXPECT_NE(s_.error_message().find(text), std::string::npos) << s_.error_message(); \
+  } while (0)
+
+// ------------------------------------------------------------------------------------------------
+// Path references.
+
+TEST_F(ExternalDataServer, PathWithDataFilesBesideTheModel) {
+  auto stub = Stub();
+  const auto good = MakeExternalDataModel("path-good");
+  WriteFile(Dir() / "models/good/model.onnx", good.model);
+  WriteFile(Dir() / "models/good/weights.bin", good.data);
+  v1::CheckResponse resp;
+  grpc::Status s = CheckPath(*stub, (Dir() / "models/good/model.onnx").string(), &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
+  EXPECT_EQ(resp.sha256(), BundleSha256(good.model, {{"weights.bin", good.data}}));
+  EXPECT_EQ(resp.report().model().sha256(), resp.sha256());
+
+  // A zero weight scale lives only in the data file: the worker read it.
+  const auto bad = MakeExternalDataModel("path-bad", 0.0f, "sub/./w.bin");
+  WriteFile(Dir() / "models/bad/model.onnx", bad.model);
+  WriteFile(Dir() / "models/bad/sub/w.bin", bad.data);
+  s = CheckPath(*stub, (Dir() / "models/bad/model.onnx").string(), &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_NON_CONFORMANT);
+  EXPECT_TRUE(HasRule(resp, "qdq/scale-value")) << resp.report().DebugString();
+  EXPECT_EQ(resp.sha256(), BundleSha256(bad.model, {{"sub/w.bin", bad.data}}));
+
+  // The same bytes again: the cached report of the same bundle.
+  s = CheckPath(*stub, (Dir() / "models/bad/model.onnx").string(), &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_NE(resp.cache(), v1::CACHE_RESULT_MISS);
+  // A changed data file is another bundle: checked again, with its own verdict.
+  WriteFile(Dir() / "models/bad/sub/w.bin", good.data);
+  s = CheckPath(*stub, (Dir() / "models/bad/model.onnx").string(), &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.cache(), v1::CACHE_RESULT_MISS);
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
+}
+
+TEST_F(ExternalDataServer, PathRefusesHostileLocationsAndRanges) {
+  auto stub = Stub();
+  WriteFile(Dir() / "models/secret.bin", std::string(4096, 's'));
+  struct Case {
+    std::string location;
+    grpc::StatusCode code;
+    std::string text;
+  };
+  const std::vector<Case> cases = {
+      {"../secret.bin", grpc::StatusCode::INVALID_ARGUMENT, "contains '..'"},
+      {"/etc/passwd", grpc::StatusCode::INVALID_ARGUMENT, "is an absolute path"},
+      {"missing.bin", grpc::StatusCode::NOT_FOUND, "does not exist beside the model"},
+      {"link.bin", grpc::StatusCode::PERMISSION_DENIED, "symbolic link"},
+      {"linkdir/w.bin", grpc::StatusCode::PERMISSION_DENIED, "symbolic link"},
+  };
+  int n = 0;
+  for (const auto& c : cases) {
+    const auto m = MakeExternalDataModel("hostile-" + std::to_string(n), 1.0f, c.location);
+    const fs::path d = Dir() / "models" / ("hostile" + std::to_string(n++));
+    WriteFile(d / "model.onnx", m.model);
+    fs::create_symlink(Dir() / "models/secret.bin", d / "link.bin");
+    fs::create_directory_symlink(Dir() / "models", d / "linkdir");
+    v1::CheckResponse resp;
+    EXPECT_STATUS(CheckPath(*stub, (d / "model.onnx").string(), &resp), c.code, c.text);
+  }
+  // Offsets past the end of the file.
+  const auto m = MakeExternalDataModel("short");
+  WriteFile(Dir() / "models/short/model.onnx", m.model);
+  WriteFile(Dir() / "models/short/weights.bin", m.data.substr(0, m.data.size() - 1));
+  v1::CheckResponse resp;
+  EXPECT_STATUS(CheckPath(*stub, (Dir() / "models/short/model.onnx").string(), &resp),
+                grpc::StatusCode::INVALID_ARGUMENT, "past the end of 'weights.bin'");
+  // Data files over max-external-data-bytes (64 KiB).
+  WriteFile(Dir() / "models/big/model.onnx", MakeExternalDataModel("big").model);
+  WriteFile(Dir() / "models/big/weights.bin", std::string(65 * 1024, '\0'));
+  EXPECT_STATUS(CheckPath(*stub, (Dir() / "models/big/model.onnx").string(), &resp),
+                grpc::StatusCode::RESOURCE_EXHAUSTED, "max-external-data-bytes");
+}
+
+// ------------------------------------------------------------------------------------------------
+// Upload of a model and its data files in one stream.
+
+TEST_F(ExternalDataServer, UploadWithDataFiles) {
+  auto stub = Stub();
+  const auto bad = MakeExternalDataModel("upload-bad", -1.0f);
+  v1::CheckResponse resp;
+  grpc::Status s = UploadWithData(*stub, bad.model, {{"weights.bin", bad.data}}, &resp, 100);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_NON_CONFORMANT);
+  EXPECT_TRUE(HasRule(resp, "qdq/scale-value")) << resp.report().DebugString();
+  EXPECT_EQ(resp.sha256(), BundleSha256(bad.model, {{"weights.bin", bad.data}}));
+
+  // The same bundle by path: the same key, the upload's report.
+  WriteFile(Dir() / "models/upl/model.onnx", bad.model);
+  WriteFile(Dir() / "models/upl/weights.bin", bad.data);
+  v1::CheckResponse by_path;
+  s = CheckPath(*stub, (Dir() / "models/upl/model.onnx").string(), &by_path);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(by_path.sha256(), resp.sha256());
+  EXPECT_NE(by_path.cache(), v1::CACHE_RESULT_MISS);
+
+  // Two data files, interleaved (the all-zero one is stored sparse).
+  auto two = MakeExternalDataModel("upload-two");
+  onnx::ModelProto mp;
+  ASSERT_TRUE(mp.ParseFromString(two.model));
+  for (auto& t : *mp.mutable_graph()->mutable_initializer()) {
+    if (t.name() != "w") continue;
+    for (auto& kv : *t.mutable_external_data()) {
+      if (kv.key() == "location") kv.set_value("zeros.bin");
+      if (kv.key() == "offset") kv.set_value("0");
+    }
+  }
+  std::size_t wlen = 8 * 4 * 3 * 3 * 4;
+  const std::string zeros(wlen, '\0');
+  // w_scale stays in weights.bin (after w's bytes).
+  s = UploadWithData(*stub, mp.SerializeAsString(),
+                     {{"weights.bin", two.data}, {"zeros.bin", zeros}}, &resp, 64);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
+
+  // An old client's Upload (no data files) of a model without external data is unchanged.
+  const std::string plain = ConformantModel("upload-plain");
+  s = Upload(*stub, plain, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.sha256(), Sha256Hex(plain));
+}
+
+TEST_F(ExternalDataServer, UploadRefusesHostileNamesSizesAndHashes) {
+  auto stub = Stub();
+  const auto m = MakeExternalDataModel("upload-hostile");
+  v1::CheckResponse resp;
+  const std::string other(16, 'x');
+  // Names refused in the metadata, before any byte is stored.
+  for (const auto& [name, why] : std::vector<std::pair<std::string, std::string>>{
+           {"../x", "contains '..'"},
+           {"/etc/passwd", "is an absolute path"},
+           {"a\\b", "backslash"},
+           {"", "is empty"},
+           {std::string("w\0.bin", 6), "control character"}}) {
+    EXPECT_STATUS(UploadWithData(*stub, m.model, {{name, m.data}}, &resp),
+                  grpc::StatusCode::INVALID_ARGUMENT, why);
+  }
+  EXPECT_STATUS(
+      UploadWithData(*stub, m.model, {{"weights.bin", m.data}, {"./weights.bin", other}}, &resp),
+      grpc::StatusCode::INVALID_ARGUMENT, "listed twice");
+  // The model's own hostile location: the checker's rule, as on the command line.
+  const auto up = MakeExternalDataModel("upload-up", 1.0f, "../weights.bin");
+  EXPECT_STATUS(UploadWithData(*stub, up.model, {{"weights.bin", up.data}}, &resp),
+                grpc::StatusCode::INVALID_ARGUMENT, "contains '..'");
+  const auto abs = MakeExternalDataModel("upload-abs", 1.0f, "/etc/passwd");
+  EXPECT_STATUS(UploadWithData(*stub, abs.model, {{"weights.bin", abs.data}}, &resp),
+                grpc::StatusCode::INVALID_ARGUMENT, "is an absolute path");
+  // A missing file, a file nobody names, offsets past the end.
+  EXPECT_STATUS(UploadWithData(*stub, m.model, {}, &resp), grpc::StatusCode::INVALID_ARGUMENT,
+                "without their data files");
+  EXPECT_STATUS(UploadWithData(*stub, m.model, {{"other.bin", other}}, &resp),
+                grpc::StatusCode::INVALID_ARGUMENT, "not among the data files sent");
+  EXPECT_STATUS(
+      UploadWithData(*stub, m.model, {{"weights.bin", m.data}, {"extra.bin", other}}, &resp),
+      grpc::StatusCode::INVALID_ARGUMENT, "'extra.bin' was sent with the model but");
+  EXPECT_STATUS(UploadWithData(*stub, m.model, {{"weights.bin", m.data.substr(0, 100)}}, &resp),
+                grpc::StatusCode::INVALID_ARGUMENT, "past the end of 'weights.bin'");
+  // Declared sizes and hashes are verified.
+  DataFileArg wrong_hash{"weights.bin", m.data, std::nullopt, std::string(64, 'a'), std::nullopt};
+  EXPECT_STATUS(UploadWithData(*stub, m.model, {wrong_hash}, &resp),
+                grpc::StatusCode::INVALID_ARGUMENT, "sha256 mismatch for data file 'weights.bin'");
+  DataFileArg bad_hex{"weights.bin", m.data, std::nullopt, "ABC", std::nullopt};
+  EXPECT_STATUS(UploadWithData(*stub, m.model, {bad_hex}, &resp),
+                grpc::StatusCode::INVALID_ARGUMENT, "64 lowercase hex");
+  DataFileArg longer{"weights.bin", m.data, m.data.size() + 10, "", std::nullopt};
+  EXPECT_STATUS(UploadWithData(*stub, m.model, {longer}, &resp), grpc::StatusCode::INVALID_ARGUMENT,
+                "declared size_bytes");
+  DataFileArg shorter{"weights.bin", m.data, m.data.size() - 10, "", std::nullopt};
+  EXPECT_STATUS(UploadWithData(*stub, m.model, {shorter}, &resp),
+                grpc::StatusCode::INVALID_ARGUMENT, "than its declared size_bytes");
+  DataFileArg bad_index{"weights.bin", m.data, std::nullopt, "", 7};
+  EXPECT_STATUS(UploadWithData(*stub, m.model, {bad_index}, &resp),
+                grpc::StatusCode::INVALID_ARGUMENT, "is not an index into metadata.data_files");
+  // Over max-external-data-bytes (64 KiB): refused at the metadata.
+  DataFileArg huge{"weights.bin", m.data, 1ull << 40, "", std::nullopt};
+  EXPECT_STATUS(UploadWithData(*stub, m.model, {huge}, &resp), grpc::StatusCode::RESOURCE_EXHAUSTED,
+                "max-external-data-bytes");
+  // Too many files.
+  std::vector<DataFileArg> many;
+  for (int i = 0; i < 33; ++i) many.emplace_back("f" + std::to_string(i), "x");
+  EXPECT_STATUS(UploadWithData(*stub, m.model, many, &resp), grpc::StatusCode::INVALID_ARGUMENT,
+                "at most 32");
+  // Nothing is left behind in the data file directory (unlinked files).
+  EXPECT_TRUE(fs::is_empty(Dir() / "data"));
+}
+
+}  // namespace
+}  // namespace axqc::test
