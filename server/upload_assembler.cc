@@ -156,7 +156,9 @@ grpc::Status UploadAssembler::AddMessage(const v1::UploadRequest& msg, std::stri
       }
       return AddMetadata(msg.metadata());
     case State::kReceiving:
-      if (msg.part_case() == v1::UploadRequest::kDataChunk) return AddDataChunk(msg.data_chunk());
+      if (msg.part_case() == v1::UploadRequest::kDataChunk) {
+        return AddDataChunk(msg.data_chunk().file(), msg.data_chunk().data());
+      }
       if (msg.part_case() != v1::UploadRequest::kChunk) {
         return Fail(Invalid(msg.part_case() == v1::UploadRequest::kMetadata
                                 ? "only the first Upload message may carry metadata"
@@ -296,64 +298,101 @@ void UploadAssembler::CloseDataFiles() {
   data_files_.clear();
 }
 
-grpc::Status UploadAssembler::OpenDataFiles(const v1::UploadMetadata& m) {
-  if (m.data_files_size() == 0) return grpc::Status::OK;
+grpc::Status UploadAssembler::CheckDataFile(const std::string& field, std::string_view name,
+                                            std::uint64_t size, std::uint64_t total_before,
+                                            std::string* normalized) const {
   if (max_data_bytes_ == 0) {
     return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                         "this server takes no external data files (max-external-data-bytes 0)");
   }
+  if (std::string why = ExternalDataNameProblem(name); !why.empty()) {
+    return Invalid(field + " " + why);
+  }
+  *normalized = NormalizeExternalDataName(name);
+  for (const auto& f : data_files_) {
+    if (f.name == *normalized) return Invalid(field + " '" + *normalized + "' is listed twice");
+  }
+  if (size > max_data_bytes_ || total_before > max_data_bytes_ - size) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "the external data files are over the limit of " +
+                            std::to_string(max_data_bytes_) +
+                            " bytes all together (max-external-data-bytes)");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status UploadAssembler::NewDataFile(std::string name, std::uint64_t size,
+                                          std::string sha256) {
+  DataFile d;
+  d.name = std::move(name);
+  d.declared = size;
+  d.sha256 = std::move(sha256);
+  d.hasher = std::make_unique<service::Sha256>();
+  try {
+    d.read_fd = isolate::TempDataFile(data_dir_, &d.write_fd);
+  } catch (const std::system_error& e) {
+    return grpc::Status(grpc::StatusCode::INTERNAL, e.what());
+  }
+  data_files_.push_back(std::move(d));
+  return grpc::Status::OK;
+}
+
+grpc::Status UploadAssembler::OpenDataFiles(const v1::UploadMetadata& m) {
+  if (m.data_files_size() == 0) return grpc::Status::OK;
   if (m.data_files_size() > static_cast<int>(isolate::kMaxDataFiles)) {
     return Invalid("metadata.data_files lists " + std::to_string(m.data_files_size()) +
                    " files; at most " + std::to_string(isolate::kMaxDataFiles));
   }
   std::uint64_t total = 0;
-  std::vector<std::string> names;
   for (int i = 0; i < m.data_files_size(); ++i) {
     const auto& f = m.data_files(i);
     const std::string field = "metadata.data_files[" + std::to_string(i) + "]";
-    if (std::string why = ExternalDataNameProblem(f.name()); !why.empty()) {
-      return Invalid(field + ".name " + why);
-    }
-    std::string name = NormalizeExternalDataName(f.name());
-    if (std::find(names.begin(), names.end(), name) != names.end()) {
-      return Invalid(field + ".name '" + name + "' is listed twice");
+    std::string name;
+    if (grpc::Status s = CheckDataFile(field + ".name", f.name(), f.size_bytes(), total, &name);
+        !s.ok()) {
+      return s;
     }
     if (!service::IsSha256Hex(f.sha256())) {
       return Invalid(field + ".sha256 must be 64 lowercase hex characters");
     }
-    if (f.size_bytes() > max_data_bytes_ || total > max_data_bytes_ - f.size_bytes()) {
-      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          "the external data files are over the limit of " +
-                              std::to_string(max_data_bytes_) +
-                              " bytes all together (max-external-data-bytes)");
-    }
     total += f.size_bytes();
-    names.push_back(std::move(name));
-  }
-  for (int i = 0; i < m.data_files_size(); ++i) {
-    DataFile d;
-    d.name = names[static_cast<std::size_t>(i)];
-    d.declared = m.data_files(i).size_bytes();
-    d.sha256 = m.data_files(i).sha256();
-    d.hasher = std::make_unique<service::Sha256>();
-    try {
-      d.read_fd = isolate::TempDataFile(data_dir_, &d.write_fd);
-    } catch (const std::system_error& e) {
-      CloseDataFiles();
-      return grpc::Status(grpc::StatusCode::INTERNAL, e.what());
+    if (grpc::Status s = NewDataFile(std::move(name), f.size_bytes(), f.sha256()); !s.ok()) {
+      return s;
     }
-    data_files_.push_back(std::move(d));
   }
   return grpc::Status::OK;
 }
 
-grpc::Status UploadAssembler::AddDataChunk(const v1::UploadDataChunk& chunk) {
-  if (chunk.file() >= data_files_.size()) {
-    return Fail(Invalid("data_chunk.file " + std::to_string(chunk.file()) +
+grpc::Status UploadAssembler::BeginDataFile(std::string_view name, std::uint64_t size,
+                                            std::uint32_t* index) {
+  if (state_ != State::kReceiving) return Fail(Invalid("a data file outside an upload"));
+  if (data_files_.size() >= isolate::kMaxDataFiles) {
+    return Fail(
+        Invalid("more than " + std::to_string(isolate::kMaxDataFiles) + " external data files"));
+  }
+  std::uint64_t total = 0;
+  for (const auto& f : data_files_) total += f.declared;
+  std::string normalized;
+  const std::string field = "data file '" + std::string(name.substr(0, 200)) + "':";
+  if (grpc::Status s = CheckDataFile(field + " name", name, size, total, &normalized); !s.ok()) {
+    return Fail(s);
+  }
+  if (grpc::Status s = NewDataFile(std::move(normalized), size, {}); !s.ok()) return Fail(s);
+  *index = static_cast<std::uint32_t>(data_files_.size() - 1);
+  return grpc::Status::OK;
+}
+
+grpc::Status UploadAssembler::AddDataBytes(std::uint32_t index, std::string_view bytes) {
+  if (state_ != State::kReceiving) return Fail(Invalid("data bytes outside an upload"));
+  return AddDataChunk(index, bytes);
+}
+
+grpc::Status UploadAssembler::AddDataChunk(std::uint32_t file, std::string_view bytes) {
+  if (file >= data_files_.size()) {
+    return Fail(Invalid("data_chunk.file " + std::to_string(file) +
                         " is not an index into metadata.data_files"));
   }
-  DataFile& f = data_files_[chunk.file()];
-  const std::string_view bytes = chunk.data();
+  DataFile& f = data_files_[file];
   if (bytes.size() > f.declared - f.received) {
     return Fail(Invalid("received more bytes of data file '" + f.name +
                         "' than its declared size_bytes " + std::to_string(f.declared)));
@@ -385,7 +424,7 @@ grpc::Status UploadAssembler::FinishDataFiles(LoadedModel* model) {
                      "', declared size_bytes " + std::to_string(f.declared));
     }
     const std::string sha256 = f.hasher->HexDigest();
-    if (sha256 != f.sha256) {
+    if (!f.sha256.empty() && sha256 != f.sha256) {
       return Invalid("sha256 mismatch for data file '" + f.name + "': declared " + f.sha256 +
                      ", received bytes hash to " + sha256);
     }

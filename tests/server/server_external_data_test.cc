@@ -8,6 +8,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "server_test_util.h"
@@ -63,11 +64,14 @@ class ExternalDataServer : public ::testing::Test {
     proc_ = new ServerProcess(
         {"--listen", "127.0.0.1:0", "--metrics-listen", "", "--ready-file", ready.string(),
          "--allowed-root", (*dir_ / "models").string(), "--store-path", ":memory:", "--workers",
-         "1", "--max-external-data-bytes", "64KiB", "--data-file-dir", (*dir_ / "data").string()},
+         "1", "--http-listen", "127.0.0.1:0", "--max-external-data-bytes", "64KiB",
+         "--data-file-dir", (*dir_ / "data").string()},
         *dir_ / "stderr.log");
     ASSERT_TRUE(WaitFor([&] { return fs::exists(ready); }, std::chrono::seconds(30)))
         << ReadFile(*dir_ / "stderr.log");
-    const int port = nlohmann::json::parse(ReadFile(ready)).at("grpc_port");
+    const auto ports = nlohmann::json::parse(ReadFile(ready));
+    const int port = ports.at("grpc_port");
+    http_port_ = ports.at("http_port");
     channel_ = new std::shared_ptr<grpc::Channel>(grpc::CreateChannel(
         "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
   }
@@ -82,7 +86,87 @@ class ExternalDataServer : public ::testing::Test {
   static inline TempDir* dir_ = nullptr;
   static inline ServerProcess* proc_ = nullptr;
   static inline std::shared_ptr<grpc::Channel>* channel_ = nullptr;
+  static inline int http_port_ = 0;
 };
+
+// A ustar member header for `name` (regular file unless `type` says otherwise) and its contents,
+// padded to 512-byte blocks.
+std::string TarMember(const std::string& name, const std::string& bytes, char type = '0') {
+  std::string h(512, '\0');
+  h.replace(0, std::min<std::size_t>(name.size(), 100), name.substr(0, 100));
+  auto octal = [&](std::size_t at, std::size_t width, std::uint64_t v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%0*llo", static_cast<int>(width - 1),
+                  static_cast<unsigned long long>(v));
+    h.replace(at, width - 1, buf);
+  };
+  octal(100, 8, 0644);
+  octal(108, 8, 0);
+  octal(116, 8, 0);
+  octal(124, 12, bytes.size());
+  octal(136, 12, 0);
+  h[156] = type;
+  h.replace(257, 6, std::string("ustar\0", 6));
+  h.replace(263, 2, "00");
+  h.replace(148, 8, "        ");
+  unsigned sum = 0;
+  for (char c : h) sum += static_cast<unsigned char>(c);
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%06o", sum);
+  h.replace(148, 7, std::string(buf, 6) + '\0');
+  std::string out = h + bytes;
+  out.append((512 - bytes.size() % 512) % 512, '\0');
+  return out;
+}
+std::string TarEnd() { return std::string(1024, '\0'); }
+
+struct HttpAnswer {
+  int status = 0;
+  std::string head;
+  std::string body;
+  std::string Header(const std::string& name) const {
+    const auto at = head.find("\r\n" + name + ": ");
+    if (at == std::string::npos) return {};
+    const auto start = at + 4 + name.size();
+    return head.substr(start, head.find("\r\n", start) - start);
+  }
+};
+
+HttpAnswer HttpPost(int port, const std::string& target, const std::string& type,
+                    const std::string& body) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  HttpAnswer a;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return a;
+  }
+  const std::string req =
+      "POST " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: " + type +
+      "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  std::size_t sent = 0;
+  while (sent < req.size()) {
+    const ssize_t n = ::send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<std::size_t>(n);
+  }
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  const auto end = out.find("\r\n\r\n");
+  if (out.size() > 12) a.status = std::atoi(out.substr(9, 3).c_str());
+  a.head = out.substr(0, end);
+  if (end != std::string::npos) a.body = out.substr(end + 4);
+  return a;
+}
 
 bool HasRule(const v1::CheckResponse& r, const std::string& rule) {
   for (const auto& f : r.report().findings()) {
@@ -284,6 +368,71 @@ TEST_F(ExternalDataServer, UploadRefusesHostileNamesSizesAndHashes) {
                 "at most 32");
   // Nothing is left behind in the data file directory (unlinked files).
   EXPECT_TRUE(fs::is_empty(Dir() / "data"));
+}
+
+// ------------------------------------------------------------------------------------------------
+// HTTP: POST /v1/check with a tar stream of the model and its data files.
+
+TEST_F(ExternalDataServer, HttpTarUpload) {
+  const auto bad = MakeExternalDataModel("http-bad", 0.0f, "w/weights.bin");
+  // The model in a folder of the archive, its data file below that folder, a directory entry.
+  HttpAnswer a = HttpPost(http_port_, "/v1/check", "application/x-tar",
+                          TarMember("m/", "", '5') + TarMember("m/model.onnx", bad.model) +
+                              TarMember("m/w/weights.bin", bad.data) + TarEnd());
+  ASSERT_EQ(a.status, 200) << a.head << a.body;
+  EXPECT_EQ(a.Header("X-Axqc-Verdict"), "non_conformant") << a.head;
+  EXPECT_EQ(a.Header("X-Axqc-Sha256"), BundleSha256(bad.model, {{"w/weights.bin", bad.data}}));
+  const auto report = nlohmann::json::parse(a.body);
+  EXPECT_EQ(report.at("model").at("file"), "model.onnx");
+  bool scale_value = false;
+  for (const auto& f : report.at("findings")) scale_value |= f.at("rule") == "qdq/scale-value";
+  EXPECT_TRUE(scale_value) << a.body;
+
+  // The same over gRPC: one bundle, one key.
+  auto stub = Stub();
+  v1::CheckResponse resp;
+  ASSERT_TRUE(UploadWithData(*stub, bad.model, {{"w/weights.bin", bad.data}}, &resp).ok());
+  EXPECT_EQ(resp.sha256(), a.Header("X-Axqc-Sha256"));
+  EXPECT_NE(resp.cache(), v1::CACHE_RESULT_MISS);
+
+  auto expect_400 = [&](const std::string& body, const std::string& text) {
+    const HttpAnswer r = HttpPost(http_port_, "/v1/check", "application/x-tar", body);
+    EXPECT_EQ(r.status, 400) << r.head << r.body;
+    EXPECT_NE(r.body.find(text), std::string::npos) << r.body;
+  };
+  const auto m = MakeExternalDataModel("http-hostile");
+  // Members outside the model's folder, hostile names, links, pax headers, truncation.
+  expect_400(TarMember("m/model.onnx", m.model) + TarMember("weights.bin", m.data) + TarEnd(),
+             "is not below the model's folder");
+  expect_400(TarMember("model.onnx", m.model) + TarMember("../weights.bin", m.data) + TarEnd(),
+             "contains '..'");
+  expect_400(TarMember("model.onnx", m.model) + TarMember("/etc/passwd", m.data) + TarEnd(),
+             "is an absolute path");
+  expect_400(TarMember("model.onnx", m.model) + TarMember("weights.bin", "", '2') + TarEnd(),
+             "only regular files");
+  expect_400(TarMember("model.onnx", m.model) + TarMember("pax", "x", 'x') + TarEnd(),
+             "ustar format");
+  expect_400((TarMember("model.onnx", m.model) + TarMember("weights.bin", m.data))
+                 .substr(0, 512 + m.model.size() + 700),
+             "truncated archive");
+  std::string corrupt = TarMember("model.onnx", m.model);
+  corrupt[0] = 'X';
+  expect_400(corrupt + TarEnd(), "checksum");
+  // The checker's rules, as for the other doors.
+  expect_400(TarMember("model.onnx", m.model) + TarEnd(), "without their data files");
+  expect_400(TarMember("model.onnx", m.model) + TarMember("weights.bin", m.data) +
+                 TarMember("extra.bin", "x") + TarEnd(),
+             "'extra.bin' was sent with the model but");
+  expect_400(
+      TarMember("model.onnx", m.model) + TarMember("weights.bin", m.data.substr(0, 64)) + TarEnd(),
+      "past the end of 'weights.bin'");
+  // Over max-external-data-bytes: 413.
+  const HttpAnswer big =
+      HttpPost(http_port_, "/v1/check", "application/x-tar",
+               TarMember("model.onnx", m.model) +
+                   TarMember("weights.bin", std::string(65 * 1024, '\1')) + TarEnd());
+  EXPECT_EQ(big.status, 413) << big.head << big.body;
+  EXPECT_NE(big.body.find("max-external-data-bytes"), std::string::npos) << big.body;
 }
 
 }  // namespace
