@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "http_stub.h"
 #include "server_test_util.h"
 
 extern char** environ;
@@ -61,12 +62,27 @@ class ExternalDataServer : public ::testing::Test {
     fs::create_directories(*dir_ / "models");
     fs::create_directories(*dir_ / "data");
     const fs::path ready = *dir_ / "ready.json";
-    proc_ = new ServerProcess(
-        {"--listen", "127.0.0.1:0", "--metrics-listen", "", "--ready-file", ready.string(),
-         "--allowed-root", (*dir_ / "models").string(), "--store-path", ":memory:", "--workers",
-         "1", "--http-listen", "127.0.0.1:0", "--max-external-data-bytes", "64KiB",
-         "--data-file-dir", (*dir_ / "data").string()},
-        *dir_ / "stderr.log");
+    proc_ = new ServerProcess({"--listen",
+                               "127.0.0.1:0",
+                               "--metrics-listen",
+                               "",
+                               "--ready-file",
+                               ready.string(),
+                               "--allowed-root",
+                               (*dir_ / "models").string(),
+                               "--store-path",
+                               ":memory:",
+                               "--workers",
+                               "1",
+                               "--http-listen",
+                               "127.0.0.1:0",
+                               "--url-allow-host",
+                               "127.0.0.1",
+                               "--max-external-data-bytes",
+                               "64KiB",
+                               "--data-file-dir",
+                               (*dir_ / "data").string()},
+                              *dir_ / "stderr.log");
     ASSERT_TRUE(WaitFor([&] { return fs::exists(ready); }, std::chrono::seconds(30)))
         << ReadFile(*dir_ / "stderr.log");
     const auto ports = nlohmann::json::parse(ReadFile(ready));
@@ -433,6 +449,123 @@ TEST_F(ExternalDataServer, HttpTarUpload) {
                    TarMember("weights.bin", std::string(65 * 1024, '\1')) + TarEnd());
   EXPECT_EQ(big.status, 413) << big.head << big.body;
   EXPECT_NE(big.body.find("max-external-data-bytes"), std::string::npos) << big.body;
+}
+
+// ------------------------------------------------------------------------------------------------
+// URL references: data files from the model URL's folder, or from data_file_urls.
+
+// Serves `files` (request target -> body) with 200, everything else 404; records the targets.
+class FileStub {
+ public:
+  explicit FileStub(std::map<std::string, std::string> files)
+      : files_(std::move(files)),
+        stub_([this](boost::asio::ip::tcp::socket& sock, const std::string& target,
+                     const std::atomic<bool>&) {
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            targets_.push_back(target);
+          }
+          const auto it = files_.find(target);
+          std::string answer;
+          if (it == files_.end()) {
+            answer = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+          } else if (it->second.rfind("REDIRECT ", 0) == 0) {
+            answer = "HTTP/1.1 302 Found\r\nLocation: " + it->second.substr(9) +
+                     "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+          } else {
+            answer = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(it->second.size()) +
+                     "\r\nConnection: close\r\n\r\n" + it->second;
+          }
+          boost::system::error_code ec;
+          boost::asio::write(sock, boost::asio::buffer(answer), ec);
+        }) {}
+  std::string Url(const std::string& path) const { return stub_.Url(path); }
+  unsigned short port() const { return stub_.port(); }
+  std::vector<std::string> targets() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return targets_;
+  }
+
+ private:
+  std::map<std::string, std::string> files_;
+  std::mutex mu_;
+  std::vector<std::string> targets_;
+  HttpStub stub_;
+};
+
+grpc::Status CheckUrl(v1::Checker::Stub& stub, const std::string& url, v1::CheckResponse* resp,
+                      std::map<std::string, std::string> data_urls = {}) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::CheckRequest req;
+  req.set_url(url);
+  for (const auto& [k, v] : data_urls) (*req.mutable_data_file_urls())[k] = v;
+  return stub.Check(&ctx, req, resp);
+}
+
+TEST_F(ExternalDataServer, UrlWithDataFiles) {
+  auto stub = Stub();
+  const auto bad = MakeExternalDataModel("url-bad", -1.0f);
+  const auto spaced = MakeExternalDataModel("url-spaced", 1.0f, "sub dir/w#1.bin");
+  const auto hostile = MakeExternalDataModel("url-hostile", 1.0f, "../weights.bin");
+  const auto elsewhere = MakeExternalDataModel("url-elsewhere");
+  const auto missing = MakeExternalDataModel("url-missing");
+  const auto big = MakeExternalDataModel("url-big");
+  FileStub files({{"/m/model.onnx?token=abc", bad.model},
+                  {"/m/weights.bin", bad.data},
+                  {"/s/model.onnx", spaced.model},
+                  {"/s/sub%20dir/w%231.bin", spaced.data},
+                  {"/h/model.onnx", hostile.model},
+                  {"/weights.bin", hostile.data},
+                  {"/e/model.onnx", elsewhere.model},
+                  {"/store/blob?sig=1", elsewhere.data},
+                  {"/x/model.onnx", missing.model},
+                  {"/b/model.onnx", big.model},
+                  {"/b/weights.bin", std::string(65 * 1024, '\1')}});
+  v1::CheckResponse resp;
+  // The model URL's query string is not carried over to its data files.
+  grpc::Status s = CheckUrl(*stub, files.Url("/m/model.onnx?token=abc"), &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_NON_CONFORMANT);
+  EXPECT_TRUE(HasRule(resp, "qdq/scale-value"));
+  EXPECT_EQ(resp.sha256(), BundleSha256(bad.model, {{"weights.bin", bad.data}}));
+  // Names are percent-encoded into the URL path.
+  s = CheckUrl(*stub, files.Url("/s/model.onnx"), &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
+  // Explicit data file URLs (e.g. presigned), under the same allowlist.
+  s = CheckUrl(*stub, files.Url("/e/model.onnx"), &resp,
+               {{"weights.bin", files.Url("/store/blob?sig=1")}});
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
+  EXPECT_STATUS(CheckUrl(*stub, files.Url("/e/model.onnx"), &resp,
+                         {{"weights.bin",
+                           "http://localhost:" + std::to_string(files.port()) + "/store/blob"}}),
+                grpc::StatusCode::PERMISSION_DENIED, "not in the server's allowlist");
+  EXPECT_STATUS(CheckUrl(*stub, files.Url("/e/model.onnx"), &resp,
+                         {{"other.bin", files.Url("/store/blob?sig=1")}}),
+                grpc::StatusCode::INVALID_ARGUMENT, "which no tensor of the model names");
+  EXPECT_STATUS(CheckUrl(*stub, files.Url("/e/model.onnx"), &resp, {{"../x", files.Url("/x")}}),
+                grpc::StatusCode::INVALID_ARGUMENT, "contains '..'");
+  // A hostile location is never fetched: the checker refuses it.
+  const auto before = files.targets().size();
+  EXPECT_STATUS(CheckUrl(*stub, files.Url("/h/model.onnx"), &resp),
+                grpc::StatusCode::INVALID_ARGUMENT, "contains '..'");
+  const auto after = files.targets();
+  EXPECT_EQ(after.size(), before + 1);
+  EXPECT_EQ(after.back(), "/h/model.onnx");
+  // A missing data file; data files over max-external-data-bytes.
+  EXPECT_STATUS(CheckUrl(*stub, files.Url("/x/model.onnx"), &resp), grpc::StatusCode::NOT_FOUND,
+                "external data file 'weights.bin'");
+  EXPECT_STATUS(CheckUrl(*stub, files.Url("/b/model.onnx"), &resp),
+                grpc::StatusCode::RESOURCE_EXHAUSTED, "max-external-data-bytes");
+  // data_file_urls with a path reference.
+  grpc::ClientContext ctx;
+  v1::CheckRequest req;
+  req.set_path("m.onnx");
+  (*req.mutable_data_file_urls())["weights.bin"] = files.Url("/m/weights.bin");
+  EXPECT_STATUS(stub->Check(&ctx, req, &resp), grpc::StatusCode::INVALID_ARGUMENT,
+                "url model reference only");
 }
 
 }  // namespace
