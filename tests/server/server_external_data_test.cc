@@ -4,11 +4,15 @@
 // rules of the command line (relative locations inside the model's folder, no links out, offsets
 // and lengths inside the file) and adds its own (declared sizes and sha256, no unreferenced file,
 // max-external-data-bytes).
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "http_stub.h"
@@ -566,6 +570,117 @@ TEST_F(ExternalDataServer, UrlWithDataFiles) {
   (*req.mutable_data_file_urls())["weights.bin"] = files.Url("/m/weights.bin");
   EXPECT_STATUS(stub->Check(&ctx, req, &resp), grpc::StatusCode::INVALID_ARGUMENT,
                 "url model reference only");
+}
+
+// ------------------------------------------------------------------------------------------------
+// Registry hooks: the Hugging Face and MLflow webhooks fetch the data files the model names from
+// the registry, beside the model file.
+
+std::string HmacBase64(const std::string& key, const std::string& text) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(text.data()), text.size(), mac, &len);
+  std::string out(4 * ((len + 2) / 3) + 1, '\0');
+  const int n =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), mac, static_cast<int>(len));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+HttpAnswer HttpPostHeaders(int port, const std::string& target, const std::string& headers,
+                           const std::string& body) {
+  return HttpPost(port, target, "application/json\r\n" + headers, body);
+}
+
+// The latest verdict of the models with label `label`=`value` (GET /v1/models), or null.
+nlohmann::json LatestModel(int port, const std::string& label, const std::string& value) {
+  const std::string raw = HttpGet(port, "/v1/models?label." + label + "=" + value);
+  const auto at = raw.find("\r\n\r\n");
+  if (at == std::string::npos) return nullptr;
+  const auto j = nlohmann::json::parse(raw.substr(at + 4), nullptr, false);
+  if (j.is_discarded() || !j.contains("models") || j["models"].empty()) return nullptr;
+  return j["models"][0];
+}
+
+TEST(ExternalDataHooks, HuggingFaceAndMlflowFetchTheDataFiles) {
+  TempDir dir;
+  const auto hf_model = MakeExternalDataModel("hook-hf", 0.0f, "model.onnx_data");
+  const auto ml_model = MakeExternalDataModel("hook-mlflow", -1.0f, "weights.bin");
+  FileStub registry({
+      {"/org/big/resolve/abc123/model.onnx", hf_model.model},
+      {"/org/big/resolve/abc123/model.onnx_data", hf_model.data},
+      {"/api/2.0/mlflow/model-versions/get-download-uri?name=big&version=1",
+       R"({"artifact_uri": "mlflow-artifacts:/models/big/1"})"},
+      {"/api/2.0/mlflow-artifacts/artifacts/models/big/1/model.onnx", ml_model.model},
+      {"/api/2.0/mlflow-artifacts/artifacts/models/big/1/weights.bin", ml_model.data},
+  });
+  WriteFile(dir / "hf-secret", "hf-secret\n");
+  WriteFile(dir / "mlflow-secret", "mlflow-secret\n");
+  const fs::path ready = dir / "ready.json";
+  const std::string origin = "http://127.0.0.1:" + std::to_string(registry.port());
+  ServerProcess proc({"--listen",
+                      "127.0.0.1:0",
+                      "--metrics-listen",
+                      "",
+                      "--http-listen",
+                      "127.0.0.1:0",
+                      "--ready-file",
+                      ready.string(),
+                      "--store-path",
+                      ":memory:",
+                      "--workers",
+                      "1",
+                      "--url-allow-host",
+                      "127.0.0.1",
+                      "--data-file-dir",
+                      dir.path().string(),
+                      "--huggingface-webhook-secret-file",
+                      (dir / "hf-secret").string(),
+                      "--huggingface-url",
+                      origin,
+                      "--mlflow-webhook-secret-file",
+                      (dir / "mlflow-secret").string(),
+                      "--mlflow-url",
+                      origin},
+                     dir / "stderr.log");
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ready); }, std::chrono::seconds(30)))
+      << ReadFile(dir / "stderr.log");
+  const int port = nlohmann::json::parse(ReadFile(ready)).at("http_port");
+
+  const std::string hf =
+      R"({"event": {"action": "update", "scope": "repo.content"},
+          "repo": {"type": "model", "name": "org/big", "headSha": "abc123"},
+          "webhook": {"id": "w1", "version": 3}})";
+  HttpAnswer a = HttpPostHeaders(port, "/v1/hooks/huggingface", "X-Webhook-Secret: hf-secret", hf);
+  ASSERT_EQ(a.status, 202) << a.head << a.body;
+  nlohmann::json m;
+  ASSERT_TRUE(WaitFor([&] { return !(m = LatestModel(port, "hf.repo", "org/big")).is_null(); },
+                      std::chrono::seconds(30)))
+      << ReadFile(dir / "stderr.log");
+  EXPECT_EQ(m.at("verdict"), "non_conformant") << m.dump();
+  EXPECT_EQ(m.at("sha256"), BundleSha256(hf_model.model, {{"model.onnx_data", hf_model.data}}));
+
+  const std::string body =
+      R"({"entity": "model_version", "action": "created", "timestamp": "",
+          "data": {"name": "big", "version": "1", "source": "models:/m-1", "run_id": "r1",
+                   "tags": {}, "description": null}})";
+  const std::string ts = std::to_string(std::time(nullptr));
+  const std::string sig = "v1," + HmacBase64("mlflow-secret", "d1." + ts + "." + body);
+  a = HttpPostHeaders(
+      port, "/v1/hooks/mlflow",
+      "X-MLflow-Delivery-Id: d1\r\nX-MLflow-Timestamp: " + ts + "\r\nX-MLflow-Signature: " + sig,
+      body);
+  ASSERT_EQ(a.status, 202) << a.head << a.body;
+  ASSERT_TRUE(WaitFor([&] { return !(m = LatestModel(port, "mlflow.model", "big")).is_null(); },
+                      std::chrono::seconds(30)))
+      << ReadFile(dir / "stderr.log");
+  EXPECT_EQ(m.at("verdict"), "non_conformant") << m.dump();
+  EXPECT_EQ(m.at("sha256"), BundleSha256(ml_model.model, {{"weights.bin", ml_model.data}}));
+  const auto targets = registry.targets();
+  EXPECT_NE(std::find(targets.begin(), targets.end(),
+                      "/api/2.0/mlflow-artifacts/artifacts/models/big/1/weights.bin"),
+            targets.end());
 }
 
 }  // namespace
