@@ -33,10 +33,10 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <stdexcept>
-#include <utility>
 #include <iostream>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "modelgen/model_builder.h"
@@ -60,7 +60,7 @@ struct Options {
   int64_t nodes = 1000;
   int64_t width = 32;
   std::string out;
-  std::string external;  // data file relative to the model's directory; empty: embedded
+  std::string external;            // data file relative to the model's directory; empty: embedded
   std::uint64_t pad_external = 0;  // bytes of the sparse "bulk_weights" tensor
   bool violations = false;
 };
@@ -291,10 +291,10 @@ void PadExternal(const std::string& out, const std::string& data_file, std::uint
   t->set_data_type(TensorProto::INT8);
   t->add_dims(static_cast<std::int64_t>(bytes));
   t->set_data_location(TensorProto::EXTERNAL);
-  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"location", data_file},
-           {"offset", std::to_string(offset)},
-           {"length", std::to_string(bytes)}}) {
+  for (const auto& [k, v] :
+       std::vector<std::pair<std::string, std::string>>{{"location", data_file},
+                                                        {"offset", std::to_string(offset)},
+                                                        {"length", std::to_string(bytes)}}) {
     auto* e = t->add_external_data();
     e->set_key(k);
     e->set_value(v);
@@ -304,9 +304,10 @@ void PadExternal(const std::string& out, const std::string& data_file, std::uint
 }
 
 int Usage() {
-  std::cerr << "usage: axqc-bench-gen --nodes N [--kind mixed|cnn|transformer] [--width C]\n"
-               "                      [--external DATA_FILE] [--pad-external BYTES] [--violations]\n"
-               "                      -o OUT.onnx\n";
+  std::cerr
+      << "usage: axqc-bench-gen --nodes N [--kind mixed|cnn|transformer] [--width C]\n"
+         "                      [--external DATA_FILE] [--pad-external BYTES] [--violations]\n"
+         "                      -o OUT.onnx\n";
   return 2;
 }
 

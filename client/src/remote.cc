@@ -2,6 +2,8 @@
 // points only say that this build has no remote support.
 #include "remote.h"
 
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,9 +14,6 @@
 #include <iostream>
 #include <random>
 #include <thread>
-
-#include <sys/mman.h>
-#include <sys/stat.h>
 
 #include "axqc/external_data.h"
 #include "cli.h"
