@@ -60,6 +60,23 @@ TEST(IsolateProtocol, RequestRoundTripsEveryField) {
   EXPECT_EQ(back->cpu_seconds, 42u);
   EXPECT_EQ(back->memory_bytes, 5ull << 30);
   EXPECT_EQ(back->sha256, Sha256Hex("model"));
+  EXPECT_FALSE(back->external_data);
+  EXPECT_TRUE(back->data_files.empty());
+  // With external data files (protocol 5): names and sizes, in order; each file's descriptor
+  // follows in a DataFileMsg.
+  m.external_data = true;
+  m.data_files = {{"w.bin", 12}, {"sub/x.bin", 1ull << 40}};
+  const auto with_files = isolate::DecodeRequest(isolate::Encode(m));
+  ASSERT_TRUE(with_files.has_value());
+  EXPECT_TRUE(with_files->external_data);
+  ASSERT_EQ(with_files->data_files.size(), 2u);
+  EXPECT_EQ(with_files->data_files[1].name, "sub/x.bin");
+  EXPECT_EQ(with_files->data_files[1].size, 1ull << 40);
+  isolate::DataFileMsg f;
+  f.index = 7;
+  const auto fb = isolate::DecodeDataFile(isolate::Encode(f));
+  ASSERT_TRUE(fb.has_value());
+  EXPECT_EQ(fb->index, 7u);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -209,8 +226,17 @@ TEST(IsolateProtocol, MalformedRecordsAreRejected) {
   EXPECT_FALSE(isolate::DecodeResult(good).has_value());
   EXPECT_FALSE(isolate::DecodeReady(good).has_value());
   std::string bad_bool = good;
-  bad_bool[bad_bool.size() - 8 - 4 - 4 - 1 - 1] = 2;  // check_value (then units, 3 numbers)
+  // include_graph (then timings_cpu, 3 numbers, the external_data flag and the file count).
+  bad_bool[bad_bool.size() - 4 - 1 - 8 - 4 - 4 - 1 - 1] = 2;
   EXPECT_FALSE(isolate::DecodeRequest(bad_bool).has_value());
+  std::string bad_flag = good;
+  bad_flag[bad_flag.size() - 4 - 1] = 2;  // external_data
+  EXPECT_FALSE(isolate::DecodeRequest(bad_flag).has_value());
+  std::string many_files = good;
+  many_files[many_files.size() - 4] = static_cast<char>(isolate::kMaxDataFiles + 1);
+  EXPECT_FALSE(isolate::DecodeRequest(many_files).has_value());
+  EXPECT_FALSE(isolate::DecodeDataFile(good).has_value());
+  EXPECT_FALSE(isolate::DecodeDataFile(isolate::Encode(isolate::DataFileMsg{}) + "x").has_value());
   std::string huge = good;
   huge[4] = '\xff';  // name length low byte
   huge[7] = '\x7f';  // name length high byte: 2 GiB
