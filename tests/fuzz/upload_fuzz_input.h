@@ -33,6 +33,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -248,6 +249,70 @@ inline std::string EncodeUpload(const std::string& model, std::size_t chunk, boo
   return out;
 }
 
+inline void AppendVarint(std::string& out, std::uint64_t v) {
+  do {
+    std::uint8_t b = v & 0x7f;
+    v >>= 7;
+    if (v != 0) b |= 0x80;
+    out.push_back(static_cast<char>(b));
+  } while (v != 0);
+}
+
+// Encodes an upload of `model` with one data file "weights.bin" holding `data`: metadata (exact
+// sizes, correct sha256), the model in one chunk, the data file in chunks of 64 bytes.
+inline std::string EncodeUploadWithData(const std::string& model, const std::string& data) {
+  std::string out;
+  out.push_back(0);             // metadata
+  out.push_back(1 | 4 | 0x40);  // exact size, correct sha256, data files
+  AppendVarint(out, 0);
+  out.push_back(10);
+  out += "model.onnx";
+  out.push_back(1);  // one data file
+  out.push_back(11);
+  out += "weights.bin";
+  out.push_back(0);  // exact size
+  out.push_back(0);  // correct sha256
+  out.push_back(1);  // chunk
+  AppendVarint(out, model.size());
+  out += model;
+  for (std::size_t off = 0; off < data.size(); off += 64) {
+    const std::string part = data.substr(off, 64);
+    out.push_back(static_cast<char>(0xF0));  // data chunk of file 0
+    AppendVarint(out, part.size());
+    out += part;
+  }
+  out.push_back(4);
+  return out;
+}
+
+// A ustar member (header and contents padded to 512 bytes) for tar-mode inputs.
+inline std::string TarMember(const std::string& name, const std::string& bytes, char type = '0') {
+  std::string h(512, '\0');
+  h.replace(0, name.size(), name);
+  auto octal = [&](std::size_t at, std::size_t width, unsigned long long v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%0*llo", static_cast<int>(width - 1), v);
+    h.replace(at, width - 1, buf);
+  };
+  octal(100, 8, 0644);
+  octal(108, 8, 0);
+  octal(116, 8, 0);
+  octal(124, 12, bytes.size());
+  octal(136, 12, 0);
+  h[156] = type;
+  h.replace(257, 6, std::string("ustar\0", 6));
+  h.replace(263, 2, "00");
+  h.replace(148, 8, "        ");
+  unsigned sum = 0;
+  for (char c : h) sum += static_cast<unsigned char>(c);
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%06o", sum);
+  h.replace(148, 7, std::string(buf, 6) + '\0');
+  std::string out = h + bytes;
+  out.append((512 - bytes.size() % 512) % 512, '\0');
+  return out;
+}
+
 // Feeds the decoded messages to an UploadAssembler and checks its invariants. Returns an empty
 // string when they hold, else a description of the first violation.
 // Reads all of a descriptor (pread from 0).
@@ -313,7 +378,9 @@ inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
       if (meta.size_bytes() != 0 && meta.size_bytes() != sent.size()) {
         return "accepted a size that differs from the declared one";
       }
-      if (!meta.sha256().empty() && meta.sha256() != model.sha256) {
+      // The declared sha256 is the graph file's (with data files, model.sha256 is the bundle's).
+      const std::string& graph_sha = model.data != nullptr ? model.graph_sha256 : model.sha256;
+      if (!meta.sha256().empty() && meta.sha256() != graph_sha) {
         return "accepted a sha256 that differs from the declared one";
       }
       if (sent.size() > kFuzzMaxModelBytes) return "accepted a model over max_model_bytes";
