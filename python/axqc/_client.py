@@ -463,7 +463,7 @@ _ONNX_MESSAGES: Dict[str, Dict[int, str]] = {
 _MAX_DATA_FILES = 32  # the server's limit (isolate/protocol.h kMaxDataFiles)
 
 
-def _varint(buf: memoryview, pos: int, end: int) -> Tuple[int, int]:
+def _wire_varint(buf: memoryview, pos: int, end: int) -> Tuple[int, int]:
     value = shift = 0
     while pos < end and shift < 64:
         b = buf[pos]
@@ -485,12 +485,12 @@ def _external_data_locations(model: memoryview) -> List[str]:
         while todo:
             kind, pos, end = todo.pop()
             external = False
-            location = None
+            location: Optional[str] = None
             while pos < end:
-                tag, pos = _varint(model, pos, end)
+                tag, pos = _wire_varint(model, pos, end)
                 number, wire = tag >> 3, tag & 7
                 if wire == 0:
-                    value, pos = _varint(model, pos, end)
+                    value, pos = _wire_varint(model, pos, end)
                     if kind == "tensor" and number == 14:
                         external = value == 1
                 elif wire == 1:
@@ -498,14 +498,14 @@ def _external_data_locations(model: memoryview) -> List[str]:
                 elif wire == 5:
                     pos += 4
                 elif wire == 2:
-                    length, pos = _varint(model, pos, end)
+                    length, pos = _wire_varint(model, pos, end)
                     if pos + length > end:
                         raise ValueError("truncated field")
                     child = _ONNX_MESSAGES[kind].get(number)
                     if child == "entry":
-                        key, value = _entry(model[pos:pos + length])
+                        key, text = _entry(model[pos:pos + length])
                         if key == "location":
-                            location = value
+                            location = text
                     elif child is not None:
                         if len(todo) > 100000:
                             raise ValueError("too many messages")
@@ -526,10 +526,10 @@ def _entry(buf: memoryview) -> Tuple[str, str]:
     key = value = ""
     pos = 0
     while pos < len(buf):
-        tag, pos = _varint(buf, pos, len(buf))
+        tag, pos = _wire_varint(buf, pos, len(buf))
         if tag & 7 != 2:
             raise ValueError("unexpected field in StringStringEntryProto")
-        length, pos = _varint(buf, pos, len(buf))
+        length, pos = _wire_varint(buf, pos, len(buf))
         text = bytes(buf[pos:pos + length]).decode("utf-8", "replace")
         pos += length
         if tag >> 3 == 1:
