@@ -1,7 +1,7 @@
 // axqc-bench-gen: synthetic QDQ models at a chosen scale for the checker benchmarks (bench/run.sh).
 //
 //   axqc-bench-gen --nodes N [--kind mixed|cnn|transformer] [--width C] [--external DATA_FILE]
-//                  [--violations] -o OUT.onnx
+//                  [--pad-external BYTES] [--violations] -o OUT.onnx
 //
 // Realistic building blocks, all conformant to the ax quant spec unless --violations:
 //   CNN block        Conv(int8 per-channel weight -> DQ, int32 bias -> DQ) + BatchNormalization +
@@ -18,7 +18,10 @@
 // weight bytes grow with --width (C) squared. --violations quantizes every Conv weight per-tensor
 // (role/weight-type) and every MatMul weight asymmetric U8 (op/matmul-type): thousands of findings
 // in a handful of groups. --external writes every initializer >= 1 KiB into DATA_FILE next to
-// the model (ModelBuilder::SaveWithExternalData).
+// the model (ModelBuilder::SaveWithExternalData). --pad-external (with --external) adds an INT8
+// initializer "bulk_weights" of BYTES elements at the end of DATA_FILE, written as a sparse hole
+// (no disk space, no write time): a model of several GB whose graph file stays small, like an LLM
+// export, for the large-model benchmark (no rule reads that tensor, so a check must not read it).
 //
 // Value info comes from one shape inference run in ModelBuilder::Build(). Generation is
 // deterministic.
@@ -28,8 +31,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "modelgen/model_builder.h"
@@ -53,7 +60,8 @@ struct Options {
   int64_t nodes = 1000;
   int64_t width = 32;
   std::string out;
-  std::string external;  // data file relative to the model's directory; empty: embedded
+  std::string external;            // data file relative to the model's directory; empty: embedded
+  std::uint64_t pad_external = 0;  // bytes of the sparse "bulk_weights" tensor
   bool violations = false;
 };
 
@@ -267,9 +275,39 @@ class Gen {
   int64_t nodes_ = 0;
 };
 
+// Appends the INT8 initializer "bulk_weights" ([bytes]) to the model at `out`, stored at the end
+// of its data file (4 KiB aligned) as a hole: the file grows by ftruncate, nothing is written.
+void PadExternal(const std::string& out, const std::string& data_file, std::uint64_t bytes) {
+  onnx::ModelProto m;
+  {
+    std::ifstream in(out, std::ios::binary);
+    if (!m.ParseFromIstream(&in)) throw std::runtime_error("cannot read back " + out);
+  }
+  const std::filesystem::path data = std::filesystem::path(out).parent_path() / data_file;
+  const std::uint64_t offset = (std::filesystem::file_size(data) + 4095) / 4096 * 4096;
+  std::filesystem::resize_file(data, offset + bytes);
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name("bulk_weights");
+  t->set_data_type(TensorProto::INT8);
+  t->add_dims(static_cast<std::int64_t>(bytes));
+  t->set_data_location(TensorProto::EXTERNAL);
+  for (const auto& [k, v] :
+       std::vector<std::pair<std::string, std::string>>{{"location", data_file},
+                                                        {"offset", std::to_string(offset)},
+                                                        {"length", std::to_string(bytes)}}) {
+    auto* e = t->add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  }
+  std::ofstream o(out, std::ios::binary | std::ios::trunc);
+  if (!m.SerializeToOstream(&o)) throw std::runtime_error("cannot write " + out);
+}
+
 int Usage() {
-  std::cerr << "usage: axqc-bench-gen --nodes N [--kind mixed|cnn|transformer] [--width C]\n"
-               "                      [--external DATA_FILE] [--violations] -o OUT.onnx\n";
+  std::cerr
+      << "usage: axqc-bench-gen --nodes N [--kind mixed|cnn|transformer] [--width C]\n"
+         "                      [--external DATA_FILE] [--pad-external BYTES] [--violations]\n"
+         "                      -o OUT.onnx\n";
   return 2;
 }
 
@@ -292,6 +330,8 @@ int main(int argc, char** argv) {
         o.width = std::stoll(next());
       } else if (a == "--external") {
         o.external = next();
+      } else if (a == "--pad-external") {
+        o.pad_external = std::stoull(next());
       } else if (a == "--violations") {
         o.violations = true;
       } else if (a == "-o") {
@@ -316,6 +356,7 @@ int main(int argc, char** argv) {
       g.builder().Save(o.out);
     } else {
       g.builder().SaveWithExternalData(o.out, o.external);
+      if (o.pad_external > 0) PadExternal(o.out, o.external, o.pad_external);
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::cerr << "axqc-bench-gen: " << o.out << ": " << g.nodes() << " nodes (" << o.kind

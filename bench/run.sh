@@ -17,7 +17,11 @@
 # AXQC_BENCH_BASELINE (an earlier results file for the wall-time target; default
 # bench/results/2026-11-29-vm.json, empty to skip), AXQC_BENCH_ONLY=isolation (only the
 # upload-throughput and isolation targets: the two models they need, axqc-bench-service's upload
-# scenario and axqc-bench-isolate; a few minutes).
+# scenario and axqc-bench-isolate; a few minutes). AXQC_BENCH_ONLY=external: only the large
+# external-data model (a 1000-node graph whose data file holds AXQC_BENCH_EXTERNAL_GB, default 4,
+# GiB more as a sparse hole): wall time and peak RSS of `axqc check` on it, and of axqc-server
+# checking it by path and by Upload -> <date>-<host>-external.json; it also runs at the end of the
+# full benchmark unless AXQC_BENCH_EXTERNAL=0.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,6 +51,86 @@ add() {      # add NAME EXIT GENERATOR-ARGS...
   models+=("$work/$name.onnx")
   expect+=("$code")
 }
+
+# The large external-data model: CLI, server by path, server by Upload (docs/performance.md).
+external_bench() {
+  cmake --build "$build" -j"${AXQC_BENCH_JOBS:-2}" --target axqc axqc-server axqc-worker \
+    axqc-bench-gen
+  local gb=${AXQC_BENCH_EXTERNAL_GB:-4}
+  local dir=$work/ext-${gb}g
+  mkdir -p "$dir"
+  if [[ ! -f $dir/model.onnx ]]; then
+    "$gen" --nodes 1000 --external model.onnx.data --pad-external $((gb << 30)) \
+      -o "$dir/model.onnx"
+  fi
+  local graph_bytes data_bytes data_disk_kb
+  graph_bytes=$(stat -c %s "$dir/model.onnx")
+  data_bytes=$(stat -c %s "$dir/model.onnx.data")
+  data_disk_kb=$(du -k "$dir/model.onnx.data" | cut -f1)
+  # wall seconds and peak RSS (KiB) of a command; its exit code 0 or 1 (a verdict) is accepted.
+  timed() {
+    local t
+    t=$(mktemp)
+    /usr/bin/time -f '%e %M' -o "$t" "$@" >/dev/null || (($? == 1)) || {
+      echo "bench/run.sh: failed: $*" >&2
+      exit 1
+    }
+    cat "$t"
+    rm -f "$t"
+  }
+  read -r cli_s cli_kb < <(timed "$axqc" check "$dir/model.onnx")
+  # One server per door, so that each peak RSS is that door's.
+  serve() {  # serve -> sets pid and port
+    rm -f "$work/ext-ready.json"
+    "$build/server/axqc-server" --listen 127.0.0.1:0 --metrics-listen "" \
+      --ready-file "$work/ext-ready.json" --allowed-root "$dir" --store-path :memory: \
+      --workers 1 --max-external-data-bytes $(((gb + 1) << 30)) --data-file-dir "$work" \
+      2>"$work/ext-server.log" &
+    pid=$!
+    for _ in $(seq 300); do [[ -s $work/ext-ready.json ]] && break; sleep 0.1; done
+    port=$(sed -n 's/.*"grpc_port":\([0-9]*\).*/\1/p' "$work/ext-ready.json")
+  }
+  peak() {  # peak RSS (KiB) of the server and of its worker processes
+    local w=0 c
+    for c in $(pgrep -P "$pid"); do
+      w=$((w + $(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$c/status" 2>/dev/null || echo 0)))
+    done
+    echo "$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$pid/status") $w"
+  }
+  serve
+  read -r path_s path_client_kb < <(timed "$axqc" check --server "127.0.0.1:$port" \
+    --ref "$dir/model.onnx")
+  read -r path_server_kb path_worker_kb < <(peak)
+  kill -TERM "$pid"
+  wait "$pid" || true
+  serve
+  read -r upload_s upload_client_kb < <(timed "$axqc" check --server "127.0.0.1:$port" \
+    "$dir/model.onnx")
+  read -r upload_server_kb upload_worker_kb < <(peak)
+  kill -TERM "$pid"
+  wait "$pid" || true
+  local out
+  out=$root/bench/results/$(date +%F)-$(hostname -s)-external.json
+  cat >"$out" <<JSON
+{"model": {"graph_bytes": $graph_bytes, "data_bytes": $data_bytes, "data_disk_kib": $data_disk_kb,
+  "nodes": 1000, "generator": "axqc-bench-gen --nodes 1000 --external model.onnx.data --pad-external $((gb << 30))"},
+ "machine": {"host": "$(hostname -s)", "nproc": $(nproc), "loadavg": "$(cut -d' ' -f1-3 /proc/loadavg)",
+  "commit": "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"},
+ "cli_local": {"wall_s": $cli_s, "peak_rss_kib": $cli_kb},
+ "server_path": {"wall_s": $path_s, "client_peak_rss_kib": $path_client_kb,
+  "server_peak_rss_kib": $path_server_kb, "worker_peak_rss_kib": $path_worker_kb},
+ "server_upload": {"wall_s": $upload_s, "bytes_sent": $((graph_bytes + data_bytes)),
+  "client_peak_rss_kib": $upload_client_kb, "server_peak_rss_kib": $upload_server_kb,
+  "worker_peak_rss_kib": $upload_worker_kb}}
+JSON
+  cat "$out"
+  echo "external-data results: $out (model in $dir)"
+}
+
+if [[ ${AXQC_BENCH_ONLY:-} == external ]]; then
+  external_bench
+  exit 0
+fi
 
 if [[ ${AXQC_BENCH_ONLY:-} == isolation ]]; then
   cmake --build "$build" -j"${AXQC_BENCH_JOBS:-2}" --target axqc-server axqc-worker \
@@ -127,3 +211,5 @@ if [[ ${AXQC_BENCH_SERVICE:-1} != 0 ]]; then
     "$work/mixed-1k.onnx" "$work/cnn-w256-1k.onnx"
   echo "isolation results: $isolation_out ${isolation_out%.json}-no-trim.json"
 fi
+
+if [[ ${AXQC_BENCH_EXTERNAL:-1} != 0 ]]; then external_bench; fi

@@ -18,6 +18,7 @@ constexpr std::uint32_t kTagReady = 0x41585201;     // "AXR" 1
 constexpr std::uint32_t kTagRequest = 0x41585202;   // "AXR" 2
 constexpr std::uint32_t kTagResult = 0x41585203;    // "AXR" 3
 constexpr std::uint32_t kTagAccepted = 0x41585204;  // "AXR" 4
+constexpr std::uint32_t kTagDataFile = 0x41585205;  // "AXR" 5
 constexpr std::uint32_t kMaxString = 16 * 1024;
 
 class Writer {
@@ -142,7 +143,27 @@ std::string Encode(const CheckRequestMsg& m) {
   w.U32(m.html.view_max_edges);
   w.U32(m.html.whole_model_max_edges);
   w.F64(m.html.layout_seconds);
+  w.U8(m.external_data ? 1 : 0);
+  w.U32(static_cast<std::uint32_t>(m.data_files.size()));
+  for (const auto& f : m.data_files) {
+    w.Str(f.name);
+    w.U64(f.size);
+  }
   return w.Take();
+}
+
+std::string Encode(const DataFileMsg& m) {
+  Writer w;
+  w.U32(kTagDataFile);
+  w.U32(m.index);
+  return w.Take();
+}
+
+std::optional<DataFileMsg> DecodeDataFile(std::string_view data) {
+  Reader r(data);
+  DataFileMsg m;
+  if (!r.Tag(kTagDataFile) || !r.U32(&m.index) || !r.AtEnd()) return std::nullopt;
+  return m;
 }
 
 std::string Encode(const CheckResultMsg& m) {
@@ -200,10 +221,18 @@ std::optional<CheckRequestMsg> DecodeRequest(std::string_view data) {
       !r.Str(&m.html.rules_url) || !r.Str(&m.html.home_url) || !r.Str(&m.html.home_label) ||
       !r.U32(&m.html.hops) || !r.U32(&m.html.view_max_nodes) ||
       !r.U32(&m.html.whole_model_max_nodes) || !r.U32(&m.html.view_max_edges) ||
-      !r.U32(&m.html.whole_model_max_edges) || !r.F64(&m.html.layout_seconds) || !r.AtEnd()) {
+      !r.U32(&m.html.whole_model_max_edges) || !r.F64(&m.html.layout_seconds)) {
     return std::nullopt;
   }
   m.task = static_cast<Task>(task);
+  std::uint32_t files = 0;
+  if (!r.Bool(&m.external_data) || !r.U32(&files) || files > kMaxDataFiles) return std::nullopt;
+  for (std::uint32_t i = 0; i < files; ++i) {
+    CheckRequestMsg::DataFile f;
+    if (!r.Str(&f.name) || !r.U64(&f.size)) return std::nullopt;
+    m.data_files.push_back(std::move(f));
+  }
+  if (!r.AtEnd()) return std::nullopt;
   return m;
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "axqc/timing.h"
 
@@ -18,7 +19,11 @@ namespace axqc::isolate {
 // 3: CheckRequestMsg.timings_cpu
 // 4: AcceptedMsg (the worker took the request before it checks)
 // 5: CheckRequestMsg.task and .html (the worker lays out the HTML report of a report)
-inline constexpr std::uint32_t kProtocolVersion = 5;
+// 6: CheckRequestMsg.data_files and DataFileMsg (external data files as descriptors)
+inline constexpr std::uint32_t kProtocolVersion = 6;
+// Most external data files of one check: their names (at most axqc::kMaxExternalDataNameBytes
+// each) travel in the request, which must fit in kMaxMessageBytes.
+inline constexpr std::uint32_t kMaxDataFiles = 32;
 
 // What a request asks of the worker.
 enum class Task : std::uint8_t {
@@ -65,6 +70,21 @@ struct CheckRequestMsg {
   std::uint64_t memory_bytes = 0;  // address-space limit of this check; 0 = the worker's own
   Task task = Task::kCheck;
   HtmlSettings html;  // Task::kRenderHtml
+  // Descriptor form: the model's external data files (name relative to the model, size). Each
+  // follows the request as a DataFileMsg carrying the file's read-only descriptor, in this order.
+  struct DataFile {
+    std::string name;
+    std::uint64_t size = 0;
+  };
+  std::vector<DataFile> data_files;
+  // The model comes with its data files (possibly none of them, when every location the model
+  // names is one the checker refuses): external data resolves among `data_files` only.
+  bool external_data = false;
+};
+
+// Parent -> worker, after a CheckRequestMsg with data files: the descriptor of data file `index`.
+struct DataFileMsg {
+  std::uint32_t index = 0;
 };
 
 // Worker -> parent, once per request, as soon as the request was received and decoded (before the
@@ -98,10 +118,12 @@ std::string Encode(const ReadyMsg& m);
 std::string Encode(const CheckRequestMsg& m);
 std::string Encode(const CheckResultMsg& m);
 std::string Encode(const AcceptedMsg& m);
+std::string Encode(const DataFileMsg& m);
 std::optional<ReadyMsg> DecodeReady(std::string_view data);
 std::optional<CheckRequestMsg> DecodeRequest(std::string_view data);
 std::optional<CheckResultMsg> DecodeResult(std::string_view data);
 std::optional<AcceptedMsg> DecodeAccepted(std::string_view data);
+std::optional<DataFileMsg> DecodeDataFile(std::string_view data);
 
 // Largest message on the control socket (no bulk data travels there).
 inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;

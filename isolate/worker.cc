@@ -12,9 +12,11 @@
 #include <cstring>
 #include <new>
 #include <string_view>
+#include <vector>
 
 #include "axqc/checker.h"
 #include "axqc/render_graph.h"
+#include "axqc/external_data.h"
 #include "axqc/sha256.h"
 #include "axqc/threads.h"
 #include "protocol.h"
@@ -155,8 +157,8 @@ std::string RenderReport(std::string_view bytes, const HtmlSettings& settings) {
   return RenderHtml(service::FromProto(proto), ToHtmlOptions(settings));
 }
 
-CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, int* report_fd,
-                        const TestHook& hook) {
+CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, const std::vector<int>& data_fds,
+                        int* report_fd, const TestHook& hook) {
   const double cpu_start = ProcessCpuSeconds();
   CheckResultMsg result;
   CheckOptions options;
@@ -190,6 +192,21 @@ CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, int* report_fd
           throw std::runtime_error(std::string("cannot map the model: ") + std::strerror(errno));
         }
         bytes = std::string_view(static_cast<const char*>(map), map_len);
+      }
+      // External data is read with pread from the descriptors the parent sent (never mapped:
+      // the address-space limit counts only the ranges the checker reads).
+      ExternalDataFds files;
+      if (req.external_data) {
+        for (std::size_t i = 0; i < data_fds.size(); ++i) {
+          struct stat st {};
+          if (::fstat(data_fds[i], &st) != 0 || !S_ISREG(st.st_mode) ||
+              static_cast<std::uint64_t>(st.st_size) != req.data_files[i].size) {
+            throw std::runtime_error("data file descriptor " + std::to_string(i) +
+                                     " does not match its declared size");
+          }
+          files.Add(req.data_files[i].name, data_fds[i], req.data_files[i].size);
+        }
+        options.external_data = &files;
       }
       serialized = req.task == Task::kRenderHtml
                        ? RenderReport(bytes, req.html)
@@ -267,21 +284,42 @@ int RunWorker(int argc, char** argv, const TestHook& hook) {
     if (st == RecvStatus::kClosed) return kExitOk;
     if (st != RecvStatus::kMessage) return kExitProtocol;
     const auto req = DecodeRequest(payload);
-    if (!req || (model_fd < 0 && req->path.empty()) ||
-        (req->task == Task::kRenderHtml && model_fd < 0)) {
+    if (!req || (model_fd < 0 && req->path.empty()) || (model_fd < 0 && req->external_data) ||
+        (!req->external_data && !req->data_files.empty()) ||
+        (req->task == Task::kRenderHtml && (model_fd < 0 || req->external_data))) {
       if (model_fd >= 0) ::close(model_fd);
       return kExitProtocol;
+    }
+    // The data files follow the request, one descriptor each, in order.
+    std::vector<int> data_fds;
+    auto close_data = [&] {
+      for (int fd : data_fds) ::close(fd);
+      data_fds.clear();
+    };
+    for (std::size_t i = 0; i < req->data_files.size(); ++i) {
+      int fd = -1;
+      const RecvStatus fst = RecvMessage(sock, &payload, &fd, 30'000);
+      const auto file = fst == RecvStatus::kMessage ? DecodeDataFile(payload) : std::nullopt;
+      if (!file || file->index != i || fd < 0) {
+        if (fd >= 0) ::close(fd);
+        close_data();
+        ::close(model_fd);
+        return kExitProtocol;
+      }
+      data_fds.push_back(fd);
     }
     // Taken: from here on a death of this process is the check's (worker_pool.h).
     AcceptedMsg accepted;
     accepted.pid = static_cast<std::int32_t>(::getpid());
     if (!SendMessage(sock, Encode(accepted))) {
       if (model_fd >= 0) ::close(model_fd);
+      close_data();
       return kExitOk;
     }
     int report_fd = -1;
-    const CheckResultMsg result = RunCheck(*req, model_fd, &report_fd, hook);
+    const CheckResultMsg result = RunCheck(*req, model_fd, data_fds, &report_fd, hook);
     if (model_fd >= 0) ::close(model_fd);
+    close_data();
     const bool sent = SendMessage(sock, Encode(result), report_fd);
     if (report_fd >= 0) ::close(report_fd);
     if (result.kind == ResultKind::kMemoryExhausted) return kExitMemoryExhausted;

@@ -429,6 +429,19 @@ CheckResult WorkerPool::Exchange(Worker& w, const CheckInput& input) {
     }
     req.model_bytes = model_size;
     req.sha256 = input.sha256;
+    if (input.data_files != nullptr) {
+      if (input.data_files->count() > kMaxDataFiles) {
+        if (own_fd) ::close(fd);
+        out.failure = Failure::kProtocol;
+        out.not_started = true;
+        out.error = "more than " + std::to_string(kMaxDataFiles) + " external data files";
+        return out;
+      }
+      req.external_data = true;
+      for (std::size_t i = 0; i < input.data_files->count(); ++i) {
+        req.data_files.push_back({input.data_files->name(i), input.data_files->size(i)});
+      }
+    }
   } else {
     struct stat st {};
     if (::stat(input.path.c_str(), &st) == 0) model_size = static_cast<std::uint64_t>(st.st_size);
@@ -438,7 +451,12 @@ CheckResult WorkerPool::Exchange(Worker& w, const CheckInput& input) {
                                                            options_.memory_factor * model_size);
   }
   out.worker = w.serial;
-  const bool sent = SendMessage(w.sock, Encode(req), fd);
+  bool sent = SendMessage(w.sock, Encode(req), fd);
+  for (std::size_t i = 0; sent && i < req.data_files.size(); ++i) {
+    DataFileMsg file;
+    file.index = static_cast<std::uint32_t>(i);
+    sent = SendMessage(w.sock, Encode(file), input.data_files->fd(i));
+  }
   const int send_errno = errno;
   if (own_fd) ::close(fd);
   double deadline = options_.deadline_seconds;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "axqc/checker.h"
+#include "data_files.h"
 #include "model_buffer.h"
 #include "protocol.h"
 
@@ -69,7 +70,10 @@ struct CheckInput {
   // The SHA-256 (hex) of the model bytes as this process computed them, or empty: the worker then
   // skips hashing. Never a hash that came from a client.
   std::string sha256;
-  std::string path;      // or, when not empty, a file the worker reads itself (allow_read)
+  std::string path;  // or, when not empty, a file the worker reads itself (allow_read)
+  // With `model`/`bytes`: the model's external data files, handed to the worker as descriptors
+  // (at most kMaxDataFiles). Null: none.
+  const DataFileSet* data_files = nullptr;
   CheckOptions options;  // timings: filled from the worker's
   // Task::kRenderHtml: `model`/`bytes` hold a serialized axqc.v1.Report and the result's
   // `report` is its HTML report, laid out under the same limits (CPU, memory, deadline, sandbox)

@@ -111,6 +111,7 @@ void CheckEngine::Run(const std::shared_ptr<Flight>& flight) {
   CheckOptions options = flight->job.options;
   options.timings = &timings;
   options.known_sha256 = flight->job.sha256;
+  options.external_data = flight->job.data.get();
   try {
     auto proto =
         std::make_shared<v1::Report>(check_(*flight->job.bytes, flight->job.name, options));

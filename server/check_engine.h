@@ -21,6 +21,7 @@
 #include "axqc/checker.h"
 #include "axqc/render_graph.h"
 #include "axqc/v1/axqc.pb.h"
+#include "data_files.h"
 #include "memory.h"
 #include "metrics.h"
 #include "model_buffer.h"
@@ -71,6 +72,9 @@ struct CheckJob {
   std::string options_key;
   CheckOptions options;
   std::shared_ptr<const isolate::ModelBuffer> bytes;  // sealed
+  // The model's external data files (CheckOptions::external_data), or null. With them, `sha256`
+  // is the bundle hash (DataFileSet::BundleSha256).
+  std::shared_ptr<const isolate::DataFileSet> data;
 };
 
 struct CheckOutcome {

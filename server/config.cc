@@ -230,6 +230,16 @@ const std::vector<Opt>& Options() {
                &ServerConfig::max_inline_bytes),
       BytesOpt("max-model-bytes", "largest model by Upload, path or URL (e.g. 1GiB)",
                &ServerConfig::max_model_bytes),
+      BytesOpt("max-external-data-bytes",
+               "largest total of a model's external data files (the files its tensors name), by "
+               "Upload, path or URL (e.g. 16GiB); counted apart from max-model-bytes, which "
+               "bounds the graph file. Uploaded and downloaded data files are written to unlinked "
+               "files in data-file-dir, not held in memory; 0 refuses models with external data",
+               &ServerConfig::max_external_data_bytes),
+      StringOpt("data-file-dir",
+                "directory for the unlinked temporary files that hold uploaded and downloaded "
+                "external data files; empty = $TMPDIR or /tmp",
+                &ServerConfig::data_file_dir),
       BytesOpt("max-inflight-bytes",
                "model bytes held in memory by all requests together (e.g. 4GiB)",
                &ServerConfig::max_inflight_bytes),

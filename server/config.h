@@ -41,8 +41,12 @@ struct ServerConfig {
   std::uint64_t memory_trim_rss = 0;
 
   // Limits.
-  std::uint64_t max_inline_bytes = 4ull << 20;    // CheckRequest.content
-  std::uint64_t max_model_bytes = 1ull << 30;     // Upload, path and URL models
+  std::uint64_t max_inline_bytes = 4ull << 20;  // CheckRequest.content
+  std::uint64_t max_model_bytes = 1ull << 30;   // Upload, path and URL models
+  // External data files of one model, all together (Upload, path and URL); 0 refuses them.
+  std::uint64_t max_external_data_bytes = 16ull << 30;
+  // Where uploaded and downloaded data files are written (unlinked); empty = $TMPDIR or /tmp.
+  std::string data_file_dir;
   std::uint64_t max_inflight_bytes = 4ull << 30;  // model bytes held in memory at once
   // Bytes held by Upload streams still being received (part of max_inflight_bytes).
   std::uint64_t max_inflight_upload_bytes = 2ull << 30;

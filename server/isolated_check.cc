@@ -74,6 +74,14 @@ IsolatedChecker MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, 
     input.sha256 = check_options.known_sha256;
     input.name = name;
     input.options = check_options;
+    if (check_options.external_data != nullptr) {
+      // The engine's data files (CheckJob::data) are descriptors the worker gets as they are.
+      input.data_files = dynamic_cast<const isolate::DataFileSet*>(check_options.external_data);
+      if (input.data_files == nullptr) {
+        throw std::runtime_error("external data files must be descriptors for a worker process");
+      }
+      input.options.external_data = nullptr;
+    }
     isolate::CheckResult r = pool->Check(input);
     using isolate::Failure;
     if (r.failure != Failure::kNone && r.not_started) {

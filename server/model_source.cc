@@ -4,10 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <system_error>
 
+#include "axqc/external_data.h"
+#include "protocol.h"
 #include "request_validation.h"
 #include "sha256.h"
 
@@ -134,7 +137,7 @@ class Fd {
 }  // namespace
 
 LoadedModel PathResolver::Load(const std::string& request_path, std::uint64_t max_bytes,
-                               ByteBudget& budget) const {
+                               ByteBudget& budget, std::uint64_t max_data_bytes) const {
   if (!enabled()) {
     throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
                       "path references are disabled on this server (no --allowed-root)");
@@ -230,8 +233,95 @@ LoadedModel PathResolver::Load(const std::string& request_path, std::uint64_t ma
   }
   LoadedModel out;
   out.sha256 = service::Sha256Hex(buffer.view());
+  // The external data files the model names, opened beside it (below its directory).
+  bool more = false;
+  const auto locations = ExternalDataLocations(buffer.view(), isolate::kMaxDataFiles, &more);
+  if (more) {
+    throw SourceError(grpc::StatusCode::INVALID_ARGUMENT,
+                      "the model names more than " + std::to_string(isolate::kMaxDataFiles) +
+                          " external data files; the service takes at most that many");
+  }
+  if (!locations.empty()) {
+    out.data = OpenDataFiles(dir.get(), locations, max_data_bytes, request_path);
+    out.graph_sha256 = out.sha256;
+    out.sha256 = out.data->BundleSha256(out.graph_sha256);
+  }
   out.bytes = AccountedBytes(std::move(buffer), std::move(reservation));
   return out;
+}
+
+std::shared_ptr<const isolate::DataFileSet> OpenDataFiles(int model_dir,
+                                                          const std::vector<std::string>& locations,
+                                                          std::uint64_t max_data_bytes,
+                                                          const std::string& shown_model) {
+  auto set = std::make_shared<isolate::DataFileSet>();
+  std::uint64_t total = 0;
+  for (const auto& location : locations) {
+    // A location the checker refuses (absolute, "..", control characters) is not opened: the
+    // check then fails on it with the checker's own message, as on the command line.
+    if (!ExternalDataNameProblem(location).empty()) continue;
+    const std::string name = NormalizeExternalDataName(location);
+    if (set->Find(name) != set->count()) continue;
+    const std::string shown = "external data file '" + Clip(name) + "' of " + Clip(shown_model);
+    auto fail = [&](int err, int at, const std::string& component) {
+      struct stat lst {};
+      if (::fstatat(at, component.c_str(), &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISLNK(lst.st_mode)) {
+        throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
+                          shown +
+                              " is or lies under a symbolic link; data files must be plain "
+                              "files beside the model");
+      }
+      if (err == ENOENT || err == ENOTDIR) {
+        throw SourceError(grpc::StatusCode::NOT_FOUND, shown + " does not exist beside the model");
+      }
+      FailOpen(err, shown);
+    };
+    std::vector<std::string> parts;
+    for (const auto& part : fs::path(name)) parts.push_back(part.string());
+    Fd dir(::fcntl(model_dir, F_DUPFD_CLOEXEC, 0));
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+      Fd next(::openat(dir.get(), parts[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (next.get() < 0) fail(errno, dir.get(), parts[i]);
+      dir = std::move(next);
+    }
+    const int fd =
+        ::openat(dir.get(), parts.back().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) fail(errno, dir.get(), parts.back());
+    Fd file(fd);
+    struct stat st {};
+    if (::fstat(file.get(), &st) != 0) FailOpen(errno, shown);
+    if (!S_ISREG(st.st_mode)) {
+      throw SourceError(grpc::StatusCode::INVALID_ARGUMENT, shown + " is not a regular file");
+    }
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    total += size;
+    if (total > max_data_bytes) {
+      throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "the model's external data files are " + std::to_string(total) +
+                            "+ bytes, over the limit of " + std::to_string(max_data_bytes) +
+                            " (max-external-data-bytes)");
+    }
+    service::Sha256 hash;
+    std::vector<char> chunk(std::size_t{1} << 20);
+    std::uint64_t done = 0;
+    while (done < size) {
+      const ssize_t got =
+          ::pread(file.get(), chunk.data(),
+                  static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), size - done)),
+                  static_cast<off_t>(done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) FailOpen(errno, shown);
+      if (got == 0) {
+        throw SourceError(grpc::StatusCode::UNAVAILABLE, shown + " shrank while being read");
+      }
+      hash.Update(std::string_view(chunk.data(), static_cast<std::size_t>(got)));
+      done += static_cast<std::uint64_t>(got);
+    }
+    // The set owns the descriptor from here on.
+    set->Add(name, ::fcntl(file.get(), F_DUPFD_CLOEXEC, 0), size, hash.HexDigest());
+  }
+  return set;
 }
 
 }  // namespace axqc::server

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "data_files.h"
 #include "metrics.h"
 #include "model_buffer.h"
 
@@ -88,7 +89,12 @@ std::shared_ptr<const isolate::ModelBuffer> AccountedBytes(isolate::ModelBuffer&
 
 struct LoadedModel {
   std::shared_ptr<const isolate::ModelBuffer> bytes;  // sealed
-  std::string sha256;  // computed by this server from the bytes, never taken from a client
+  // Computed by this server from the bytes, never taken from a client. With data files: the
+  // bundle hash of the graph file and the data files (DataFileSet::BundleSha256).
+  std::string sha256;
+  // The external data files the model's tensors name, or null (a model without external data).
+  std::shared_ptr<const isolate::DataFileSet> data;
+  std::string graph_sha256;  // with data files: the sha256 of the graph file alone
 };
 
 // Path references: a request path is accepted only when it lies inside one of the allowed roots
@@ -103,8 +109,11 @@ class PathResolver {
   // Throws SourceError: INVALID_ARGUMENT (empty, NUL, not a regular file), PERMISSION_DENIED
   // (outside the roots, "..", symlink escape, path references disabled), NOT_FOUND,
   // RESOURCE_EXHAUSTED (larger than max_bytes or over the byte budget).
-  LoadedModel Load(const std::string& request_path, std::uint64_t max_bytes,
-                   ByteBudget& budget) const;
+  // A model whose tensors name external data files gets them opened beside it (LoadedModel::data)
+  // the same way (below the model's directory, no symbolic link, regular files only), together at
+  // most `max_data_bytes`; NOT_FOUND for a missing one.
+  LoadedModel Load(const std::string& request_path, std::uint64_t max_bytes, ByteBudget& budget,
+                   std::uint64_t max_data_bytes = 0) const;
 
  private:
   struct Root {
@@ -113,6 +122,14 @@ class PathResolver {
   };
   std::vector<Root> roots_;
 };
+
+// Opens the data files `locations` (ExternalDataLocations of a model) below the directory
+// `model_dir` (a descriptor) without following symbolic links, and hashes them. Locations the
+// checker refuses are skipped (the check reports them). Throws SourceError.
+std::shared_ptr<const isolate::DataFileSet> OpenDataFiles(int model_dir,
+                                                          const std::vector<std::string>& locations,
+                                                          std::uint64_t max_data_bytes,
+                                                          const std::string& shown_model);
 
 // True when `path` equals `root` or lies below it, comparing whole components.
 bool IsWithin(const std::filesystem::path& path, const std::filesystem::path& root);

@@ -1,7 +1,11 @@
 #include "upload_assembler.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <system_error>
@@ -9,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "axqc/external_data.h"
+#include "protocol.h"
 #include "request_validation.h"
 
 namespace axqc::server {
@@ -150,6 +156,9 @@ grpc::Status UploadAssembler::AddMessage(const v1::UploadRequest& msg, std::stri
       }
       return AddMetadata(msg.metadata());
     case State::kReceiving:
+      if (msg.part_case() == v1::UploadRequest::kDataChunk) {
+        return AddDataChunk(msg.data_chunk().file(), msg.data_chunk().data());
+      }
       if (msg.part_case() != v1::UploadRequest::kChunk) {
         return Fail(Invalid(msg.part_case() == v1::UploadRequest::kMetadata
                                 ? "only the first Upload message may carry metadata"
@@ -176,6 +185,7 @@ grpc::Status UploadAssembler::AddMetadata(const v1::UploadMetadata& m) {
   if (declared_size_ > 0) {
     if (grpc::Status room = CheckRoom(declared_size_); !room.ok()) return Fail(room);
   }
+  if (grpc::Status data = OpenDataFiles(m); !data.ok()) return Fail(data);
   // The size hint sizes a heap buffer up front (when no memfd can be made): never more than a
   // pipeline's worth for a size nobody has sent yet.
   buffer_.emplace(isolate::ModelBuffer::Backing::kMemfd,
@@ -251,8 +261,9 @@ grpc::Status UploadAssembler::Finish(LoadedModel* model) {
     return Fail(Invalid("sha256 mismatch: declared " + metadata_.sha256() +
                         ", received bytes hash to " + sha256));
   }
-  state_ = State::kDone;
   model->sha256 = sha256;
+  if (grpc::Status data = FinishDataFiles(model); !data.ok()) return Fail(data);
+  state_ = State::kDone;
   try {
     model->bytes = AccountedBytes(std::move(*buffer_), std::move(model_reservation_));
   } catch (const std::system_error& e) {
@@ -269,8 +280,169 @@ void UploadAssembler::Abort() {
   pipeline_.reset();
   buffer_.reset();
   received_ = 0;
+  CloseDataFiles();
   model_reservation_.Reset();
   upload_reservation_.Reset();
+}
+
+void UploadAssembler::AllowDataFiles(std::uint64_t max_bytes, std::string dir) {
+  max_data_bytes_ = max_bytes;
+  data_dir_ = std::move(dir);
+}
+
+void UploadAssembler::CloseDataFiles() {
+  for (auto& f : data_files_) {
+    if (f.write_fd >= 0) ::close(f.write_fd);
+    if (f.read_fd >= 0) ::close(f.read_fd);
+  }
+  data_files_.clear();
+}
+
+grpc::Status UploadAssembler::CheckDataFile(const std::string& field, std::string_view name,
+                                            std::uint64_t size, std::uint64_t total_before,
+                                            std::string* normalized) const {
+  if (max_data_bytes_ == 0) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "this server takes no external data files (max-external-data-bytes 0)");
+  }
+  if (std::string why = ExternalDataNameProblem(name); !why.empty()) {
+    return Invalid(field + " " + why);
+  }
+  *normalized = NormalizeExternalDataName(name);
+  for (const auto& f : data_files_) {
+    if (f.name == *normalized) return Invalid(field + " '" + *normalized + "' is listed twice");
+  }
+  if (size > max_data_bytes_ || total_before > max_data_bytes_ - size) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "the external data files are over the limit of " +
+                            std::to_string(max_data_bytes_) +
+                            " bytes all together (max-external-data-bytes)");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status UploadAssembler::NewDataFile(std::string name, std::uint64_t size,
+                                          std::string sha256) {
+  DataFile d;
+  d.name = std::move(name);
+  d.declared = size;
+  d.sha256 = std::move(sha256);
+  d.hasher = std::make_unique<service::Sha256>();
+  try {
+    d.read_fd = isolate::TempDataFile(data_dir_, &d.write_fd);
+  } catch (const std::system_error& e) {
+    return grpc::Status(grpc::StatusCode::INTERNAL, e.what());
+  }
+  data_files_.push_back(std::move(d));
+  return grpc::Status::OK;
+}
+
+grpc::Status UploadAssembler::OpenDataFiles(const v1::UploadMetadata& m) {
+  if (m.data_files_size() == 0) return grpc::Status::OK;
+  if (m.data_files_size() > static_cast<int>(isolate::kMaxDataFiles)) {
+    return Invalid("metadata.data_files lists " + std::to_string(m.data_files_size()) +
+                   " files; at most " + std::to_string(isolate::kMaxDataFiles));
+  }
+  std::uint64_t total = 0;
+  for (int i = 0; i < m.data_files_size(); ++i) {
+    const auto& f = m.data_files(i);
+    const std::string field = "metadata.data_files[" + std::to_string(i) + "]";
+    std::string name;
+    if (grpc::Status s = CheckDataFile(field + ".name", f.name(), f.size_bytes(), total, &name);
+        !s.ok()) {
+      return s;
+    }
+    if (!service::IsSha256Hex(f.sha256())) {
+      return Invalid(field + ".sha256 must be 64 lowercase hex characters");
+    }
+    total += f.size_bytes();
+    if (grpc::Status s = NewDataFile(std::move(name), f.size_bytes(), f.sha256()); !s.ok()) {
+      return s;
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status UploadAssembler::BeginDataFile(std::string_view name, std::uint64_t size,
+                                            std::uint32_t* index) {
+  if (state_ != State::kReceiving) return Fail(Invalid("a data file outside an upload"));
+  if (data_files_.size() >= isolate::kMaxDataFiles) {
+    return Fail(
+        Invalid("more than " + std::to_string(isolate::kMaxDataFiles) + " external data files"));
+  }
+  std::uint64_t total = 0;
+  for (const auto& f : data_files_) total += f.declared;
+  std::string normalized;
+  const std::string field = "data file '" + std::string(name.substr(0, 200)) + "':";
+  if (grpc::Status s = CheckDataFile(field + " name", name, size, total, &normalized); !s.ok()) {
+    return Fail(s);
+  }
+  if (grpc::Status s = NewDataFile(std::move(normalized), size, {}); !s.ok()) return Fail(s);
+  *index = static_cast<std::uint32_t>(data_files_.size() - 1);
+  return grpc::Status::OK;
+}
+
+grpc::Status UploadAssembler::AddDataBytes(std::uint32_t index, std::string_view bytes) {
+  if (state_ != State::kReceiving) return Fail(Invalid("data bytes outside an upload"));
+  return AddDataChunk(index, bytes);
+}
+
+grpc::Status UploadAssembler::AddDataChunk(std::uint32_t file, std::string_view bytes) {
+  if (file >= data_files_.size()) {
+    return Fail(Invalid("data_chunk.file " + std::to_string(file) +
+                        " is not an index into metadata.data_files"));
+  }
+  DataFile& f = data_files_[file];
+  if (bytes.size() > f.declared - f.received) {
+    return Fail(Invalid("received more bytes of data file '" + f.name +
+                        "' than its declared size_bytes " + std::to_string(f.declared)));
+  }
+  f.hasher->Update(bytes);
+  // Runs of zeros are not written: the file stays sparse there (its size is set at the end).
+  const bool zeros = std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
+  std::size_t done = zeros ? bytes.size() : 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::pwrite(f.write_fd, bytes.data() + done, bytes.size() - done,
+                               static_cast<off_t>(f.received + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return Fail(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                               "cannot store data file '" + f.name + "': " + std::strerror(errno)));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  f.received += bytes.size();
+  return grpc::Status::OK;
+}
+
+grpc::Status UploadAssembler::FinishDataFiles(LoadedModel* model) {
+  if (data_files_.empty()) return grpc::Status::OK;
+  auto set = std::make_shared<isolate::DataFileSet>();
+  for (auto& f : data_files_) {
+    if (f.received != f.declared) {
+      return Invalid("received " + std::to_string(f.received) + " bytes of data file '" + f.name +
+                     "', declared size_bytes " + std::to_string(f.declared));
+    }
+    const std::string sha256 = f.hasher->HexDigest();
+    if (!f.sha256.empty() && sha256 != f.sha256) {
+      return Invalid("sha256 mismatch for data file '" + f.name + "': declared " + f.sha256 +
+                     ", received bytes hash to " + sha256);
+    }
+    if (::ftruncate(f.write_fd, static_cast<off_t>(f.declared)) != 0) {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "cannot store data file '" + f.name + "': " + std::strerror(errno));
+    }
+    ::close(f.write_fd);
+    f.write_fd = -1;
+    const int fd = f.read_fd;
+    f.read_fd = -1;
+    set->Add(f.name, fd, f.declared, sha256);
+  }
+  data_files_.clear();
+  model->graph_sha256 = model->sha256;
+  model->sha256 = set->BundleSha256(model->graph_sha256);
+  model->data = std::move(set);
+  return grpc::Status::OK;
 }
 
 grpc::Status UploadAssembler::Fail(grpc::Status status) {

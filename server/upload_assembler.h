@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "axqc/v1/axqc.pb.h"
 #include "model_source.h"
@@ -40,6 +41,18 @@ class UploadAssembler {
   ~UploadAssembler();
   UploadAssembler(const UploadAssembler&) = delete;
   UploadAssembler& operator=(const UploadAssembler&) = delete;
+
+  // Accepts external data files (UploadMetadata.data_files): at most `max_bytes` all together,
+  // written to unlinked files in `dir` (empty: $TMPDIR or /tmp). Without this call (or with 0)
+  // an upload listing data files is refused. Call before the first message.
+  void AllowDataFiles(std::uint64_t max_bytes, std::string dir);
+
+  // A data file announced after the metadata, with its size but no declared sha256 (the HTTP tar
+  // upload learns the files from the archive as it arrives): as a UploadMetadata.data_files entry
+  // (same name, count and size limits). On OK `*index` is the file's index for AddDataBytes.
+  grpc::Status BeginDataFile(std::string_view name, std::uint64_t size, std::uint32_t* index);
+  // The next bytes of data file `index` (as an UploadRequest.data_chunk).
+  grpc::Status AddDataBytes(std::uint32_t index, std::string_view bytes);
 
   // Uploads of at least this many bytes (declared, or received so far) are hashed on their own
   // thread.
@@ -75,6 +88,13 @@ class UploadAssembler {
   grpc::Status AddMetadata(const v1::UploadMetadata& m);
   // `owned`: the chunk's string when it may be taken (null: `chunk` is copied).
   grpc::Status AddChunk(std::string_view chunk, std::string* owned);
+  grpc::Status AddDataChunk(std::uint32_t file, std::string_view bytes);
+  grpc::Status OpenDataFiles(const v1::UploadMetadata& m);
+  // Checks one more data file against the limits; `field` names it in messages.
+  grpc::Status CheckDataFile(const std::string& field, std::string_view name, std::uint64_t size,
+                             std::uint64_t total_before, std::string* normalized) const;
+  grpc::Status NewDataFile(std::string name, std::uint64_t size, std::string sha256);
+  grpc::Status FinishDataFiles(LoadedModel* model);
   grpc::Status Fail(grpc::Status status);
   grpc::Status TooBig(std::uint64_t size) const;
   // Makes both reservations cover `total` bytes.
@@ -83,6 +103,20 @@ class UploadAssembler {
   grpc::Status CheckRoom(std::uint64_t size) const;
 
   const std::uint64_t max_model_bytes_;
+  // External data files: each an unlinked file being written (write_fd) and its read-only twin.
+  struct DataFile {
+    std::string name;
+    std::uint64_t declared = 0;
+    std::uint64_t received = 0;
+    std::string sha256;  // declared; empty: not declared (BeginDataFile)
+    int write_fd = -1;
+    int read_fd = -1;
+    std::unique_ptr<service::Sha256> hasher;
+  };
+  std::uint64_t max_data_bytes_ = 0;
+  std::string data_dir_;
+  std::vector<DataFile> data_files_;
+  void CloseDataFiles();
   State state_ = State::kExpectMetadata;
   v1::UploadMetadata metadata_;
   std::uint64_t declared_size_ = 0;

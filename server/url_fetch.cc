@@ -1,8 +1,14 @@
 #include "url_fetch.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -23,6 +29,9 @@
 #include <boost/beast/ssl.hpp>
 #pragma GCC diagnostic pop
 
+#include "axqc/external_data.h"
+#include "protocol.h"
+#include "request_validation.h"
 #include "sha256.h"
 
 namespace axqc::server {
@@ -50,12 +59,38 @@ bool ValidPort(const std::string& p) {
   return ec == std::errc() && ptr == p.data() + p.size() && v >= 1 && v <= 65535;
 }
 
+// A data file's body goes to a file instead (written sparse, hashed as it arrives).
+struct FileTarget {
+  int fd = -1;
+  std::uint64_t written = 0;
+  service::Sha256 hash;
+};
+
+// Appends `bytes` to the file (runs of zeros are skipped: the file is sparse there; its size is
+// set at the end) and hashes them. Throws std::system_error.
+void WriteSparse(FileTarget& f, std::string_view bytes) {
+  f.hash.Update(bytes);
+  const bool zeros = std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
+  std::size_t done = zeros ? bytes.size() : 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::pwrite(f.fd, bytes.data() + done, bytes.size() - done,
+                               static_cast<off_t>(f.written + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::system_error(errno, std::generic_category(), "writing a data file");
+    done += static_cast<std::size_t>(n);
+  }
+  f.written += bytes.size();
+}
+
 // A response body received straight into a model buffer (isolate/model_buffer.h: a memfd, written
 // with write(); no heap copy of the model, and a worker process is later handed the same memfd).
 struct ModelBufferBody {
   struct value_type {
     std::unique_ptr<isolate::ModelBuffer> buffer;
-    std::uint64_t size() const { return buffer != nullptr ? buffer->size() : 0; }
+    FileTarget* file = nullptr;  // set: the body goes there, `buffer` stays null
+    std::uint64_t size() const {
+      return file != nullptr ? file->written : buffer != nullptr ? buffer->size() : 0;
+    }
   };
 
   class reader {
@@ -64,6 +99,8 @@ struct ModelBufferBody {
     reader(http::header<kIsRequest, Fields>& /*header*/, value_type& body) : body_(body) {}
 
     void init(const boost::optional<std::uint64_t>& length, beast::error_code& ec) {
+      ec = {};
+      if (body_.file != nullptr) return;
       body_.buffer = std::make_unique<isolate::ModelBuffer>(isolate::ModelBuffer::Backing::kMemfd,
                                                             length ? *length : 0);
       ec = {};
@@ -74,7 +111,12 @@ struct ModelBufferBody {
       std::size_t n = 0;
       try {
         for (const auto b : beast::buffers_range_ref(buffers)) {
-          body_.buffer->Append(std::string_view(static_cast<const char*>(b.data()), b.size()));
+          const std::string_view bytes(static_cast<const char*>(b.data()), b.size());
+          if (body_.file != nullptr) {
+            WriteSparse(*body_.file, bytes);
+          } else {
+            body_.buffer->Append(bytes);
+          }
           n += b.size();
         }
         ec = {};
@@ -112,7 +154,7 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
 
   GetOp(net::io_context& ioc, net::ssl::context* tls, ParsedUrl url,
         std::chrono::steady_clock::time_point deadline, std::uint64_t max_bytes, Hop* out,
-        const UrlPolicy* extra)
+        const UrlPolicy* extra, FileTarget* file)
       : extra_(extra),
         resolver_(ioc),
         stream_(MakeStream(ioc, tls)),
@@ -122,6 +164,7 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
         out_(out) {
     parser_.body_limit(max_bytes);
     parser_.header_limit(64 * 1024);
+    parser_.get().body().file = file;
   }
 
   void Start() {
@@ -277,7 +320,7 @@ class GetOp : public std::enable_shared_from_this<GetOp<kTls>> {
 
 Hop RunHop(const ParsedUrl& url, std::chrono::steady_clock::time_point deadline,
            std::uint64_t max_bytes, ByteBudget& budget, const std::atomic<bool>& cancelled,
-           const UrlPolicy* extra) {
+           const UrlPolicy* extra, FileTarget* file) {
   net::io_context ioc;
   Hop hop;
   hop.reservation = Reservation(&budget);
@@ -288,9 +331,10 @@ Hop RunHop(const ParsedUrl& url, std::chrono::steady_clock::time_point deadline,
     tls->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
                      net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
                      net::ssl::context::no_tlsv1_1);
-    std::make_shared<GetOp<true>>(ioc, &*tls, url, deadline, max_bytes, &hop, extra)->Start();
+    std::make_shared<GetOp<true>>(ioc, &*tls, url, deadline, max_bytes, &hop, extra, file)->Start();
   } else {
-    std::make_shared<GetOp<false>>(ioc, nullptr, url, deadline, max_bytes, &hop, extra)->Start();
+    std::make_shared<GetOp<false>>(ioc, nullptr, url, deadline, max_bytes, &hop, extra, file)
+        ->Start();
   }
   // Poll so that a cancelled request stops the fetch within ~50 ms.
   while (!ioc.stopped()) {
@@ -412,8 +456,127 @@ bool HostAllowed(const ParsedUrl& url, const std::vector<std::string>& allow_hos
   return false;
 }
 
+namespace {
+LoadedModel Fetch(const std::string& url_text, const UrlPolicy& policy, ByteBudget& budget,
+                  const std::atomic<bool>& cancelled, FileTarget* file);
+}  // namespace
+
 LoadedModel FetchUrl(const std::string& url_text, const UrlPolicy& policy, ByteBudget& budget,
                      const std::atomic<bool>& cancelled) {
+  return Fetch(url_text, policy, budget, cancelled, nullptr);
+}
+
+namespace {
+
+// Percent-encodes a normalized data file name for a URL path ('/' kept).
+std::string EncodePath(const std::string& name) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : name) {
+    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string DataFileUrl(const std::string& model_url, const std::string& name) {
+  const ParsedUrl base = ParseUrl(model_url);
+  std::string dir = base.target.substr(0, base.target.find('?'));
+  dir = dir.substr(0, dir.rfind('/') + 1);
+  return base.scheme + "://" + base.HostHeader() + dir + EncodePath(name);
+}
+
+void FetchDataFiles(LoadedModel& model, const std::string& model_url,
+                    const std::map<std::string, std::string>& urls, const UrlPolicy& policy,
+                    std::uint64_t max_data_bytes, const std::string& dir,
+                    const std::atomic<bool>& cancelled) {
+  bool more = false;
+  const auto locations = ExternalDataLocations(model.bytes->view(), isolate::kMaxDataFiles, &more);
+  if (more) {
+    throw SourceError(grpc::StatusCode::INVALID_ARGUMENT,
+                      "the model names more than " + std::to_string(isolate::kMaxDataFiles) +
+                          " external data files; the service takes at most that many");
+  }
+  for (const auto& [name, url] : urls) {
+    bool named = false;
+    for (const auto& loc : locations) {
+      named |= ExternalDataNameProblem(loc).empty() && NormalizeExternalDataName(loc) == name;
+    }
+    if (!named) {
+      throw SourceError(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          "data_files names '" + Clip(name) + "', which no tensor of the model names");
+    }
+  }
+  if (locations.empty()) return;
+  if (max_data_bytes == 0) {
+    throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      "this server takes no external data files (max-external-data-bytes 0)");
+  }
+  auto set = std::make_shared<isolate::DataFileSet>();
+  // Data files are not held in memory: they count against max-external-data-bytes only.
+  ByteBudget unlimited(UINT64_MAX, static_cast<prometheus::Gauge*>(nullptr));
+  std::uint64_t total = 0;
+  for (const auto& location : locations) {
+    // Refused locations are not fetched; the checker reports them.
+    if (!ExternalDataNameProblem(location).empty()) continue;
+    const std::string name = NormalizeExternalDataName(location);
+    if (set->Find(name) != set->count()) continue;
+    const auto given = urls.find(name);
+    const std::string url = given != urls.end() ? given->second : DataFileUrl(model_url, name);
+    int write_fd = -1;
+    int read_fd = -1;
+    try {
+      read_fd = isolate::TempDataFile(dir, &write_fd);
+    } catch (const std::system_error& e) {
+      throw SourceError(grpc::StatusCode::INTERNAL, e.what());
+    }
+    FileTarget file;
+    file.fd = write_fd;
+    UrlPolicy data_policy = policy;
+    data_policy.max_bytes = max_data_bytes - total;
+    try {
+      Fetch(url, data_policy, unlimited, cancelled, &file);
+      if (::ftruncate(write_fd, static_cast<off_t>(file.written)) != 0) {
+        throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          std::string("cannot store a data file: ") + std::strerror(errno));
+      }
+    } catch (const SourceError& e) {
+      ::close(write_fd);
+      ::close(read_fd);
+      if (e.code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+          std::string(e.what()).find("over the limit of") != std::string::npos) {
+        throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "the model's external data files are over the limit of " +
+                              std::to_string(max_data_bytes) +
+                              " bytes all together (max-external-data-bytes)");
+      }
+      throw SourceError(e.code(), "external data file '" + Clip(name) + "': " + e.what());
+    }
+    ::close(write_fd);
+    total += file.written;
+    try {
+      set->Add(name, read_fd, file.written, file.hash.HexDigest());
+    } catch (const std::invalid_argument& e) {
+      throw SourceError(grpc::StatusCode::INVALID_ARGUMENT, e.what());
+    }
+  }
+  model.graph_sha256 = model.sha256;
+  model.sha256 = set->BundleSha256(model.graph_sha256);
+  model.data = std::move(set);
+}
+
+namespace {
+
+LoadedModel Fetch(const std::string& url_text, const UrlPolicy& policy, ByteBudget& budget,
+                  const std::atomic<bool>& cancelled, FileTarget* file) {
   if (policy.allow_hosts.empty()) {
     throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
                       "URL references are disabled on this server (no --url-allow-host)");
@@ -430,7 +593,7 @@ LoadedModel FetchUrl(const std::string& url_text, const UrlPolicy& policy, ByteB
     }
     const bool same_origin = url.Origin() == first_origin;
     Hop hop = RunHop(url, deadline, policy.max_bytes, budget, cancelled,
-                     custom && same_origin ? &policy : nullptr);
+                     custom && same_origin ? &policy : nullptr, file);
     if (!hop.budget_error.empty()) {
       throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED, hop.budget_error);
     }
@@ -447,6 +610,7 @@ LoadedModel FetchUrl(const std::string& url_text, const UrlPolicy& policy, ByteB
           grpc::StatusCode::UNAVAILABLE,
           std::string("fetching ") + url.Redacted() + ": " + hop.stage + ": " + hop.ec.message());
     }
+    if (hop.status == 200 && file != nullptr) return LoadedModel{};
     if (hop.status == 200) {
       Reservation reservation = std::move(hop.reservation);
       isolate::ModelBuffer body =
@@ -486,5 +650,7 @@ LoadedModel FetchUrl(const std::string& url_text, const UrlPolicy& policy, ByteB
                       "HTTP " + std::to_string(hop.status) + " for " + url.Redacted());
   }
 }
+
+}  // namespace
 
 }  // namespace axqc::server

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,5 +56,20 @@ struct UrlPolicy {
 // INVALID_ARGUMENT (malformed URL).
 LoadedModel FetchUrl(const std::string& url, const UrlPolicy& policy, ByteBudget& budget,
                      const std::atomic<bool>& cancelled);
+
+// The URL of data file `name` (a normalized relative name) of the model at `model_url`: the
+// model URL's folder (its query string dropped) with the name, percent-encoded, appended.
+std::string DataFileUrl(const std::string& model_url, const std::string& name);
+
+// Fetches the external data files the model names (ExternalDataLocations) into unlinked files in
+// `dir` (not held in memory), with `policy` (allowlist, redirects, timeout) and at most
+// `max_data_bytes` all together; each from `urls[name]` when given, else DataFileUrl(model_url,
+// name). Sets model.data, model.graph_sha256 and model.sha256 (the bundle hash). A name in `urls`
+// the model does not name is INVALID_ARGUMENT; a location the checker refuses is not fetched (the
+// check reports it). Throws SourceError as FetchUrl (RESOURCE_EXHAUSTED over max_data_bytes).
+void FetchDataFiles(LoadedModel& model, const std::string& model_url,
+                    const std::map<std::string, std::string>& urls, const UrlPolicy& policy,
+                    std::uint64_t max_data_bytes, const std::string& dir,
+                    const std::atomic<bool>& cancelled);
 
 }  // namespace axqc::server

@@ -2,6 +2,8 @@
 // points only say that this build has no remote support.
 #include "remote.h"
 
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <random>
 #include <thread>
 
+#include "axqc/external_data.h"
 #include "cli.h"
 #include "exit_codes.h"
 
@@ -42,6 +45,7 @@
 #include "axqc/checker.h"
 #include "axqc/v1/axqc.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "protocol.h"
 #include "report_proto.h"
 #include "sha256.h"
 #include "status_name.h"
@@ -655,7 +659,82 @@ class Progress {
   int last_ = -1;
 };
 
-// A local file: GetReport by hash, Upload on NOT_FOUND.
+// An external data file of a local model, read from beside it.
+struct LocalDataFile {
+  std::string name;  // normalized, as the model's tensors name it
+  std::string path;
+  std::uint64_t size = 0;
+  std::string sha256;
+};
+
+// The external data files the model at `path` names (ExternalDataLocations), found beside it with
+// the command line's own rules: a location the checker refuses, or one that does not resolve to a
+// regular file inside the model's folder, is not sent (the server's check then names it). Empty
+// for a model without external data. `*error` is set when a file cannot be read.
+std::vector<LocalDataFile> LocalDataFiles(const std::string& path, std::string* error) {
+  std::vector<LocalDataFile> out;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  struct stat st {};
+  std::vector<std::string> locations;
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    const auto len = static_cast<std::size_t>(st.st_size);
+    void* map = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map != MAP_FAILED) {
+      locations = ExternalDataLocations(std::string_view(static_cast<const char*>(map), len),
+                                        isolate::kMaxDataFiles + 1);
+      ::munmap(map, len);
+    }
+  }
+  ::close(fd);
+  if (locations.empty()) return out;
+  std::error_code ec;
+  const fs::path dir = fs::canonical(fs::absolute(path).parent_path(), ec);
+  if (ec) return out;
+  for (const auto& location : locations) {
+    if (!ExternalDataNameProblem(location).empty()) continue;
+    LocalDataFile f;
+    f.name = NormalizeExternalDataName(location);
+    const fs::path target = fs::canonical(dir / f.name, ec);
+    if (ec || !fs::is_regular_file(target, ec)) continue;
+    const fs::path rel = target.lexically_relative(dir);
+    if (rel.empty() || *rel.begin() == "..") continue;
+    f.path = target.string();
+    service::Sha256 hasher;
+    std::ifstream in(f.path, std::ios::binary);
+    std::string buf(kChunkBytes, '\0');
+    while (in) {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      const auto n = static_cast<std::size_t>(in.gcount());
+      if (n == 0) break;
+      hasher.Update(std::string_view(buf.data(), n));
+      f.size += n;
+    }
+    if (in.bad()) {
+      *error = f.path + ": read error";
+      return {};
+    }
+    f.sha256 = hasher.HexDigest();
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+// The bundle hash of a model and its data files (isolate/data_files.h), the key the server uses.
+std::string BundleSha256(const std::string& graph_sha256, const std::vector<LocalDataFile>& files) {
+  std::vector<const LocalDataFile*> sorted;
+  for (const auto& f : files) sorted.push_back(&f);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const LocalDataFile* x, const LocalDataFile* y) { return x->name < y->name; });
+  std::string text = "axqc-external-data/1\n" + graph_sha256 + "\n";
+  for (const LocalDataFile* f : sorted) {
+    text += f->name + "\n" + std::to_string(f->size) + "\n" + f->sha256 + "\n";
+  }
+  return service::Sha256Hex(text);
+}
+
+// A local file: GetReport by hash, Upload on NOT_FOUND. A model with external data files is
+// looked up by its bundle hash and uploaded with its data files (UploadMetadata.data_files).
 ModelResult CheckLocalFile(const Connection& c, v1::Checker::Stub& stub, const CheckArgs& a,
                            const std::string& path) {
   ModelResult m;
@@ -688,7 +767,17 @@ ModelResult CheckLocalFile(const Connection& c, v1::Checker::Stub& stub, const C
       return m;
     }
   }
-  const std::string sha256 = hasher.HexDigest();
+  const std::string graph_sha256 = hasher.HexDigest();
+  std::string data_error;
+  const std::vector<LocalDataFile> data_files = LocalDataFiles(path, &data_error);
+  if (!data_error.empty()) {
+    m.error = data_error;
+    return m;
+  }
+  const std::string sha256 =
+      data_files.empty() ? graph_sha256 : BundleSha256(graph_sha256, data_files);
+  std::uint64_t total = size;
+  for (const auto& f : data_files) total += f.size;
   const v1::CheckOptions options = ProtoOptions(a);
 
   // Hash first: the lookup is this check (recorded with its labels when the server knows the
@@ -728,21 +817,36 @@ ModelResult CheckLocalFile(const Connection& c, v1::Checker::Stub& stub, const C
         for (const auto& [k, v] : a.labels) (*md->mutable_labels())[k] = v;
         *md->mutable_options() = options;
         md->set_size_bytes(size);
-        md->set_sha256(sha256);
+        md->set_sha256(graph_sha256);
+        for (const auto& f : data_files) {
+          auto* d = md->add_data_files();
+          d->set_name(f.name);
+          d->set_size_bytes(f.size);
+          d->set_sha256(f.sha256);
+        }
         bool ok = writer->Write(first);
-        std::ifstream in(path, std::ios::binary);
-        Progress progress(a.progress, name, size);
+        Progress progress(a.progress, name, total);
         std::uint64_t sent = 0;
         std::string buf(kChunkBytes, '\0');
-        while (ok && in) {
-          in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-          const auto n = static_cast<std::size_t>(in.gcount());
-          if (n == 0) break;
-          v1::UploadRequest msg;
-          msg.set_chunk(buf.data(), n);
-          ok = writer->Write(msg);
-          sent += n;
-          progress.Update(sent);
+        // The model, then each data file (index -1: the model).
+        for (int file = -1; ok && file < static_cast<int>(data_files.size()); ++file) {
+          std::ifstream in(file < 0 ? path : data_files[static_cast<std::size_t>(file)].path,
+                           std::ios::binary);
+          while (ok && in) {
+            in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+            const auto n = static_cast<std::size_t>(in.gcount());
+            if (n == 0) break;
+            v1::UploadRequest msg;
+            if (file < 0) {
+              msg.set_chunk(buf.data(), n);
+            } else {
+              msg.mutable_data_chunk()->set_file(static_cast<std::uint32_t>(file));
+              msg.mutable_data_chunk()->set_data(buf.data(), n);
+            }
+            ok = writer->Write(msg);
+            sent += n;
+            progress.Update(sent);
+          }
         }
         progress.Done();
         if (ok) writer->WritesDone();

@@ -196,6 +196,24 @@ std::vector<StorageProblem> FindStorageProblems(const onnx::ModelProto& model) {
   return found;
 }
 
+// Prefixes the location of every external tensor with '#' (see ValidateOnnx), remembering the
+// original values.
+void MarkExternalLocations(
+    onnx::ModelProto& model,
+    std::vector<std::pair<onnx::StringStringEntryProto*, std::string>>* out) {
+  // The main graph and its subgraphs (ForEachTensor over a ModelProto visits copies of the
+  // functions' tensors).
+  ForEachTensor(model.graph(), [&](const onnx::TensorProto& t, const TensorSite&) {
+    if (!IsExternal(t)) return;
+    auto& mutable_t = const_cast<onnx::TensorProto&>(t);  // a tensor of `model`, which is mutable
+    for (auto& kv : *mutable_t.mutable_external_data()) {
+      if (kv.key() != "location") continue;
+      out->emplace_back(&kv, kv.value());
+      kv.set_value("#" + kv.value());
+    }
+  });
+}
+
 // onnx/invalid-model: the ONNX checker plus strict shape inference (what full_check does), run
 // in place so the inferred value_info feeds the later stages without copying the model.
 // `storage` waits for FindStorageProblems(model) (computed beside the checker) and returns it;
@@ -321,7 +339,22 @@ void ValidateOnnx(LoadedModel& m, Emitter& out, StageClock& clock,
     try {
       onnx::checker::CheckerContext ctx;
       ctx.set_model_dir(m.dir);
-      CheckModelInContext(model, ctx);
+      if (m.external_in_memory) {
+        // The data files were handed over and validated by the loader; ONNX would look for them
+        // on disk (relative to the working directory). A location starting with '#' is one ONNX
+        // does not look up, so the checker runs with the locations marked and then restored.
+        std::vector<std::pair<onnx::StringStringEntryProto*, std::string>> marked;
+        MarkExternalLocations(model, &marked);
+        try {
+          CheckModelInContext(model, ctx);
+        } catch (...) {
+          for (auto& [entry, value] : marked) entry->set_value(std::move(value));
+          throw;
+        }
+        for (auto& [entry, value] : marked) entry->set_value(std::move(value));
+      } else {
+        CheckModelInContext(model, ctx);
+      }
       checked = true;
     } catch (const std::exception& e) {
       std::string what = e.what();
@@ -638,8 +671,8 @@ Report CheckFile(const std::string& path, const CheckOptions& options) {
 }
 
 Report CheckBytes(std::string_view bytes, const std::string& name, const CheckOptions& options) {
-  auto m =
-      detail::LoadFromBytes(bytes, name, options.timings, ParallelChecks(), options.known_sha256);
+  auto m = detail::LoadFromBytes(bytes, name, options.timings, ParallelChecks(),
+                                 options.known_sha256, options.external_data);
   return detail::Run(m, options);
 }
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "axqc/errors.h"
+#include "axqc/external_data.h"
 #include "axqc/sha256.h"
 #include "beside.h"
 #include "stage_clock.h"
@@ -214,6 +215,94 @@ class DirExternalReader final : public ExternalDataReader {
   std::string dir_;
 };
 
+// External data from files handed over with an in-memory model (CheckOptions::external_data):
+// the same rules as DirExternalReader, with the file set in place of the model's directory.
+class MemExternalReader final : public ExternalDataReader {
+ public:
+  explicit MemExternalReader(const ExternalData& files) : files_(files) {}
+
+  struct Range {
+    std::size_t file = 0;
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+  };
+
+  // The file and byte range of an external tensor, or the reason it has none ("" = ok).
+  std::string Locate(const onnx::TensorProto& t, Range* out) const {
+    std::string location;
+    bool has_location = false;
+    std::uint64_t offset = 0;
+    std::optional<std::uint64_t> length;
+    for (const auto& kv : t.external_data()) {
+      if (kv.key() == "location") {
+        location = kv.value();
+        has_location = true;
+      }
+      if (kv.key() == "offset" || kv.key() == "length") {
+        auto v = ParseU64(kv.value());
+        if (!v) {
+          return "has " + kv.key() + " '" + CleanText(kv.value().substr(0, 64)) +
+                 "', which is not a non-negative decimal number";
+        }
+        if (kv.key() == "offset") {
+          offset = *v;
+        } else {
+          length = *v;
+        }
+      }
+    }
+    if (!has_location || location.empty()) return "has an empty location";
+    const std::string shown = CleanText(location.substr(0, 256));
+    if (std::string why = ExternalDataNameProblem(location); !why.empty()) {
+      return "location '" + shown + "' " + why;
+    }
+    const std::size_t i = files_.Find(NormalizeExternalDataName(location));
+    if (i == files_.count()) {
+      return "location '" + shown + "' is not among the data files sent with the model";
+    }
+    const std::uint64_t size = files_.size(i);
+    const std::uint64_t len = length.value_or(offset <= size ? size - offset : 0);
+    if (offset > size || len > size - offset) {
+      return "(offset " + std::to_string(offset) + ", length " + std::to_string(len) +
+             ") lies past the end of '" + shown + "' (" + std::to_string(size) + " bytes)";
+    }
+    *out = {i, offset, len};
+    return {};
+  }
+
+  std::optional<std::string> Read(const onnx::TensorProto& t,
+                                  std::size_t max_bytes) const override {
+    Range r;
+    if (!Locate(t, &r).empty() || r.length > max_bytes) return std::nullopt;
+    std::string buf(static_cast<std::size_t>(r.length), '\0');
+    if (!files_.Read(r.file, r.offset, buf.data(), buf.size())) return std::nullopt;
+    return buf;
+  }
+
+  // Every external tensor names a file given and lies inside it; every file given is named.
+  void ValidateAll(const onnx::ModelProto& model, const std::string& model_name) const {
+    std::vector<bool> used(files_.count(), false);
+    ForEachTensor(model, [&](const onnx::TensorProto& t, const TensorSite&) {
+      if (!IsExternal(t)) return;
+      Range r;
+      if (std::string why = Locate(t, &r); !why.empty()) {
+        throw InputError(model_name + ": external data of tensor '" +
+                         CleanText(t.name().substr(0, 256)) + "' " + why);
+      }
+      used[r.file] = true;
+    });
+    for (std::size_t i = 0; i < used.size(); ++i) {
+      if (!used[i]) {
+        throw InputError(model_name + ": data file '" + CleanText(files_.name(i)) +
+                         "' was sent with the model but no tensor's location names it");
+      }
+    }
+  }
+
+ private:
+  const ExternalData& files_;
+};
+
 void ParseInto(std::string_view bytes, const std::string& name, onnx::ModelProto& proto) {
   if (bytes.empty()) throw InputError(name + ": the file is empty (0 bytes), not an ONNX model");
   if (bytes.size() > kMaxModelBytes) {
@@ -367,7 +456,8 @@ LoadedModel LoadFromFile(const std::string& path, StageTimings* timings, bool pa
 }
 
 LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name, StageTimings* timings,
-                          bool parallel, const std::string& known_sha256) {
+                          bool parallel, const std::string& known_sha256,
+                          const ExternalData* external) {
   StageClock clock(timings);
   LoadedModel m;
   m.name = name;
@@ -392,10 +482,15 @@ LoadedModel LoadFromBytes(std::string_view bytes, const std::string& name, Stage
   hashing.Join();
   if (timings != nullptr) timings->sha256_s += hash_times.sha256_s;
   clock.Lap(&StageTimings::parse_s);
-  if (HasExternal(m.proto->graph())) {
+  if (external != nullptr) {
+    auto reader = std::make_unique<MemExternalReader>(*external);
+    reader->ValidateAll(*m.proto, name);
+    m.external = std::move(reader);
+    m.external_in_memory = true;
+  } else if (HasExternal(m.proto->graph())) {
     throw InputError(name +
-                     ": tensors stored as external data cannot be checked from memory; "
-                     "check the model by path or embed the weights");
+                     ": tensors stored as external data cannot be checked from memory without "
+                     "their data files; check the model by path or send its data files with it");
   }
   return m;
 }

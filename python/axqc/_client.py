@@ -249,8 +249,9 @@ class Client:
         """Checks a model on the server, like ``axqc check --server``: hash first, upload on a
         miss.
 
-        ``model`` is a path, bytes or an ``onnx.ModelProto`` (as :func:`axqc.check`; external
-        data is not supported by the service). ``labels`` are recorded in the request history
+        ``model`` is a path, bytes or an ``onnx.ModelProto`` (as :func:`axqc.check`). A path to
+        a model with external data files sends them with it (found beside it; the lookup uses
+        the bundle hash of the model and its data files, docs/api.md). ``labels`` are recorded in the request history
         (:meth:`stats`), e.g. ``{"project": "detector"}``. ``record=False`` makes the hash lookup
         a plain lookup that is not counted as a check (``--no-record``). ``report.remote`` says
         whether the model was uploaded and where the report came from. Raises
@@ -259,8 +260,14 @@ class Client:
         """
         options = self._options(check_value, max_locations)
         path, data = _model_input(model)
+        data_files: List[Tuple[str, str, int, str]] = []
+        graph_sha = ""
         if path is not None:
             sha, size = _hash_file(path)
+            graph_sha = sha
+            data_files = _local_data_files(path)
+            if data_files:
+                sha = _bundle_sha256(sha, data_files)
             display = name if name is not None else path
         else:
             assert data is not None
@@ -282,13 +289,20 @@ class Client:
                 raise
         if report is None:
             # Unknown to the server: stream the model.
-            metadata = pb.UploadMetadata(file_name=display, labels=labels, options=options,
-                                         size_bytes=size, sha256=sha)
+            metadata = pb.UploadMetadata(
+                file_name=display, labels=labels, options=options, size_bytes=size,
+                sha256=graph_sha or sha,
+                data_files=[pb.UploadDataFile(name=n, size_bytes=sz, sha256=h)
+                            for n, _, sz, h in data_files])
 
             def requests() -> Iterator[Any]:
                 yield pb.UploadRequest(metadata=metadata)
                 for chunk in (_file_chunks(path) if path is not None else _bytes_chunks(data)):
                     yield pb.UploadRequest(chunk=chunk)
+                for index, (_, file_path, _, _) in enumerate(data_files):
+                    for chunk in _file_chunks(file_path):
+                        yield pb.UploadRequest(
+                            data_chunk=pb.UploadDataChunk(file=index, data=chunk))
 
             response, request_id = self._call(
                 lambda timeout, md: self._stub.Upload.with_call(requests(), timeout=timeout,
@@ -432,6 +446,147 @@ def _hash_file(path: str) -> Tuple[str, int]:
     except OSError as e:
         raise InputError(f"{path}: cannot read the file: {e.strerror}") from None
     return h.hexdigest(), size
+
+
+# Field numbers of onnx.proto that lead to TensorProto.external_data, per message type.
+_ONNX_MESSAGES: Dict[str, Dict[int, str]] = {
+    "model": {7: "graph", 25: "function"},
+    "graph": {1: "node", 5: "tensor", 15: "sparse"},
+    "function": {7: "node"},
+    "node": {5: "attribute"},
+    "attribute": {5: "tensor", 6: "graph", 10: "tensor", 11: "graph", 22: "sparse",
+                  23: "sparse"},
+    "sparse": {1: "tensor", 2: "tensor"},
+    "tensor": {13: "entry"},
+    "entry": {},
+}
+_MAX_DATA_FILES = 32  # the server's limit (isolate/protocol.h kMaxDataFiles)
+
+
+def _wire_varint(buf: memoryview, pos: int, end: int) -> Tuple[int, int]:
+    value = shift = 0
+    while pos < end and shift < 64:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+    raise ValueError("truncated varint")
+
+
+def _external_data_locations(model: memoryview) -> List[str]:
+    """The distinct ``location`` values of the model's external-data tensors, read from the
+    protobuf wire format without parsing the model (as the server's ExternalDataLocations)."""
+    found: List[str] = []
+    # Work list of (message type, start, end); a tensor's fields are collected as it is read.
+    todo: List[Tuple[str, int, int]] = [("model", 0, len(model))]
+    try:
+        while todo:
+            kind, pos, end = todo.pop()
+            external = False
+            location: Optional[str] = None
+            while pos < end:
+                tag, pos = _wire_varint(model, pos, end)
+                number, wire = tag >> 3, tag & 7
+                if wire == 0:
+                    value, pos = _wire_varint(model, pos, end)
+                    if kind == "tensor" and number == 14:
+                        external = value == 1
+                elif wire == 1:
+                    pos += 8
+                elif wire == 5:
+                    pos += 4
+                elif wire == 2:
+                    length, pos = _wire_varint(model, pos, end)
+                    if pos + length > end:
+                        raise ValueError("truncated field")
+                    child = _ONNX_MESSAGES[kind].get(number)
+                    if child == "entry":
+                        key, text = _entry(model[pos:pos + length])
+                        if key == "location":
+                            location = text
+                    elif child is not None:
+                        if len(todo) > 100000:
+                            raise ValueError("too many messages")
+                        todo.append((child, pos, pos + length))
+                    pos += length
+                else:
+                    raise ValueError("unsupported wire type")
+            if kind == "tensor" and external and location and location not in found:
+                found.append(location)
+                if len(found) > _MAX_DATA_FILES:
+                    break
+    except (ValueError, IndexError):
+        pass  # malformed bytes end the scan; the server's check names the problem
+    return found
+
+
+def _entry(buf: memoryview) -> Tuple[str, str]:
+    key = value = ""
+    pos = 0
+    while pos < len(buf):
+        tag, pos = _wire_varint(buf, pos, len(buf))
+        if tag & 7 != 2:
+            raise ValueError("unexpected field in StringStringEntryProto")
+        length, pos = _wire_varint(buf, pos, len(buf))
+        text = bytes(buf[pos:pos + length]).decode("utf-8", "replace")
+        pos += length
+        if tag >> 3 == 1:
+            key = text
+        elif tag >> 3 == 2:
+            value = text
+    return key, value
+
+
+def _normalized_data_name(location: str) -> Optional[str]:
+    """The server's normalized name of a data file, or None when the checker refuses the
+    location (absolute, '..', backslash, control characters)."""
+    if (not location or len(location.encode("utf-8")) > 1024 or location.startswith("/")
+            or "\\" in location or any(ord(c) < 0x20 or ord(c) == 0x7F for c in location)):
+        return None
+    parts = location.split("/")
+    if ".." in parts:
+        return None
+    kept = [p for p in parts if p not in ("", ".")]
+    return "/".join(kept) if kept else None
+
+
+def _local_data_files(path: str) -> List[Tuple[str, str, int, str]]:
+    """The external data files a local model names, found beside it as the command line does:
+    (name, path, size, sha256). Locations the checker refuses and files outside the model's folder
+    are not sent (the server's check then names them)."""
+    import mmap
+
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                return []
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                with memoryview(m) as view:
+                    locations = _external_data_locations(view)
+    except (OSError, ValueError):
+        return []
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    out: List[Tuple[str, str, int, str]] = []
+    for location in locations:
+        name = _normalized_data_name(location)
+        if name is None or any(n == name for n, _, _, _ in out):
+            continue
+        target = os.path.realpath(os.path.join(folder, name))
+        if not target.startswith(folder + os.sep) or not os.path.isfile(target):
+            continue
+        sha, size = _hash_file(target)
+        out.append((name, target, size, sha))
+    return out
+
+
+def _bundle_sha256(graph_sha256: str, files: List[Tuple[str, str, int, str]]) -> str:
+    """The server's key of a model with data files (docs/api.md, the bundle hash)."""
+    text = "axqc-external-data/1\n" + graph_sha256 + "\n"
+    for name, _, size, sha in sorted(files):
+        text += f"{name}\n{size}\n{sha}\n"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _file_chunks(path: str) -> Iterator[bytes]:

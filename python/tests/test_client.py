@@ -209,3 +209,34 @@ def test_tls_and_mutual_tls(workdir, conformant):
         axqc.Client("127.0.0.1:1", cert=d / "client.pem")
     with pytest.raises(axqc.InputError, match="cannot read the CA certificate"):
         axqc.Client("127.0.0.1:1", ca=d / "missing.pem")
+
+
+def test_check_model_with_external_data(server, client, broken, workdir):
+    # The broken example with every initializer in model.onnx_data (onnx's own writer): the
+    # client uploads the data file with the model, the server reads the weights from it, and the
+    # report and key are those of the bundle (the graph file and its data file).
+    import onnx
+
+    folder = workdir / "external"
+    folder.mkdir()
+    m = onnx.load(str(broken))
+    onnx.save_model(m, str(folder / "model.onnx"), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="model.onnx_data", size_threshold=0)
+    from axqc._client import _bundle_sha256, _hash_file, _local_data_files
+
+    files = _local_data_files(str(folder / "model.onnx"))
+    assert [(name, size) for name, _, size, _ in files] == [
+        ("model.onnx_data", (folder / "model.onnx_data").stat().st_size)]
+    first = client.check(folder / "model.onnx")
+    assert first.remote.uploaded and first.remote.cache == "miss"
+    assert first.rules_violated == ["role/weight-type"]
+    assert first.sha256 == _bundle_sha256(_hash_file(str(folder / "model.onnx"))[0], files)
+    local = axqc.check(folder / "model.onnx")
+    assert [f.rule for f in first.findings] == [f.rule for f in local.findings]
+    # Known now: found by the bundle hash, nothing uploaded.
+    again = client.check(folder / "model.onnx")
+    assert not again.remote.uploaded and again.sha256 == first.sha256
+    # Without its data file the server refuses the model (the checker's input error).
+    (folder / "model.onnx_data").rename(folder / "moved.bin")
+    with pytest.raises(axqc.InputError, match="without their data files"):
+        client.check(folder / "model.onnx")

@@ -1,5 +1,7 @@
 // POST /v1/check: the model bytes as the request body (any content type but application/json;
-// method Upload: streamed into the upload assembler with the same size and in-flight budgets), or
+// method Upload: streamed into the upload assembler with the same size and in-flight budgets), a
+// tar stream (application/x-tar) of the model as its first member followed by its external data
+// files (the same assembler, the files in unlinked temporary files), or
 // a JSON CheckRequest {"url"|"path"|"content", "name", "labels", "options", "expected_sha256"}
 // (method Check). Answers the JSON report (schema axqc.report/v1).
 #include <atomic>
@@ -16,6 +18,7 @@
 #include "request_validation.h"
 #include "rpc/check_pipeline.h"
 #include "sha256.h"
+#include "tar_reader.h"
 #include "upload_assembler.h"
 
 namespace axqc::server::http {
@@ -26,6 +29,13 @@ bool IsJson(const Request& request) {
   std::string type = request.Header("content-type");
   for (auto& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return type.rfind("application/json", 0) == 0;
+}
+
+// A tar stream of the model and its external data files (application/x-tar).
+bool IsTar(const Request& request) {
+  std::string type = request.Header("content-type");
+  for (auto& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return type.rfind("application/x-tar", 0) == 0;
 }
 
 Response ReportResponse(const std::string& request_id, v1::CheckResponse& resp) {
@@ -58,12 +68,19 @@ grpc::Status OptionsFromQuery(const Request& request, v1::CheckOptions* options)
 // The model bytes of one request, fed to the upload assembler as they arrive.
 class UploadSink final : public BodySink {
  public:
+  // `tar`: the body is a tar stream of the model (first member) and its external data files.
   UploadSink(ServiceContext& s, std::shared_ptr<CheckCall> call,
-             std::shared_ptr<std::atomic<unsigned>> http_status)
+             std::shared_ptr<std::atomic<unsigned>> http_status, bool tar = false)
       : s_(s),
         call_(std::move(call)),
         http_status_(std::move(http_status)),
         assembler_(s.d.config->max_model_bytes, s.d.budget, &s.upload_budget) {
+    assembler_.AllowDataFiles(s.d.config->max_external_data_bytes, s.d.config->data_file_dir);
+    if (tar) {
+      tar_ = std::make_unique<TarReader>(
+          [this](const std::string& name, std::uint64_t size) { return Member(name, size); },
+          [this](std::string_view bytes) { return MemberBytes(bytes); });
+    }
     s_.d.metrics->uploads_in_flight().Increment();
   }
   ~UploadSink() override { EndReceiving(); }
@@ -77,6 +94,10 @@ class UploadSink final : public BodySink {
       f.options = m.options();
       f.size_bytes = m.size_bytes();
     });
+    if (tar_ != nullptr) {
+      metadata_ = m;  // sent when the archive's first member (the model) is known
+      return true;
+    }
     v1::UploadRequest msg;
     *msg.mutable_metadata() = m;
     return Add(msg);
@@ -85,11 +106,15 @@ class UploadSink final : public BodySink {
   bool Chunk(std::string_view data) override {
     if (call_->finished()) return false;
     s_.d.metrics->AddUploadBytes(static_cast<double>(data.size()));
+    if (tar_ != nullptr) return Done(tar_->Feed(data));
     chunk_.mutable_chunk()->assign(data);  // into the string the assembler gave back, if any
     return Take(&chunk_);
   }
 
   void End() override {
+    if (tar_ != nullptr) {
+      if (grpc::Status st = tar_->Finish(); !Done(st)) return;
+    }
     LoadedModel model;
     grpc::Status st = assembler_.Finish(&model);
     call_->Update([&](CallBase::Fields& f) {
@@ -122,6 +147,40 @@ class UploadSink final : public BodySink {
   }
 
  private:
+  // Tar: a regular member starts. The first is the model; the others are its data files, named by
+  // their path relative to the model's directory in the archive (below it, or refused).
+  grpc::Status Member(const std::string& name, std::uint64_t size) {
+    if (tar_->members() == 1) {
+      const auto slash = name.rfind('/');
+      model_dir_ = slash == std::string::npos ? "" : name.substr(0, slash + 1);
+      if (metadata_.file_name().empty() || metadata_.file_name() == "upload.onnx") {
+        metadata_.set_file_name(name.substr(slash == std::string::npos ? 0 : slash + 1));
+      }
+      metadata_.set_size_bytes(size);
+      call_->Update([&](CallBase::Fields& f) {
+        f.name = metadata_.file_name();
+        f.size_bytes = size;
+      });
+      v1::UploadRequest msg;
+      *msg.mutable_metadata() = metadata_;
+      current_ = -1;
+      return assembler_.Add(msg);
+    }
+    if (name.compare(0, model_dir_.size(), model_dir_) != 0) {
+      return Invalid("tar: member '" + name.substr(0, 200) + "' is not below the model's folder '" +
+                     model_dir_ + "' in the archive");
+    }
+    std::uint32_t index = 0;
+    grpc::Status st = assembler_.BeginDataFile(name.substr(model_dir_.size()), size, &index);
+    current_ = static_cast<std::int64_t>(index);
+    return st;
+  }
+  grpc::Status MemberBytes(std::string_view bytes) {
+    if (current_ >= 0) return assembler_.AddDataBytes(static_cast<std::uint32_t>(current_), bytes);
+    chunk_.mutable_chunk()->assign(bytes);
+    return assembler_.Take(&chunk_);
+  }
+
   bool Add(const v1::UploadRequest& msg) { return Done(assembler_.Add(msg)); }
   bool Take(v1::UploadRequest* msg) { return Done(assembler_.Take(msg)); }
   bool Done(const grpc::Status& st) {
@@ -146,6 +205,10 @@ class UploadSink final : public BodySink {
   UploadAssembler assembler_;
   v1::UploadRequest chunk_;  // reused for every chunk of the body
   bool done_ = false;
+  std::unique_ptr<TarReader> tar_;  // tar bodies
+  v1::UploadMetadata metadata_;     // tar: until the first member
+  std::string model_dir_;           // tar: the model member's folder ("" or "dir/")
+  std::int64_t current_ = -1;       // tar: the data file receiving bytes; -1: the model
 };
 
 std::unique_ptr<BodySink> StreamModel(Api api, Request& request, Reply reply) {
@@ -163,13 +226,14 @@ std::unique_ptr<BodySink> StreamModel(Api api, Request& request, Reply reply) {
   const auto labels = LabelParams(request);
   m.mutable_labels()->insert(labels.begin(), labels.end());
   if (auto sha = request.Query("sha256")) m.set_sha256(*sha);
-  if (request.content_length) m.set_size_bytes(*request.content_length);
+  const bool tar = IsTar(request);
+  if (request.content_length && !tar) m.set_size_bytes(*request.content_length);
   if (auto st = OptionsFromQuery(request, m.mutable_options()); !st.ok()) {
     call->Finish(st);
     return nullptr;
   }
   if (m.file_name().empty()) m.set_file_name("upload.onnx");
-  auto sink = std::make_unique<UploadSink>(*api.s, call, http_status);
+  auto sink = std::make_unique<UploadSink>(*api.s, call, http_status, tar);
   if (!sink->Begin(m)) return nullptr;
   return sink;
 }

@@ -145,6 +145,9 @@ void HookCheckRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>&
       policy.max_bytes = deps.config->max_model_bytes;
       policy.headers = CredentialsFor(url, req.credential_origin, req.headers);
       LoadedModel model = FetchUrl(url, policy, *deps.budget, call->cancelled);
+      // The data files the model names, from the registry beside it (same credentials policy).
+      FetchDataFiles(model, url, {}, policy, deps.config->max_external_data_bytes,
+                     deps.config->data_file_dir, call->cancelled);
       deps.metrics->ObserveStage("load", SecondsSince(t0));
       req.reached_checker->store(true);
       CheckModel(s, call, std::move(model));

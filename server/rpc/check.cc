@@ -1,10 +1,13 @@
 // Check: one model named by path (under --allowed-root), URL (allowlisted hosts) or sent inline.
 #include <boost/asio/post.hpp>
 #include <map>
+#include <set>
 #include <string>
 #include <system_error>
 #include <utility>
 
+#include "axqc/external_data.h"
+#include "protocol.h"
 #include "report_proto.h"
 #include "request_validation.h"
 #include "rpc/check_pipeline.h"
@@ -75,7 +78,8 @@ void StartPath(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
     const ServiceDeps& deps = s.d;
     const auto t0 = Clock::now();
     try {
-      LoadedModel model = deps.paths->Load(path, deps.config->max_model_bytes, *deps.budget);
+      LoadedModel model = deps.paths->Load(path, deps.config->max_model_bytes, *deps.budget,
+                                           deps.config->max_external_data_bytes);
       deps.metrics->ObserveStage("load", SecondsSince(t0));
       CheckModel(s, call, std::move(model));
     } catch (const SourceError& e) {
@@ -101,7 +105,11 @@ void StartUrl(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
     f.url = parsed.Redacted();
     f.name = req.name().empty() ? parsed.FileName() : req.name();
   });
-  boost::asio::post(*d.io, [&s, call = call, url = req.url()]() {
+  std::map<std::string, std::string> data_urls;
+  for (const auto& [name, url] : req.data_file_urls()) {
+    data_urls[NormalizeExternalDataName(name)] = url;  // validated in CheckRpc::Validate
+  }
+  boost::asio::post(*d.io, [&s, call = call, url = req.url(), data_urls]() {
     if (call->cancelled.load()) return;
     const ServiceDeps& deps = s.d;
     const auto t0 = Clock::now();
@@ -112,6 +120,8 @@ void StartUrl(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
     policy.max_bytes = deps.config->max_model_bytes;
     try {
       LoadedModel model = FetchUrl(url, policy, *deps.budget, call->cancelled);
+      FetchDataFiles(model, url, data_urls, policy, deps.config->max_external_data_bytes,
+                     deps.config->data_file_dir, call->cancelled);
       deps.metrics->ObserveStage("load", SecondsSince(t0));
       CheckModel(s, call, std::move(model));
     } catch (const SourceError& e) {
@@ -135,6 +145,32 @@ grpc::Status CheckRpc::Validate(const Request& req) {
   if (status.ok() && !req.expected_sha256().empty() &&
       !service::IsSha256Hex(req.expected_sha256())) {
     status = Invalid("expected_sha256 must be 64 lowercase hex characters");
+  }
+  if (status.ok() && !req.data_file_urls().empty()) {
+    if (req.model_case() != v1::CheckRequest::kUrl) {
+      status = Invalid("data_file_urls go with a url model reference only");
+    } else if (req.data_file_urls().size() > isolate::kMaxDataFiles) {
+      status = Invalid("data_file_urls has more than " + std::to_string(isolate::kMaxDataFiles) +
+                       " entries");
+    }
+    std::set<std::string> names;
+    for (const auto& [name, url] : req.data_file_urls()) {
+      if (!status.ok()) break;
+      if (std::string why = ExternalDataNameProblem(name); !why.empty()) {
+        status = Invalid("data_file_urls key '" + Clip(name, 200) + "' " + why);
+      } else if (!names.insert(NormalizeExternalDataName(name)).second) {
+        status = Invalid("data_file_urls names '" + Clip(name, 200) + "' twice");
+      } else {
+        status = ValidateLength(url, "data_file_urls value", kMaxUrlBytes);
+        if (status.ok()) {
+          try {
+            (void)ParseUrl(url);
+          } catch (const SourceError& e) {
+            status = e.status();
+          }
+        }
+      }
+    }
   }
   return status;
 }

@@ -25,6 +25,7 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
         ctx_(ctx),
         call_(std::move(call)),
         assembler_(s.d.config->max_model_bytes, s.d.budget, &s.upload_budget) {
+    assembler_.AllowDataFiles(s.d.config->max_external_data_bytes, s.d.config->data_file_dir);
     s_.d.metrics->uploads_in_flight().Increment();
   }
   ~UploadReactor() override { EndReceiving(); }
@@ -71,6 +72,9 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
                              " bytes per message; send the model in chunks of 64 KiB to 1 MiB"));
         return;
       }
+    }
+    if (msg_.part_case() == v1::UploadRequest::kDataChunk) {
+      s_.d.metrics->AddUploadBytes(static_cast<double>(msg_.data_chunk().data().size()));
     }
     if (grpc::Status st = assembler_.Take(&msg_); !st.ok()) {
       EndReceiving();

@@ -58,6 +58,9 @@ SKIP_GRPCURL = ("grpcurl is not packaged for Debian 12 and nothing may be downlo
                 "and reflection v1 by ServerTest.ServerReflectionV1DescribesTheServices")
 SKIP_EXTERNAL = "fetches from an external host (models.example.com)"
 SKIP_BENCH = "the benchmark: minutes of CPU time and timings, not a functional check"
+SKIP_EXTDATA = ("needs a model with external data files, which the documentation session has no "
+                "generator for; tests/server/server_external_data_test.cc makes the same requests "
+                "(path, Upload, tar stream, URL, webhooks) through the real binary")
 SKIP_ACTION = "a GitHub action (uses:), run by GitHub only"
 SKIP_PIP = ("installs the Python package from the source tree; ctest python_pip_install runs "
             "`pip install ./python` offline in fresh venvs and a prefix, and ctest python runs the "
@@ -108,6 +111,12 @@ EXPECTED = {
         ("axqc rules", 0),
         ("axqc health", 0),
         ("axqc check --local models/a.onnx", 0),
+        ("axqc check llm/model.onnx", skip(SKIP_EXTDATA)),
+        ("axqc check --ref llm/model.onnx", skip(SKIP_EXTDATA)),
+        ("axqc check --ref https://models.example.com/llm/model.onnx", skip(SKIP_EXTERNAL)),
+        ("""tar --format=ustar -C llm -cf - model.onnx model.onnx_data |
+  curl -s -H 'Content-Type: application/x-tar' --data-binary @- http://axqc.internal:8080/v1/check""",
+         skip(SKIP_EXTDATA)),
         ("axqc-server --listen 0.0.0.0:50443 --tls-cert-file server.pem --tls-key-file server.key "
          "--tls-client-ca-file clients-ca.pem --auth-token-file axqc-token &", "server"),
         ("AXQC_TOKEN=$(cat axqc-token) axqc check --server axqc.internal:50443 --ca ca.pem "
@@ -142,6 +151,18 @@ EXPECTED = {
          \\"labels\\": {\\"project\\": \\"detector\\", \\"source\\": \\"registry\\"}}}"
   split -b 1048576 --filter='echo "{\\"chunk\\": \\"$(base64 -w0)\\"}"' yolo-int8.onnx
 } | grpcurl -plaintext -d @ 127.0.0.1:50051 axqc.v1.Checker/Upload""", skip(SKIP_GRPCURL)),
+        ("""grpcurl -plaintext -d '{"path": "llm/model.onnx"}' 127.0.0.1:50051 axqc.v1.Checker/Check""",
+         skip(SKIP_GRPCURL)),
+        ("""{
+  echo "{\\"metadata\\": {\\"file_name\\": \\"model.onnx\\", \\"size_bytes\\": $(stat -c%s model.onnx),
+         \\"data_files\\": [{\\"name\\": \\"model.onnx_data\\", \\"size_bytes\\": $(stat -c%s model.onnx_data),
+                           \\"sha256\\": \\"$(sha256sum model.onnx_data | cut -d' ' -f1)\\"}]}}"
+  split -b 1048576 --filter='echo "{\\"chunk\\": \\"$(base64 -w0)\\"}"' model.onnx
+  split -b 1048576 --filter='echo "{\\"data_chunk\\": {\\"file\\": 0, \\"data\\": \\"$(base64 -w0)\\"}}"' model.onnx_data
+} | grpcurl -plaintext -d @ 127.0.0.1:50051 axqc.v1.Checker/Upload""", skip(SKIP_GRPCURL)),
+        ("""grpcurl -plaintext -d '{"url": "https://models.example.com/llm/model.onnx",
+                        "data_file_urls": {"model.onnx_data": "https://blobs.example.com/abc?sig=..."}}' \\
+  127.0.0.1:50051 axqc.v1.Checker/Check""", skip(SKIP_GRPCURL)),
         ("sha=$(sha256sum model.onnx | cut -d' ' -f1)", 0),
         ("""grpcurl -plaintext -d "{\\"sha256\\": \\"$sha\\", \\"options\\": {\\"format\\": \\"REPORT_FORMAT_JSON\\"}}" \\
   127.0.0.1:50051 axqc.v1.Checker/GetReport""", skip(SKIP_GRPCURL)),
@@ -159,6 +180,9 @@ EXPECTED = {
         ("""curl -s -H 'Content-Type: application/json' \\
   -d '{"path": "detector/yolo-int8.onnx", "labels": {"project": "detector"}, "options": {"check_value": true}}' \\
   http://127.0.0.1:8080/v1/check""", 0),
+        ("""tar --format=ustar -cf - model.onnx model.onnx_data |
+  curl -s -H 'Content-Type: application/x-tar' --data-binary @- \\
+    'http://127.0.0.1:8080/v1/check?label.project=llm'""", skip(SKIP_EXTDATA)),
         ('curl -s "http://127.0.0.1:8080/v1/reports/$sha"', 0),
         ('curl -s "http://127.0.0.1:8080/v1/reports/$sha/html" -o report.html', 0),
         ("curl -s http://127.0.0.1:8080/v1/rules", 0),

@@ -14,17 +14,35 @@
 //   tag % 5 == 1, 2  chunk: varint length, then that many bytes (fewer at the end of the input).
 //   tag % 5 == 3  a message with no part set.
 //   tag % 5 == 4  half-close now (later records are not sent).
-// "Exact" and "correct" refer to the concatenation of all chunks sent before the half-close.
+//   tag >= 0xF0   (before the % 5 rules) a data chunk: file index tag & 0x0f (may be out of
+//                 range), varint length, then that many bytes.
+// flags & 0x40 of a metadata record: external data files follow the options: count byte % 5, then
+// per file a name (len byte + bytes), a size mode byte (% 3: the exact total of its data chunks /
+// exact + varint - 8 / the varint, the varint read next) and a sha256 mode byte (% 3: correct /
+// wrong / the name bytes).
+// "Exact" and "correct" refer to the concatenation of all chunks sent before the half-close (per
+// data file for data chunks).
+//
+// Tar mode: an input starting with 'T' (0x54) and at least 2 bytes long is an HTTP tar upload
+// instead (server/tar_reader.h): byte 1 % 61 + 1 is the size of the pieces the rest is fed in, to
+// a TarReader whose first member goes to the assembler as the model and whose later members as data
+// files, as server/http/check.cc does.
 #pragma once
+
+#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "axqc/external_data.h"
 #include "axqc/v1/axqc.pb.h"
 #include "model_source.h"
 #include "sha256.h"
+#include "tar_reader.h"
 #include "upload_assembler.h"
 
 namespace axqc::fuzz {
@@ -34,6 +52,7 @@ namespace axqc::fuzz {
 inline constexpr std::uint64_t kFuzzMaxModelBytes = 12 * 1024;
 inline constexpr std::uint64_t kFuzzModelBudget = 16 * 1024;
 inline constexpr std::uint64_t kFuzzUploadBudget = 10 * 1024;
+inline constexpr std::uint64_t kFuzzMaxDataBytes = 8 * 1024;
 
 class InputReader {
  public:
@@ -63,10 +82,18 @@ class InputReader {
   const std::uint8_t* end_;
 };
 
+struct DecodedDataFile {
+  std::string name;
+  std::uint8_t size_mode = 0;
+  std::uint64_t number = 0;
+  std::uint8_t sha_mode = 0;
+};
+
 struct DecodedMetadata {
   std::uint8_t flags = 0;
   std::uint64_t number = 0;
   v1::UploadMetadata proto;  // without size_bytes and sha256 (filled once the chunks are known)
+  std::vector<DecodedDataFile> files;
 };
 
 // Decodes `data` into Upload messages.
@@ -74,14 +101,26 @@ inline std::vector<v1::UploadRequest> DecodeUploadInput(const std::uint8_t* data
                                                         std::size_t size) {
   InputReader in(data, size);
   struct Record {
-    int kind;  // 0 metadata, 1 chunk, 3 empty
+    int kind;  // 0 metadata, 1 chunk, 3 empty, 5 data chunk
     DecodedMetadata meta;
     std::string chunk;
+    std::uint32_t file = 0;
   };
   std::vector<Record> records;
   std::string all_chunks;
+  std::map<std::uint32_t, std::string> data_chunks;
   while (!in.done()) {
-    const int kind = in.Byte() % 5;
+    const std::uint8_t tag = in.Byte();
+    if (tag >= 0xF0) {
+      Record r;
+      r.kind = 5;
+      r.file = tag & 0x0f;
+      r.chunk = in.Bytes(in.Varint());
+      data_chunks[r.file] += r.chunk;
+      records.push_back(std::move(r));
+      continue;
+    }
+    const int kind = tag % 5;
     if (kind == 4) break;
     Record r;
     r.kind = kind == 2 ? 1 : kind;
@@ -101,6 +140,17 @@ inline std::vector<v1::UploadRequest> DecodeUploadInput(const std::uint8_t* data
         o->set_format(static_cast<v1::ReportFormat>(static_cast<std::int8_t>(in.Byte())));
         o->set_max_locations(static_cast<std::uint32_t>(in.Varint()));
         o->set_check_value(in.Byte() & 1);
+      }
+      if (r.meta.flags & 0x40) {
+        const int n = in.Byte() % 5;
+        for (int i = 0; i < n; ++i) {
+          DecodedDataFile f;
+          f.name = in.Short();
+          f.size_mode = in.Byte() % 3;
+          if (f.size_mode != 0) f.number = in.Varint();
+          f.sha_mode = in.Byte() % 3;
+          r.meta.files.push_back(std::move(f));
+        }
       }
     } else if (kind == 1 || kind == 2) {
       r.chunk = in.Bytes(in.Varint());
@@ -141,8 +191,22 @@ inline std::vector<v1::UploadRequest> DecodeUploadInput(const std::uint8_t* data
           m->set_sha256(r.meta.proto.file_name());
           break;
       }
+      for (std::size_t i = 0; i < r.meta.files.size(); ++i) {
+        const auto& f = r.meta.files[i];
+        const std::string& bytes = data_chunks[static_cast<std::uint32_t>(i)];
+        auto* d = m->add_data_files();
+        d->set_name(f.name);
+        d->set_size_bytes(f.size_mode == 0   ? bytes.size()
+                          : f.size_mode == 1 ? bytes.size() + f.number - 8
+                                             : f.number);
+        const std::string real = service::Sha256Hex(bytes);
+        d->set_sha256(f.sha_mode == 0 ? real : f.sha_mode == 1 ? service::Sha256Hex(real) : f.name);
+      }
     } else if (r.kind == 1) {
       msg.set_chunk(std::move(r.chunk));
+    } else if (r.kind == 5) {
+      msg.mutable_data_chunk()->set_file(r.file);
+      msg.mutable_data_chunk()->set_data(std::move(r.chunk));
     }
     out.push_back(std::move(msg));
   }
@@ -185,10 +249,90 @@ inline std::string EncodeUpload(const std::string& model, std::size_t chunk, boo
   return out;
 }
 
+inline void AppendVarint(std::string& out, std::uint64_t v) {
+  do {
+    std::uint8_t b = v & 0x7f;
+    v >>= 7;
+    if (v != 0) b |= 0x80;
+    out.push_back(static_cast<char>(b));
+  } while (v != 0);
+}
+
+// Encodes an upload of `model` with one data file "weights.bin" holding `data`: metadata (exact
+// sizes, correct sha256), the model in one chunk, the data file in chunks of 64 bytes.
+inline std::string EncodeUploadWithData(const std::string& model, const std::string& data) {
+  std::string out;
+  out.push_back(0);             // metadata
+  out.push_back(1 | 4 | 0x40);  // exact size, correct sha256, data files
+  AppendVarint(out, 0);
+  out.push_back(10);
+  out += "model.onnx";
+  out.push_back(1);  // one data file
+  out.push_back(11);
+  out += "weights.bin";
+  out.push_back(0);  // exact size
+  out.push_back(0);  // correct sha256
+  out.push_back(1);  // chunk
+  AppendVarint(out, model.size());
+  out += model;
+  for (std::size_t off = 0; off < data.size(); off += 64) {
+    const std::string part = data.substr(off, 64);
+    out.push_back(static_cast<char>(0xF0));  // data chunk of file 0
+    AppendVarint(out, part.size());
+    out += part;
+  }
+  out.push_back(4);
+  return out;
+}
+
+// A ustar member (header and contents padded to 512 bytes) for tar-mode inputs.
+inline std::string TarMember(const std::string& name, const std::string& bytes, char type = '0') {
+  std::string h(512, '\0');
+  h.replace(0, name.size(), name);
+  auto octal = [&](std::size_t at, std::size_t width, unsigned long long v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%0*llo", static_cast<int>(width - 1), v);
+    h.replace(at, width - 1, buf);
+  };
+  octal(100, 8, 0644);
+  octal(108, 8, 0);
+  octal(116, 8, 0);
+  octal(124, 12, bytes.size());
+  octal(136, 12, 0);
+  h[156] = type;
+  h.replace(257, 6, std::string("ustar\0", 6));
+  h.replace(263, 2, "00");
+  h.replace(148, 8, "        ");
+  unsigned sum = 0;
+  for (char c : h) sum += static_cast<unsigned char>(c);
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%06o", sum);
+  h.replace(148, 7, std::string(buf, 6) + '\0');
+  std::string out = h + bytes;
+  out.append((512 - bytes.size() % 512) % 512, '\0');
+  return out;
+}
+
 // Feeds the decoded messages to an UploadAssembler and checks its invariants. Returns an empty
 // string when they hold, else a description of the first violation.
+// Reads all of a descriptor (pread from 0).
+inline std::string ReadFd(int fd, std::uint64_t size) {
+  std::string out(static_cast<std::size_t>(size), '\0');
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(done));
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  out.resize(done);
+  return out;
+}
+
+inline std::string RunTarInput(const std::uint8_t* data, std::size_t size);
+
 inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
   using grpc::StatusCode;
+  if (size >= 2 && data[0] == 'T') return RunTarInput(data, size);
   const std::vector<v1::UploadRequest> msgs = DecodeUploadInput(data, size);
   server::ByteBudget model_budget(kFuzzModelBudget, static_cast<prometheus::Gauge*>(nullptr));
   server::ByteBudget upload_budget(kFuzzUploadBudget, static_cast<prometheus::Gauge*>(nullptr));
@@ -197,15 +341,20 @@ inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
            c == StatusCode::RESOURCE_EXHAUSTED;
   };
   std::string sent;
+  std::map<std::uint32_t, std::string> data_sent;
   bool failed = false;
   {
     server::UploadAssembler a(kFuzzMaxModelBytes, &model_budget, &upload_budget);
+    a.AllowDataFiles(kFuzzMaxDataBytes, "");
     for (const auto& m : msgs) {
       const grpc::Status s = a.Add(m);
       if (!allowed(s.error_code())) return "Add returned status " + std::to_string(s.error_code());
       if (failed && s.ok()) return "Add accepted a message after the upload failed";
       if (!s.ok()) failed = true;
       if (s.ok() && m.part_case() == v1::UploadRequest::kChunk) sent += m.chunk();
+      if (s.ok() && m.part_case() == v1::UploadRequest::kDataChunk) {
+        data_sent[m.data_chunk().file()] += m.data_chunk().data();
+      }
       if (upload_budget.used() != a.reserved()) return "upload budget differs from the reservation";
       // Exactly the received bytes are charged: a declared size holds no budget.
       if (a.reserved() != a.received()) return "reserved bytes differ from the received bytes";
@@ -226,14 +375,47 @@ inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
       }
       const auto& meta = msgs.front().metadata();
       if (model.bytes == nullptr || model.bytes->view() != sent) return "assembled bytes differ";
-      if (model.sha256 != service::Sha256Hex(sent)) return "wrong sha256";
       if (meta.size_bytes() != 0 && meta.size_bytes() != sent.size()) {
         return "accepted a size that differs from the declared one";
       }
-      if (!meta.sha256().empty() && meta.sha256() != model.sha256) {
+      // The declared sha256 is the graph file's (with data files, model.sha256 is the bundle's).
+      const std::string& graph_sha = model.data != nullptr ? model.graph_sha256 : model.sha256;
+      if (!meta.sha256().empty() && meta.sha256() != graph_sha) {
         return "accepted a sha256 that differs from the declared one";
       }
       if (sent.size() > kFuzzMaxModelBytes) return "accepted a model over max_model_bytes";
+      // Data files: exactly those listed, each with the bytes sent for it, its declared size and
+      // sha256, all within the limit; the key is the bundle hash.
+      if ((meta.data_files_size() == 0) != (model.data == nullptr)) {
+        return "data files accepted differ from the listed ones";
+      }
+      if (model.data != nullptr) {
+        if (model.data->count() != static_cast<std::size_t>(meta.data_files_size())) {
+          return "data file count differs from the metadata";
+        }
+        if (model.data->total_bytes() > kFuzzMaxDataBytes) return "data files over the limit";
+        for (int i = 0; i < meta.data_files_size(); ++i) {
+          const auto idx = static_cast<std::size_t>(i);
+          const std::string& bytes = data_sent[static_cast<std::uint32_t>(i)];
+          if (model.data->size(idx) != meta.data_files(i).size_bytes() ||
+              model.data->size(idx) != bytes.size()) {
+            return "data file size differs from the declared or sent size";
+          }
+          if (ReadFd(model.data->fd(idx), bytes.size()) != bytes) return "data file bytes differ";
+          if (service::Sha256Hex(bytes) != meta.data_files(i).sha256()) {
+            return "accepted a data file whose sha256 differs from the declared one";
+          }
+          if (!ExternalDataNameProblem(meta.data_files(i).name()).empty()) {
+            return "accepted a data file name the checker refuses";
+          }
+        }
+        if (model.graph_sha256 != service::Sha256Hex(sent) ||
+            model.sha256 != model.data->BundleSha256(model.graph_sha256)) {
+          return "wrong bundle sha256";
+        }
+      } else if (model.sha256 != service::Sha256Hex(sent)) {
+        return "wrong sha256";
+      }
       if (upload_budget.used() != 0) return "upload budget not released after Finish";
       if (model_budget.used() != sent.size()) return "model budget differs from the model size";
       model.bytes.reset();
@@ -244,6 +426,85 @@ inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
     if (a.Add(v1::UploadRequest()).ok()) return "Add accepted a message after the end";
   }
   if (model_budget.used() != 0 || upload_budget.used() != 0) return "budget leaked";
+  return {};
+}
+
+// Tar mode (see the encoding above): the HTTP tar upload's path, server/http/check.cc.
+inline std::string RunTarInput(const std::uint8_t* data, std::size_t size) {
+  using grpc::StatusCode;
+  server::ByteBudget model_budget(kFuzzModelBudget, static_cast<prometheus::Gauge*>(nullptr));
+  server::ByteBudget upload_budget(kFuzzUploadBudget, static_cast<prometheus::Gauge*>(nullptr));
+  auto allowed = [](StatusCode c) {
+    return c == StatusCode::OK || c == StatusCode::INVALID_ARGUMENT ||
+           c == StatusCode::RESOURCE_EXHAUSTED;
+  };
+  const std::size_t piece = data[1] % 61 + 1;
+  const std::string_view body(reinterpret_cast<const char*>(data) + 2, size - 2);
+  {
+    server::UploadAssembler a(kFuzzMaxModelBytes, &model_budget, &upload_budget);
+    a.AllowDataFiles(kFuzzMaxDataBytes, "");
+    std::string model_dir;
+    std::int64_t current = -1;
+    std::map<std::int64_t, std::string> received;
+    server::TarReader* reader_ptr = nullptr;
+    server::TarReader reader(
+        [&](const std::string& name, std::uint64_t member_size) -> grpc::Status {
+          if (reader_ptr->members() == 1) {
+            const auto slash = name.rfind('/');
+            model_dir = slash == std::string::npos ? "" : name.substr(0, slash + 1);
+            v1::UploadRequest msg;
+            msg.mutable_metadata()->set_file_name("tar.onnx");
+            msg.mutable_metadata()->set_size_bytes(member_size);
+            current = -1;
+            return a.Add(msg);
+          }
+          if (name.compare(0, model_dir.size(), model_dir) != 0) {
+            return grpc::Status(StatusCode::INVALID_ARGUMENT, "not below the model's folder");
+          }
+          std::uint32_t index = 0;
+          grpc::Status st = a.BeginDataFile(name.substr(model_dir.size()), member_size, &index);
+          current = static_cast<std::int64_t>(index);
+          return st;
+        },
+        [&](std::string_view bytes) -> grpc::Status {
+          received[current] += bytes;
+          if (current >= 0) return a.AddDataBytes(static_cast<std::uint32_t>(current), bytes);
+          v1::UploadRequest msg;
+          msg.set_chunk(std::string(bytes));
+          return a.Add(msg);
+        });
+    reader_ptr = &reader;
+    grpc::Status st;
+    for (std::size_t off = 0; st.ok() && off < body.size(); off += piece) {
+      st = reader.Feed(body.substr(off, piece));
+      if (!allowed(st.error_code())) return "tar Feed returned " + std::to_string(st.error_code());
+    }
+    if (st.ok()) st = reader.Finish();
+    if (!allowed(st.error_code())) return "tar Finish returned " + std::to_string(st.error_code());
+    if (reader.members() > server::TarReader::kMaxMembers) return "more tar members than allowed";
+    if (st.ok()) {
+      server::LoadedModel model;
+      st = a.Finish(&model);
+      if (!allowed(st.error_code())) return "Finish returned " + std::to_string(st.error_code());
+      if (st.ok()) {
+        if (model.bytes == nullptr || model.bytes->view() != received[-1]) {
+          return "tar: assembled model bytes differ from the first member";
+        }
+        if (model.data != nullptr) {
+          if (model.data->total_bytes() > kFuzzMaxDataBytes) return "tar: data over the limit";
+          for (std::size_t i = 0; i < model.data->count(); ++i) {
+            const std::string& bytes = received[static_cast<std::int64_t>(i)];
+            if (ReadFd(model.data->fd(i), model.data->size(i)) != bytes) {
+              return "tar: data file bytes differ from the member";
+            }
+          }
+        }
+      }
+    } else {
+      a.Abort();
+    }
+  }
+  if (model_budget.used() != 0 || upload_budget.used() != 0) return "tar: budget leaked";
   return {};
 }
 

@@ -1,7 +1,10 @@
 // Writes seed inputs of fuzz_upload: each model file given becomes well-formed uploads with
-// several chunk sizes, with and without the declared size and sha256.
+// several chunk sizes, with and without the declared size and sha256, an upload with a data file,
+// and an HTTP tar stream of the model and a data file.
 //
 //   upload_seeds OUT_DIR MODEL...
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -36,6 +39,19 @@ int main(int argc, char** argv) {
       std::ofstream out(out_dir / name, std::ios::binary | std::ios::trunc);
       const std::string bytes =
           axqc::fuzz::EncodeUpload(model, v.chunk, v.size, v.sha, stem + ".onnx");
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      ++written;
+    }
+    // With a data file, by Upload and as an HTTP tar stream.
+    const std::string data = model.substr(0, std::min<std::size_t>(model.size(), 300));
+    const std::pair<std::string, std::string> more[] = {
+        {"upload_data_" + stem, axqc::fuzz::EncodeUploadWithData(model, data)},
+        {"tar_" + stem, std::string("T\x07") + axqc::fuzz::TarMember("m/", "", '5') +
+                            axqc::fuzz::TarMember("m/model.onnx", model) +
+                            axqc::fuzz::TarMember("m/weights.bin", data) +
+                            std::string(1024, '\0')}};
+    for (const auto& [name, bytes] : more) {
+      std::ofstream out(out_dir / name, std::ios::binary | std::ios::trunc);
       out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
       ++written;
     }

@@ -84,12 +84,30 @@ TEST(IsolateProtocol, RequestRoundTripsEveryField) {
   EXPECT_EQ(back->html.view_max_edges, 241u);
   EXPECT_EQ(back->html.whole_model_max_edges, 601u);
   EXPECT_EQ(back->html.layout_seconds, 2.5);
-  // A task the worker does not know is a malformed request.
+  // A task the worker does not know is a malformed request (the task byte: before the HTML
+  // settings and the external data flag and file count).
   std::string unknown = isolate::Encode(m);
-  const std::size_t task_at = unknown.size() - 8 - 5 * 4 - (4 + 4) - (4 + 1) - (4 + 27) - 1;
+  const std::size_t task_at = unknown.size() - (1 + 4) - 8 - 5 * 4 - (4 + 4) - (4 + 1) - (4 + 27) - 1;
   ASSERT_EQ(static_cast<std::uint8_t>(unknown[task_at]), 1);
   unknown[task_at] = 2;
   EXPECT_FALSE(isolate::DecodeRequest(unknown).has_value());
+  EXPECT_FALSE(back->external_data);
+  EXPECT_TRUE(back->data_files.empty());
+  // With external data files (protocol 6): names and sizes, in order; each file's descriptor
+  // follows in a DataFileMsg.
+  m.external_data = true;
+  m.data_files = {{"w.bin", 12}, {"sub/x.bin", 1ull << 40}};
+  const auto with_files = isolate::DecodeRequest(isolate::Encode(m));
+  ASSERT_TRUE(with_files.has_value());
+  EXPECT_TRUE(with_files->external_data);
+  ASSERT_EQ(with_files->data_files.size(), 2u);
+  EXPECT_EQ(with_files->data_files[1].name, "sub/x.bin");
+  EXPECT_EQ(with_files->data_files[1].size, 1ull << 40);
+  isolate::DataFileMsg f;
+  f.index = 7;
+  const auto fb = isolate::DecodeDataFile(isolate::Encode(f));
+  ASSERT_TRUE(fb.has_value());
+  EXPECT_EQ(fb->index, 7u);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -242,6 +260,14 @@ TEST(IsolateProtocol, MalformedRecordsAreRejected) {
   // check_value: after the tag, name (length + 6 bytes), path, model_bytes and sha256
   bad_bool[4 + (4 + 6) + 4 + 8 + 4] = 2;
   EXPECT_FALSE(isolate::DecodeRequest(bad_bool).has_value());
+  std::string bad_flag = good;
+  bad_flag[bad_flag.size() - 4 - 1] = 2;  // external_data
+  EXPECT_FALSE(isolate::DecodeRequest(bad_flag).has_value());
+  std::string many_files = good;
+  many_files[many_files.size() - 4] = static_cast<char>(isolate::kMaxDataFiles + 1);
+  EXPECT_FALSE(isolate::DecodeRequest(many_files).has_value());
+  EXPECT_FALSE(isolate::DecodeDataFile(good).has_value());
+  EXPECT_FALSE(isolate::DecodeDataFile(isolate::Encode(isolate::DataFileMsg{}) + "x").has_value());
   std::string huge = good;
   huge[4] = '\xff';  // name length low byte
   huge[7] = '\x7f';  // name length high byte: 2 GiB

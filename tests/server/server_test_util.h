@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "axqc/checker.h"
+#include "axqc/sha256.h"
 #include "axqc/v1/axqc.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpc/reflection/v1/reflection.grpc.pb.h"
@@ -113,6 +115,64 @@ inline std::string NonConformantModel(const std::string& tag = "bad") {
 }
 // Starts with byte 0xff: field number 31, wire type 7 (invalid) -> no protobuf parser accepts it.
 inline std::string NotOnnxBytes() { return "\xff\xff\xff\xff this is not an ONNX model"; }
+
+// A model with external data: the Conv model's weight "w" and weight scales "w_scale" stored in
+// the data file `location` (written to `data`). `scale_factor` multiplies the weight scales; a
+// non-positive one makes qdq/scale-value fire, a finding only the data file shows.
+struct ExternalDataModel {
+  std::string model;
+  std::string data;
+};
+inline ExternalDataModel MakeExternalDataModel(const std::string& tag, float scale_factor = 1.0f,
+                                               const std::string& location = "weights.bin") {
+  onnx::ModelProto m;
+  m.ParseFromString(ConvModelBytes(tag, false));
+  ExternalDataModel out;
+  for (auto& t : *m.mutable_graph()->mutable_initializer()) {
+    if (t.name() != "w" && t.name() != "w_scale") continue;
+    std::string bytes = t.raw_data();
+    if (bytes.empty()) {
+      for (float f : t.float_data()) {
+        if (t.name() == "w_scale") f *= scale_factor;
+        bytes.append(reinterpret_cast<const char*>(&f), sizeof f);
+      }
+    } else if (t.name() == "w_scale") {
+      for (std::size_t i = 0; i + 4 <= bytes.size(); i += 4) {
+        float f;
+        std::memcpy(&f, bytes.data() + i, 4);
+        f *= scale_factor;
+        std::memcpy(bytes.data() + i, &f, 4);
+      }
+    }
+    const std::size_t offset = out.data.size();
+    out.data += bytes;
+    t.clear_raw_data();
+    t.clear_float_data();
+    t.set_data_location(onnx::TensorProto::EXTERNAL);
+    for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
+             {"location", location},
+             {"offset", std::to_string(offset)},
+             {"length", std::to_string(bytes.size())}}) {
+      auto* e = t.add_external_data();
+      e->set_key(k);
+      e->set_value(v);
+    }
+  }
+  out.model = m.SerializeAsString();
+  return out;
+}
+
+// The bundle hash of a model and its data files (docs/api.md): sha256 of
+// "axqc-external-data/1\n<graph sha256>\n" and, per file in name order,
+// "<name>\n<size>\n<sha256>\n".
+inline std::string BundleSha256(const std::string& model,
+                                std::map<std::string, std::string> files) {
+  std::string text = "axqc-external-data/1\n" + Sha256Hex(model) + "\n";
+  for (const auto& [name, bytes] : files) {
+    text += name + "\n" + std::to_string(bytes.size()) + "\n" + Sha256Hex(bytes) + "\n";
+  }
+  return Sha256Hex(text);
+}
 
 // The report the checker itself produces for `bytes` (what the server must return).
 inline Report DirectReport(const std::string& bytes, const std::string& name,
@@ -388,6 +448,62 @@ inline grpc::Status Upload(v1::Checker::Stub& stub, const std::string& bytes,
     v1::UploadRequest msg;
     msg.set_chunk(bytes.substr(off, a.chunk));
     ok = writer->Write(msg);
+  }
+  writer->WritesDone();
+  return writer->Finish();
+}
+
+// An Upload of a model and its external data files: `files` are listed in the metadata with
+// `declared` sizes and sha256 (the real ones unless given), then sent after the model in chunks
+// of `chunk` bytes, the files interleaved.
+struct DataFileArg {
+  DataFileArg(std::string n, std::string b) : name(std::move(n)), bytes(std::move(b)) {}
+  DataFileArg(std::string n, std::string b, std::optional<std::uint64_t> size, std::string sha,
+              std::optional<std::uint32_t> i)
+      : name(std::move(n)),
+        bytes(std::move(b)),
+        declared_size(size),
+        declared_sha256(std::move(sha)),
+        index(i) {}
+  std::string name;
+  std::string bytes;
+  std::optional<std::uint64_t> declared_size;
+  std::string declared_sha256;         // empty: the real one
+  std::optional<std::uint32_t> index;  // data_chunk.file for its chunks; default: its position
+};
+inline grpc::Status UploadWithData(v1::Checker::Stub& stub, const std::string& model,
+                                   const std::vector<DataFileArg>& files, v1::CheckResponse* resp,
+                                   std::size_t chunk = 1000) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto writer = stub.Upload(&ctx, resp);
+  v1::UploadRequest first;
+  auto* m = first.mutable_metadata();
+  m->set_file_name("model.onnx");
+  m->set_size_bytes(model.size());
+  for (const auto& f : files) {
+    auto* d = m->add_data_files();
+    d->set_name(f.name);
+    d->set_size_bytes(f.declared_size.value_or(f.bytes.size()));
+    d->set_sha256(f.declared_sha256.empty() ? Sha256Hex(f.bytes) : f.declared_sha256);
+  }
+  bool ok = writer->Write(first);
+  for (std::size_t off = 0; ok && off < model.size(); off += chunk) {
+    v1::UploadRequest msg;
+    msg.set_chunk(model.substr(off, chunk));
+    ok = writer->Write(msg);
+  }
+  for (std::size_t off = 0; ok; off += chunk) {
+    bool any = false;
+    for (std::size_t i = 0; ok && i < files.size(); ++i) {
+      if (off >= files[i].bytes.size()) continue;
+      any = true;
+      v1::UploadRequest msg;
+      msg.mutable_data_chunk()->set_file(files[i].index.value_or(static_cast<std::uint32_t>(i)));
+      msg.mutable_data_chunk()->set_data(files[i].bytes.substr(off, chunk));
+      ok = writer->Write(msg);
+    }
+    if (!any) break;
   }
   writer->WritesDone();
   return writer->Finish();

@@ -7,9 +7,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -326,6 +330,68 @@ TEST(UploadFuzzInput, EncodedUploadsAreAccepted) {
       }
     }
   }
+}
+
+// The data-file and tar encodings of the fuzz input: accepted as written, and no mutation of them
+// (byte flips, insertions, deletions, truncations, for AXQC_UPLOAD_MUTATION_SECONDS, default 1 s)
+// breaks an invariant. A quick, uninstrumented companion of tests/fuzz/run.sh upload.
+TEST(UploadFuzzInput, DataFileAndTarInputsHoldTheInvariantsUnderMutation) {
+  const std::string model = "model bytes, not checked here " + std::string(3000, '\x02');
+  const std::string data = std::string(200, '\0') + std::string(300, '\x05');
+  const std::string upload = fuzz::EncodeUploadWithData(model, data);
+  const std::string tar = std::string("T\x07") + fuzz::TarMember("m/", "", '5') +
+                          fuzz::TarMember("m/model.onnx", model) +
+                          fuzz::TarMember("m/weights.bin", data) + std::string(1024, '\0');
+  for (const std::string* in : {&upload, &tar}) {
+    EXPECT_EQ(fuzz::RunUploadInput(reinterpret_cast<const std::uint8_t*>(in->data()), in->size()),
+              "");
+  }
+  const auto msgs =
+      fuzz::DecodeUploadInput(reinterpret_cast<const std::uint8_t*>(upload.data()), upload.size());
+  ASSERT_FALSE(msgs.empty());
+  ASSERT_EQ(msgs[0].metadata().data_files_size(), 1);
+  EXPECT_EQ(msgs[0].metadata().data_files(0).size_bytes(), data.size());
+  ByteBudget mb(fuzz::kFuzzModelBudget, static_cast<prometheus::Gauge*>(nullptr));
+  UploadAssembler a(fuzz::kFuzzMaxModelBytes, &mb, nullptr);
+  a.AllowDataFiles(fuzz::kFuzzMaxDataBytes, "");
+  for (const auto& m : msgs) ASSERT_TRUE(a.Add(m).ok());
+  LoadedModel out;
+  ASSERT_TRUE(a.Finish(&out).ok());
+  ASSERT_NE(out.data, nullptr);
+  EXPECT_EQ(out.data->name(0), "weights.bin");
+  EXPECT_EQ(fuzz::ReadFd(out.data->fd(0), data.size()), data);
+
+  const char* env = std::getenv("AXQC_UPLOAD_MUTATION_SECONDS");
+  const double seconds = env != nullptr ? std::atof(env) : 1.0;
+  std::mt19937_64 rng(35);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  std::uint64_t runs = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    std::string in = (rng() & 1) != 0 ? upload : tar;
+    const int edits = 1 + static_cast<int>(rng() % 8);
+    for (int e = 0; e < edits && !in.empty(); ++e) {
+      const std::size_t at = rng() % in.size();
+      switch (rng() % 4) {
+        case 0:
+          in[at] = static_cast<char>(rng());
+          break;
+        case 1:
+          in.insert(at, 1 + rng() % 16, static_cast<char>(rng()));
+          break;
+        case 2:
+          in.erase(at, 1 + rng() % 64);
+          break;
+        default:
+          in.resize(at);
+          break;
+      }
+    }
+    const std::string error =
+        fuzz::RunUploadInput(reinterpret_cast<const std::uint8_t*>(in.data()), in.size());
+    ASSERT_EQ(error, "") << "after " << runs << " runs";
+    ++runs;
+  }
+  std::cout << "UploadFuzzInput mutations: " << runs << " inputs in " << seconds << " s\n";
 }
 
 fs::path RegressionDir() {

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "axqc/errors.h"  // InputError
+#include "axqc/external_data.h"
 #include "axqc/report.h"
 #include "axqc/timing.h"   // StageTimings
 #include "axqc/version.h"  // ToolVersion
@@ -25,14 +26,18 @@ struct CheckOptions {
   // then does not hash them again and the report carries this value. The caller vouches for it:
   // never pass a hash that came with the bytes from outside. Empty: the loader hashes.
   std::string known_sha256{};
+  // CheckBytes only: the external data files of the model (axqc/external_data.h), or null. Without
+  // them a model with tensors stored as external data is an input error.
+  const ExternalData* external_data = nullptr;
 };
 
 // Checks the model file at `path`. External data is resolved inside the model's directory only.
 // Throws InputError.
 Report CheckFile(const std::string& path, const CheckOptions& options);
 
-// Checks a serialized model held in memory. `name` is used in the report; external data is not
-// available for in-memory models (tensors stored externally are an input error). Throws InputError.
+// Checks a serialized model held in memory. `name` is used in the report; external data comes from
+// options.external_data only (without it, tensors stored externally are an input error). Throws
+// InputError.
 Report CheckBytes(std::string_view bytes, const std::string& name, const CheckOptions& options);
 
 }  // namespace axqc

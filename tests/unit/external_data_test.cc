@@ -1,0 +1,251 @@
+// External data of in-memory models (CheckOptions::external_data): the same reports as the path
+// check of the same files, the same rules on locations and byte ranges, and the location scan
+// servers use to learn which files a model names.
+#include "axqc/external_data.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "check_helpers.h"
+
+namespace axqc::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Moves the float values of initializer `name` out of the model into `blob` (appended at the
+// blob's end) and points the tensor at `location`.
+void Externalize(onnx::ModelProto& m, const std::string& name, const std::string& location,
+                 std::string* blob) {
+  for (auto& t : *m.mutable_graph()->mutable_initializer()) {
+    if (t.name() != name) continue;
+    std::string bytes = t.raw_data();
+    if (bytes.empty()) {
+      for (float f : t.float_data()) {
+        char b[4];
+        std::memcpy(b, &f, 4);
+        bytes.append(b, 4);
+      }
+    }
+    ASSERT_FALSE(bytes.empty()) << name;
+    const std::size_t offset = blob->size();
+    blob->append(bytes);
+    t.clear_raw_data();
+    t.clear_float_data();
+    t.set_data_location(TP::EXTERNAL);
+    auto add = [&](const std::string& k, const std::string& v) {
+      auto* e = t.add_external_data();
+      e->set_key(k);
+      e->set_value(v);
+    };
+    add("location", location);
+    add("offset", std::to_string(offset));
+    add("length", std::to_string(bytes.size()));
+    return;
+  }
+  FAIL() << "no initializer " << name;
+}
+
+struct ExternalModel {
+  std::string model;  // serialized
+  std::string blob;   // weights.bin
+};
+
+// The Conv block with its weight and weight scales in "weights.bin"; `scale` scales the weight
+// scales (a non-positive factor makes qdq/scale-value fire: a finding only the data file shows).
+ExternalModel MakeExternal(float scale = 1.0f, const std::string& location = "weights.bin") {
+  ConvOpts o;
+  std::vector<float> s = Scales(o.cout);
+  for (auto& v : s) v *= scale;
+  o.w = QParams::PerChannel(QType::kS8, s, 0);
+  auto m = ConvModel(o).Build();
+  ExternalModel out;
+  Externalize(m, "w", location, &out.blob);
+  for (const auto& t : m.graph().initializer()) {
+    if (t.data_type() == TP::FLOAT && t.name() != "w" && t.name().find("w_") == 0 &&
+        t.name().find("scale") != std::string::npos) {
+      Externalize(m, t.name(), location, &out.blob);
+      break;
+    }
+  }
+  out.model = m.SerializeAsString();
+  return out;
+}
+
+std::string MemError(const std::string& model, const ExternalData* files) {
+  try {
+    CheckOptions o;
+    o.external_data = files;
+    CheckBytes(model, "m.onnx", o);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / ("axqc-extdata-" + std::to_string(::getpid()));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+void WriteFile(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out << bytes;
+}
+
+std::vector<std::string> RulesOf(const Report& r) {
+  std::vector<std::string> out;
+  for (const auto& f : r.findings) out.push_back(f.rule + ": " + f.message);
+  return out;
+}
+
+TEST(ExternalDataInMemory, SameReportAsThePathCheck) {
+  for (float scale : {1.0f, 0.0f, -1.0f}) {
+    const auto em = MakeExternal(scale);
+    TempDir d;
+    WriteFile(d.path() / "m.onnx", em.model);
+    WriteFile(d.path() / "weights.bin", em.blob);
+    const Report by_path = CheckFile((d.path() / "m.onnx").string(), {});
+    ExternalDataMap files;
+    files.Add("weights.bin", em.blob);
+    CheckOptions o;
+    o.external_data = &files;
+    const Report in_memory = CheckBytes(em.model, "m.onnx", o);
+    EXPECT_EQ(in_memory.verdict, by_path.verdict) << Dump(in_memory);
+    EXPECT_EQ(RulesOf(in_memory), RulesOf(by_path));
+    if (scale > 0) {
+      EXPECT_EQ(in_memory.verdict, Verdict::kConformant) << Dump(in_memory);
+    } else {
+      EXPECT_TRUE(Has(in_memory, "qdq/scale-value")) << Dump(in_memory);
+    }
+  }
+}
+
+TEST(ExternalDataInMemory, DescriptorFilesReadLikeMemory) {
+  const auto em = MakeExternal(-1.0f);
+  TempDir d;
+  WriteFile(d.path() / "weights.bin", em.blob);
+  const int fd = ::open((d.path() / "weights.bin").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ExternalDataFds files;
+  files.Add("./weights.bin", fd, em.blob.size());
+  CheckOptions o;
+  o.external_data = &files;
+  const Report r = CheckBytes(em.model, "m.onnx", o);
+  ::close(fd);
+  EXPECT_TRUE(Has(r, "qdq/scale-value")) << Dump(r);
+}
+
+TEST(ExternalDataInMemory, WithoutTheFilesIsAnInputError) {
+  const auto em = MakeExternal();
+  EXPECT_NE(MemError(em.model, nullptr).find("without their data files"), std::string::npos);
+}
+
+TEST(ExternalDataInMemory, HostileLocationsOffsetsAndFiles) {
+  const auto em = MakeExternal();
+  ExternalDataMap good;
+  good.Add("weights.bin", em.blob);
+  // Hostile locations written into the model: each is refused before anything is read.
+  const std::vector<std::pair<std::string, std::string>> locations = {
+      {"../weights.bin", "contains '..'"},
+      {"/etc/passwd", "absolute path"},
+      {"sub/../weights.bin", "contains '..'"},
+      {"missing.bin", "is not among the data files sent with the model"},
+      {std::string("weights.bin\0x", 13), "control character"},
+      {"a\\b", "backslash"},
+  };
+  for (const auto& [loc, why] : locations) {
+    const auto bad = MakeExternal(1.0f, loc);
+    const std::string err = MemError(bad.model, &good);
+    EXPECT_NE(err.find("external data of tensor"), std::string::npos) << loc << ": " << err;
+    EXPECT_NE(err.find(why), std::string::npos) << loc << ": " << err;
+  }
+  // A data file shorter than the offsets say.
+  ExternalDataMap short_file;
+  short_file.Add("weights.bin", std::string_view(em.blob).substr(0, em.blob.size() - 4));
+  EXPECT_NE(MemError(em.model, &short_file).find("past the end of 'weights.bin'"),
+            std::string::npos);
+  // A file nobody refers to.
+  ExternalDataMap extra;
+  extra.Add("weights.bin", em.blob);
+  extra.Add("unused.bin", "x");
+  EXPECT_NE(MemError(em.model, &extra).find("'unused.bin' was sent with the model but no tensor"),
+            std::string::npos);
+  // "./weights.bin" and "weights.bin" are the same file.
+  const auto dotted = MakeExternal(1.0f, "./weights.bin");
+  EXPECT_EQ(MemError(dotted.model, &good), "");
+}
+
+TEST(ExternalDataInMemory, NamesAreValidated) {
+  ExternalDataMap files;
+  const std::vector<std::string> bads = {"",
+                                         "/abs",
+                                         "../x",
+                                         "a/../b",
+                                         ".",
+                                         "./",
+                                         std::string("a\0b", 3),
+                                         std::string(kMaxExternalDataNameBytes + 1, 'a'),
+                                         "a\nb"};
+  for (const auto& bad : bads) {
+    EXPECT_THROW(files.Add(bad, "x"), std::invalid_argument) << bad;
+  }
+  files.Add("a//b/./c", "x");
+  EXPECT_EQ(files.name(0), "a/b/c");
+  EXPECT_THROW(files.Add("a/b/c", "y"), std::invalid_argument);
+  for (std::size_t i = 1; i < kMaxExternalDataFiles; ++i) files.Add("f" + std::to_string(i), "");
+  EXPECT_THROW(files.Add("one-too-many", ""), std::invalid_argument);
+}
+
+TEST(ExternalDataLocations, ScansTheWireFormat) {
+  const auto em = MakeExternal();
+  EXPECT_EQ(ExternalDataLocations(em.model), std::vector<std::string>{"weights.bin"});
+  // Two files, one named twice; a tensor with external_data entries but no EXTERNAL location
+  // is not external.
+  auto m = ConvModel().Build();
+  std::string b1, b2;
+  Externalize(m, "w", "a.bin", &b1);
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name("odd");
+  t->set_data_type(TP::FLOAT);
+  auto* e = t->add_external_data();
+  e->set_key("location");
+  e->set_value("not-external.bin");
+  for (auto& init : *m.mutable_graph()->mutable_initializer()) {
+    if (init.name().find("scale") != std::string::npos && init.data_type() == TP::FLOAT) {
+      Externalize(m, init.name(), "b.bin", &b2);
+    }
+  }
+  auto locs = ExternalDataLocations(m.SerializeAsString());  // in order of first appearance
+  std::sort(locs.begin(), locs.end());
+  EXPECT_EQ(locs, (std::vector<std::string>{"a.bin", "b.bin"}));
+  bool more = false;
+  EXPECT_EQ(ExternalDataLocations(m.SerializeAsString(), 1, &more).size(), 1u);
+  EXPECT_TRUE(more);
+  // Garbage and truncated input end the scan without a crash.
+  EXPECT_TRUE(ExternalDataLocations("\xff\xff\xff\xff").empty());
+  const std::string s = m.SerializeAsString();
+  for (std::size_t n = 0; n < s.size(); n += 7) (void)ExternalDataLocations(s.substr(0, n));
+}
+
+}  // namespace
+}  // namespace axqc::test
