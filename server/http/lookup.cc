@@ -66,8 +66,9 @@ void AddLookupRoutes(Router& router, Api api) {
   HtmlOptions options;
   options.home_url = "/";
   options.rules_url.clear();  // the server does not serve the rule pages
-  auto renderer =
-      std::make_shared<HtmlReports>(options, kHtmlQueue, kHtmlCacheBytes, api.s->d.render_html);
+  auto renderer = std::make_shared<HtmlReports>(
+      options, kHtmlQueue, kHtmlCacheBytes,
+      api.s == nullptr ? HtmlRenderFn(RenderHtmlInProcess) : api.s->d.render_html);
   Route html;
   html.method = "GET";
   html.pattern = "/v1/reports/{sha256}/html";
