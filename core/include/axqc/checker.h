@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "axqc/errors.h"  // InputError
 #include "axqc/report.h"
@@ -25,6 +26,9 @@ struct CheckOptions {
   // then does not hash them again and the report carries this value. The caller vouches for it:
   // never pass a hash that came with the bytes from outside. Empty: the loader hashes.
   std::string known_sha256{};
+  // Chip targets to judge the model against (axqc/targets.h): chip names or aliases, or "all"
+  // (ResolveTargets). Empty: none; the report is then what it was without targets.
+  std::vector<std::string> targets{};
 };
 
 // Checks the model file at `path`. External data is resolved inside the model's directory only.
