@@ -1,8 +1,8 @@
 // Local mode: check models in-process. Rendering (shared with remote mode): EmitResults.
 #include <unistd.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>

@@ -219,7 +219,7 @@ int Main(int argc, char** argv) {
   targets_cmd->add_flag("--list", targets.list, "List the chip profiles");
   targets_cmd->add_option("--diff", targets.diff, "Differences between two chips' profiles")
       ->expected(2)
-      ->type_name("CHIP CHIP");
+      ->type_name("CHIP");
   targets_cmd->add_option("--format", targets.format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();

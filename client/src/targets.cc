@@ -1,12 +1,13 @@
 // `axqc targets`: the portability matrix of models over the chip profiles, a chip's profile in
 // readable form, the list of profiles and the difference between two (docs/targets.md).
+#include "axqc/targets.h"
+
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "axqc/checker.h"
 #include "axqc/render.h"
-#include "axqc/targets.h"
 #include "cli.h"
 
 namespace axqc::cli {
@@ -133,15 +134,18 @@ int RunTargets(const TargetsArgs& args) {
         first = false;
         std::cout << r.model.file << "  (spec verdict: " << VerdictName(r.verdict) << ")\n";
         for (const auto& t : r.targets) {
-          std::string v(TargetVerdictName(t.verdict));
-          std::cout << "  " << t.name << std::string(t.name.size() < 8 ? 8 - t.name.size() : 1, ' ')
-                    << v << std::string(v.size() < 17 ? 17 - v.size() : 1, ' ');
+          const std::string v(TargetVerdictName(t.verdict));
+          std::string detail;
           if (t.verdict == TargetVerdict::kDoesNotFit) {
-            std::cout << Blocking(t);
+            detail = Blocking(t);
           } else if (t.notes > 0) {
-            std::cout << t.notes << (t.notes == 1 ? " note" : " notes")
-                      << " (axqc check --target " << t.chip << ")";
+            detail = std::to_string(t.notes) + (t.notes == 1 ? " note" : " notes") +
+                     " (axqc check --target " + t.chip + ")";
           }
+          std::cout << "  " << t.name << std::string(t.name.size() < 8 ? 8 - t.name.size() : 1, ' ')
+                    << v;
+          if (!detail.empty())
+            std::cout << std::string(v.size() < 17 ? 17 - v.size() : 1, ' ') << detail;
           std::cout << "\n";
         }
       }

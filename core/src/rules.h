@@ -307,8 +307,8 @@ inline constexpr std::array kCatalog{
     RuleInfo{"target/not-checked", S::kInfo, kAlways, "target",
              "A documented limit of the chip's table that the checker cannot evaluate statically "
              "(or whose shapes are unknown).",
-             "Verify the limit with the Pulsar2 build for the chip.",
-             "core/src/targets.cc", "tests/unit/targets_test.cc"},
+             "Verify the limit with the Pulsar2 build for the chip.", "core/src/targets.cc",
+             "tests/unit/targets_test.cc"},
 };
 
 }  // namespace axqc::detail

@@ -174,7 +174,8 @@ class Reader {
       if (c.types.empty()) Fail(f + ".allowed_types", "must not be empty");
       for (std::size_t i = 0; i < c.types.size(); ++i) {
         if (DataTypeCode(c.types[i]) < 0)
-          Fail(f + ".allowed_types[" + std::to_string(i) + "]", "unknown type '" + c.types[i] + "'");
+          Fail(f + ".allowed_types[" + std::to_string(i) + "]",
+               "unknown type '" + c.types[i] + "'");
       }
     }
     if (a.contains("unsupported")) {
@@ -189,8 +190,9 @@ class Reader {
       c.kind = AttrKind::kAtMostPadsEnd;
     }
     if (kinds != 1) {
-      Fail(f, "needs exactly one of allowed, disallowed, allowed_types, unsupported, "
-              "at_most_pads_end");
+      Fail(f,
+           "needs exactly one of allowed, disallowed, allowed_types, unsupported, "
+           "at_most_pads_end");
     }
     if (a.contains("default")) {
       c.has_default = true;
@@ -303,7 +305,8 @@ class Reader {
       if (const json* attrs = Get(spec, f + ".attributes")) {
         if (!attrs->is_array()) Fail(f + ".attributes", "must be an array");
         for (std::size_t i = 0; i < attrs->size(); ++i)
-          o.attributes.push_back(Attribute((*attrs)[i], f + ".attributes[" + std::to_string(i) + "]"));
+          o.attributes.push_back(
+              Attribute((*attrs)[i], f + ".attributes[" + std::to_string(i) + "]"));
       }
       if (const json* ins = Get(spec, f + ".inputs")) {
         if (!ins->is_array()) Fail(f + ".inputs", "must be an array");
@@ -331,8 +334,8 @@ class Reader {
   // TensorProto data type code of a type name, -1 when unknown.
   static int DataTypeCode(std::string_view name) {
     static const std::pair<std::string_view, int> kTypes[] = {
-        {"float32", 1}, {"uint8", 2},  {"int8", 3},    {"uint16", 4},  {"int16", 5},
-        {"int32", 6},   {"int64", 7},  {"string", 8},  {"bool", 9},    {"float16", 10},
+        {"float32", 1},  {"uint8", 2},   {"int8", 3},    {"uint16", 4},   {"int16", 5},
+        {"int32", 6},    {"int64", 7},   {"string", 8},  {"bool", 9},     {"float16", 10},
         {"float64", 11}, {"uint32", 12}, {"uint64", 13}, {"bfloat16", 16}};
     for (const auto& [n, c] : kTypes) {
       if (n == name) return c;
@@ -346,8 +349,8 @@ class Reader {
 
 std::string DataTypeName(std::int64_t code) {
   static const std::pair<int, std::string_view> kNames[] = {
-      {1, "float32"}, {2, "uint8"},   {3, "int8"},    {4, "uint16"},  {5, "int16"},
-      {6, "int32"},   {7, "int64"},   {8, "string"},  {9, "bool"},    {10, "float16"},
+      {1, "float32"},  {2, "uint8"},   {3, "int8"},    {4, "uint16"},   {5, "int16"},
+      {6, "int32"},    {7, "int64"},   {8, "string"},  {9, "bool"},     {10, "float16"},
       {11, "float64"}, {12, "uint32"}, {13, "uint64"}, {16, "bfloat16"}};
   for (const auto& [c, n] : kNames) {
     if (c == code) return std::string(n);
@@ -413,9 +416,9 @@ std::string LimitText(const AttrConstraint& c) {
       break;
     }
     case AttrKind::kUnsupported:
-      s = c.has_default ? "not supported unless " + FormatValues(c.default_value, false) +
-                              " (the default)"
-                        : "not supported";
+      s = c.has_default
+              ? "not supported unless " + FormatValues(c.default_value, false) + " (the default)"
+              : "not supported";
       break;
     case AttrKind::kAtMostPadsEnd:
       s = "each element at most the matching end pad (pads[rank + i])";
@@ -553,8 +556,8 @@ std::string TargetProfileText(const TargetProfile& p) {
   for (const auto& [op, o] : p.ops) {
     os << "    " << op;
     if (!o.table_name.empty()) os << " (listed as " << o.table_name << ")";
-    const bool plain = o.attributes.empty() && o.inputs.empty() && o.efficiency.empty() &&
-                       o.not_checked.empty();
+    const bool plain =
+        o.attributes.empty() && o.inputs.empty() && o.efficiency.empty() && o.not_checked.empty();
     os << (plain ? ": no limit\n" : "\n");
     for (const auto& a : o.attributes) {
       os << "      attribute " << a.name << ": " << LimitText(a);
@@ -584,7 +587,8 @@ std::vector<std::string> LimitLines(const OpProfile& o) {
     out.push_back(s);
   }
   for (const auto& in : o.inputs)
-    out.push_back("input " + std::to_string(in.index) + " (" + in.name + "): " + InputLimitText(in));
+    out.push_back("input " + std::to_string(in.index) + " (" + in.name +
+                  "): " + InputLimitText(in));
   for (const auto& e : o.efficiency)
     out.push_back("efficiency (info): " + e.note + ", when " + ConditionText(e.when));
   for (const auto& n : o.not_checked) out.push_back("not checked: " + n);
@@ -660,9 +664,15 @@ const onnx::AttributeProto* FindAttr(const onnx::NodeProto& n, const std::string
 std::vector<TargetValue> AttrValues(const onnx::AttributeProto& a) {
   std::vector<TargetValue> out;
   switch (a.type()) {
-    case onnx::AttributeProto::INT: out.emplace_back(std::int64_t{a.i()}); break;
-    case onnx::AttributeProto::FLOAT: out.emplace_back(static_cast<double>(a.f())); break;
-    case onnx::AttributeProto::STRING: out.emplace_back(a.s()); break;
+    case onnx::AttributeProto::INT:
+      out.emplace_back(std::int64_t{a.i()});
+      break;
+    case onnx::AttributeProto::FLOAT:
+      out.emplace_back(static_cast<double>(a.f()));
+      break;
+    case onnx::AttributeProto::STRING:
+      out.emplace_back(a.s());
+      break;
     case onnx::AttributeProto::INTS:
       for (auto v : a.ints()) out.emplace_back(std::int64_t{v});
       break;
@@ -672,7 +682,8 @@ std::vector<TargetValue> AttrValues(const onnx::AttributeProto& a) {
     case onnx::AttributeProto::STRINGS:
       for (const auto& v : a.strings()) out.emplace_back(v);
       break;
-    default: break;
+    default:
+      break;
   }
   return out;
 }
@@ -759,7 +770,8 @@ std::vector<bool> FoldedNodes(const GraphIndex& g) {
       known = known && any;
       folded[static_cast<std::size_t>(n)] = known;
     }
-    if (IsOnnxOp(node, "Shape") || IsOnnxOp(node, "Size")) folded[static_cast<std::size_t>(n)] = known;
+    if (IsOnnxOp(node, "Shape") || IsOnnxOp(node, "Size"))
+      folded[static_cast<std::size_t>(n)] = known;
     if (!known) continue;
     for (int id : g.OutputIds(n)) {
       if (id >= 0) static_tensor[static_cast<std::size_t>(id)] = true;
@@ -904,8 +916,7 @@ class Evaluator {
           return c.kind == AttrKind::kAllowed ? !In(v, allowed) : In(v, allowed);
         });
         if (bad) {
-          emit(rules::kTargetAttributeValue,
-               "the " + p_.name + " NPU supports " + limit, Shown(e));
+          emit(rules::kTargetAttributeValue, "the " + p_.name + " NPU supports " + limit, Shown(e));
         }
         return;
       }

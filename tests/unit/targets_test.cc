@@ -269,8 +269,8 @@ TEST(TargetAttributes, ResizeNearestMode) {
     b.Output("y");
     return b;
   };
-  const Report floor = Check(
-      resize({AB::AttrS("mode", "nearest"), AB::AttrS("nearest_mode", "floor")}), {"ax650"});
+  const Report floor =
+      Check(resize({AB::AttrS("mode", "nearest"), AB::AttrS("nearest_mode", "floor")}), {"ax650"});
   const auto f = Of(floor, "target/attribute-value", "ax650");
   ASSERT_EQ(f.size(), 1u) << Dump(floor);
   EXPECT_EQ(Value(*f[0], "attribute"), "nearest_mode");
@@ -280,8 +280,8 @@ TEST(TargetAttributes, ResizeNearestMode) {
   const Report ceil = Check(resize({AB::AttrS("nearest_mode", "round_prefer_ceil")}), {"ax650"});
   EXPECT_EQ(VerdictOn(ceil, "ax650"), TargetVerdict::kFits) << Dump(ceil);
   // linear: nearest_mode does not apply.
-  const Report linear = Check(
-      resize({AB::AttrS("mode", "linear"), AB::AttrS("nearest_mode", "floor")}), {"ax650"});
+  const Report linear =
+      Check(resize({AB::AttrS("mode", "linear"), AB::AttrS("nearest_mode", "floor")}), {"ax650"});
   EXPECT_EQ(VerdictOn(linear, "ax650"), TargetVerdict::kFits) << Dump(linear);
   const Report cubic = Check(resize({AB::AttrS("mode", "cubic")}), {"ax650"});
   EXPECT_EQ(Of(cubic, "target/attribute-value", "ax650").size(), 1u) << Dump(cubic);
@@ -349,11 +349,11 @@ TEST(TargetAttributes, AveragePoolCountIncludePadWhenPadded) {
       << "no padding: count_include_pad changes nothing";
   const Report padded = Check(pool({AB::AttrInts("pads", {1, 1, 1, 1})}), {"ax650"});
   EXPECT_EQ(Of(padded, "target/attribute-value", "ax650").size(), 1u) << Dump(padded);
-  EXPECT_EQ(VerdictOn(Check(pool({AB::AttrInts("pads", {1, 1, 1, 1}),
-                                  AB::AttrI("count_include_pad", 1)}),
-                             {"ax650"}),
-                       "ax650"),
-            TargetVerdict::kFits);
+  EXPECT_EQ(
+      VerdictOn(Check(pool({AB::AttrInts("pads", {1, 1, 1, 1}), AB::AttrI("count_include_pad", 1)}),
+                      {"ax650"}),
+                "ax650"),
+      TargetVerdict::kFits);
 }
 
 TEST(TargetAttributes, CastTargetTypes) {

@@ -39,11 +39,11 @@ struct TargetCondition {
 
 // Kinds of attribute constraint.
 enum class AttrKind {
-  kAllowed,         // every element of the value in `values` (target/attribute-value)
-  kDisallowed,      // no element of the value in `values` (target/attribute-value)
-  kAllowedTypes,    // a data-type attribute (Cast `to`) names one of `types`
-  kUnsupported,     // written with a value other than the default (target/attribute-unsupported)
-  kAtMostPadsEnd,   // output_padding[i] <= pads[rank + i] (ConvTranspose)
+  kAllowed,        // every element of the value in `values` (target/attribute-value)
+  kDisallowed,     // no element of the value in `values` (target/attribute-value)
+  kAllowedTypes,   // a data-type attribute (Cast `to`) names one of `types`
+  kUnsupported,    // written with a value other than the default (target/attribute-unsupported)
+  kAtMostPadsEnd,  // output_padding[i] <= pads[rank + i] (ConvTranspose)
 };
 
 struct AttrConstraint {
@@ -53,9 +53,9 @@ struct AttrConstraint {
   std::vector<std::string> types;  // kAllowedTypes: "uint8", "float32", ...
   bool has_default = false;
   std::vector<TargetValue> default_value;  // the ONNX default, used when not written
-  int axis_of_input = -1;  // >= 0: an axis, normalised by the rank of this input
-  bool for_now = false;    // the table says "not yet" / "for now"
-  std::vector<TargetCondition> when;  // all must hold for the constraint to apply
+  int axis_of_input = -1;                  // >= 0: an axis, normalised by the rank of this input
+  bool for_now = false;                    // the table says "not yet" / "for now"
+  std::vector<TargetCondition> when;       // all must hold for the constraint to apply
   std::string note;
 };
 
@@ -63,9 +63,9 @@ struct AttrConstraint {
 struct InputConstraint {
   int index = 0;
   std::string name;
-  bool absent = false;        // the input must not be given
-  std::vector<int> ranks;     // allowed ranks
-  bool initializer = false;   // an initializer (directly or through a DequantizeLinear)
+  bool absent = false;             // the input must not be given
+  std::vector<int> ranks;          // allowed ranks
+  bool initializer = false;        // an initializer (directly or through a DequantizeLinear)
   std::int64_t max_elements = -1;  // with initializer: at most this many elements
   // Allowed shapes; "C" in a shape is dim `channel_dim` of input `channel_input`.
   std::vector<std::vector<std::string>> shapes;
@@ -92,9 +92,9 @@ struct OpProfile {
 };
 
 struct TargetProfile {
-  std::string file;  // core/targets/<chip>.json
-  std::string chip;  // "ax650"
-  std::string name;  // "AX650"
+  std::string file;                  // core/targets/<chip>.json
+  std::string chip;                  // "ax650"
+  std::string name;                  // "AX650"
   std::vector<std::string> covers;   // chips the table covers ("AX650", "M76H")
   std::vector<std::string> aliases;  // other names accepted for --target ("m76h")
   std::string source_repository;
