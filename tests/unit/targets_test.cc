@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "axqc/render.h"
+#include "axqc/render_graph.h"
 #include "check_helpers.h"
 
 namespace axqc::test {
@@ -565,6 +566,24 @@ TEST(TargetVerdicts, SpecVerdictUnchanged) {
   EXPECT_EQ(back.targets[0].verdict, TargetVerdict::kDoesNotFit);
   EXPECT_EQ(back.targets[0].blocking.at(0).node, "d2s");
   EXPECT_EQ(back.verdict, tgt.verdict);
+}
+
+// The HTML report has a Targets section with the matrix (only when targets were requested).
+TEST(TargetVerdicts, HtmlTargetsSection) {
+  AB b;
+  b.Input("x", TP::FLOAT, {1, 4, 8, 8});
+  b.Input("grid", TP::FLOAT, {1, 8, 8, 2});
+  b.Node("GridSample", {"x", "grid"}, {"y"}, {}, "gs1");
+  b.Output("y");
+  const std::string html = RenderHtml(Check(b, {"ax650", "ax620e"}));
+  const auto at = html.find("<section id=\"targets\"><h2>Targets</h2>");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_NE(html.find("<tr data-chip=\"ax620e\"><td>AX620E</td><td>does_not_fit</td>", at),
+            std::string::npos);
+  EXPECT_NE(html.find("GridSample <code>gs1</code>", at), std::string::npos);
+  EXPECT_NE(html.find("<tr data-chip=\"ax650\"><td>AX650</td><td>fits</td>", at),
+            std::string::npos);
+  EXPECT_EQ(RenderHtml(Check(b, {})).find("id=\"targets\""), std::string::npos);
 }
 
 // The real exports of tests/data/real_exports: every model gets a verdict per chip.
