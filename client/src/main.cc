@@ -97,6 +97,7 @@ int Main(int argc, char** argv) {
       "     or baseline that cannot be read (or, with --write-baseline, written)\n"
       "  3  not_applicable (no owned Q/DQ edge)\n"
       "  4  no verdict from the server (remote: unreachable, TLS or token refused, deadline)\n"
+      "With --target, a model that does not fit a requested chip exits 1 (docs/targets.md).\n"
       "See docs/ci.md.");
   auto* check_value = cmd->add_flag(
       "-c,--check-value,!--no-check-value", check.check_value,
