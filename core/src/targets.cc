@@ -153,7 +153,7 @@ class Reader {
   AttrConstraint Attribute(const json& a, const std::string& f) {
     OnlyKeys(a, f,
              {"name", "allowed", "disallowed", "allowed_types", "unsupported", "at_most_pads_end",
-              "default", "axis_of_input", "for_now", "when", "note"});
+              "default", "default_when", "axis_of_input", "for_now", "when", "note"});
     AttrConstraint c;
     c.name = String(a, f + ".name");
     int kinds = 0;
@@ -201,6 +201,8 @@ class Reader {
     c.axis_of_input = static_cast<int>(Int(a, f + ".axis_of_input", -1, false));
     c.for_now = Bool(a, f + ".for_now");
     c.when = Conditions(a, f + ".when");
+    c.default_when = Conditions(a, f + ".default_when");
+    if (!c.default_when.empty() && !c.has_default) Fail(f + ".default_when", "needs default");
     c.note = String(a, f + ".note", false);
     return c;
   }
@@ -562,6 +564,9 @@ std::string TargetProfileText(const TargetProfile& p) {
     for (const auto& a : o.attributes) {
       os << "      attribute " << a.name << ": " << LimitText(a);
       if (!a.when.empty()) os << "; applies when " << ConditionText(a.when);
+      if (!a.default_when.empty())
+        os << "; when not written, the default is judged only when "
+           << ConditionText(a.default_when);
       if (!a.note.empty()) os << "; " << a.note;
       os << "\n";
     }
@@ -584,6 +589,8 @@ std::vector<std::string> LimitLines(const OpProfile& o) {
   for (const auto& a : o.attributes) {
     std::string s = "attribute " + a.name + ": " + LimitText(a);
     if (!a.when.empty()) s += "; applies when " + ConditionText(a.when);
+    if (!a.default_when.empty())
+      s += "; when not written, the default is judged only when " + ConditionText(a.default_when);
     out.push_back(s);
   }
   for (const auto& in : o.inputs)
@@ -874,6 +881,7 @@ class Evaluator {
     if (!c.when.empty() && !AllHold(node, c.when)) return;
     const Effective e = Value(node, c.name, c.has_default, c.default_value);
     if (!e.present) return;
+    if (!e.written && !c.default_when.empty() && !AllHold(node, c.default_when)) return;
     const std::string limit = LimitText(c);
     auto emit = [&](RuleId rule, const std::string& why, const std::string& shown) {
       std::string msg = p_.name + ": " + who + " " + c.name + " = " + shown + "; " + why;

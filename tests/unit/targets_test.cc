@@ -347,7 +347,10 @@ TEST(TargetAttributes, AveragePoolCountIncludePadWhenPadded) {
     return OneNode("AveragePool", std::move(attrs));
   };
   EXPECT_EQ(VerdictOn(Check(pool({}), {"ax650"}), "ax650"), TargetVerdict::kFits)
-      << "no padding: count_include_pad changes nothing";
+      << "not written and no padding: the default changes nothing";
+  const Report written = Check(pool({AB::AttrI("count_include_pad", 0)}), {"ax650"});
+  EXPECT_EQ(Of(written, "target/attribute-value", "ax650").size(), 1u)
+      << "a written 0 is outside the table" << Dump(written);
   const Report padded = Check(pool({AB::AttrInts("pads", {1, 1, 1, 1})}), {"ax650"});
   EXPECT_EQ(Of(padded, "target/attribute-value", "ax650").size(), 1u) << Dump(padded);
   EXPECT_EQ(

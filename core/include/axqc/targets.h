@@ -56,6 +56,9 @@ struct AttrConstraint {
   int axis_of_input = -1;                  // >= 0: an axis, normalised by the rank of this input
   bool for_now = false;                    // the table says "not yet" / "for now"
   std::vector<TargetCondition> when;       // all must hold for the constraint to apply
+  // When the attribute is not written, its default is judged only if these all hold (a written
+  // value is always judged).
+  std::vector<TargetCondition> default_when;
   std::string note;
 };
 
