@@ -56,6 +56,9 @@ struct CheckArgs {
   std::string fail_on;         // --fail-on error|warn; "" = the configuration's, else error
   bool github_annotations = false;  // --github-annotations: workflow commands on stderr too
   bool isolate = false;             // --isolate: local checks run in a sandboxed worker process
+  // --target CHIP (repeatable, "all"): chip targets judged beside the spec (docs/targets.md);
+  // canonical chip names after validation. A model that does not fit one fails (exit 1).
+  std::vector<std::string> targets;
   // Remote only.
   RemoteArgs remote;
   std::vector<std::string> refs;              // --ref PATH|URL (server-side references)
@@ -71,6 +74,15 @@ struct StatsArgs {
   std::map<std::string, std::string> labels;  // filter
   unsigned top = 10;
   std::string format = "text";  // text | json
+};
+
+// `axqc targets` (client/src/targets.cc).
+struct TargetsArgs {
+  std::vector<std::string> args;  // model files, or one chip name (its profile)
+  bool list = false;              // --list
+  std::vector<std::string> diff;  // --diff A B
+  std::string format = "text";    // text | json
+  bool check_value = false;
 };
 
 struct FixArgs {
@@ -124,6 +136,9 @@ int RunLocalCheck(const CheckArgs& args, GateSetup& gate);
 int RunFix(const FixArgs& args);
 int RunFixList();
 int RunRules(const std::string& format, bool operators);
+int RunTargets(const TargetsArgs& args);
+// With --target: exit 1 for a model with a counted target error, unless a worse code stands.
+void ApplyTargetExitCodes(const CheckArgs& args, std::vector<ModelResult>& results);
 
 // Remote mode (client/src/remote.cc; without AXQC_REMOTE they print "built without remote
 // support" and return kExitError).

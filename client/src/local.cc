@@ -1,6 +1,7 @@
 // Local mode: check models in-process. Rendering (shared with remote mode): EmitResults.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -283,6 +284,7 @@ int RunLocalCheck(const CheckArgs& args, GateSetup& gate) {
   opts.check_value = args.check_value;
   opts.max_locations = args.max_locations;
   opts.include_graph = args.format == "html" || args.format == "dot";
+  opts.targets = args.targets;
   std::unique_ptr<IsolatedChecker> isolated;
   if (args.isolate) {
     try {
@@ -311,7 +313,21 @@ int RunLocalCheck(const CheckArgs& args, GateSetup& gate) {
     results.push_back(std::move(m));
   }
   if (!ApplyGateToResults(args, gate, results)) return kExitError;
+  ApplyTargetExitCodes(args, results);
   return EmitResults(args, results);
+}
+
+void ApplyTargetExitCodes(const CheckArgs& args, std::vector<ModelResult>& results) {
+  if (args.targets.empty()) return;
+  for (auto& r : results) {
+    if (!r.ok || Rank(r.exit_code) >= Rank(1)) continue;
+    const bool blocked =
+        std::any_of(r.report.findings.begin(), r.report.findings.end(), [](const Finding& f) {
+          return IsTargetRule(f.rule) && f.severity == Severity::kError &&
+                 f.state == FindingState::kCounted;
+        });
+    if (blocked) r.exit_code = 1;
+  }
 }
 
 }  // namespace axqc::cli

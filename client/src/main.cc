@@ -7,6 +7,7 @@
 #include "axqc/checker.h"
 #include "axqc/operators.h"
 #include "axqc/render.h"
+#include "axqc/targets.h"
 #include "axqc/version.h"
 #include "cli.h"
 
@@ -96,6 +97,7 @@ int Main(int argc, char** argv) {
       "     or baseline that cannot be read (or, with --write-baseline, written)\n"
       "  3  not_applicable (no owned Q/DQ edge)\n"
       "  4  no verdict from the server (remote: unreachable, TLS or token refused, deadline)\n"
+      "With --target, a model that does not fit a requested chip exits 1 (docs/targets.md).\n"
       "See docs/ci.md.");
   auto* check_value = cmd->add_flag(
       "-c,--check-value,!--no-check-value", check.check_value,
@@ -161,6 +163,12 @@ int Main(int argc, char** argv) {
                 "Local: run the checker in a sandboxed worker process (axqc-worker) with memory "
                 "and CPU limits, as axqc-server does; a crash is then reported as an error for "
                 "that model");
+  cmd->add_option("--target", check.targets,
+                  "Also judge the model against a chip's documented NPU operator table (ax650, "
+                  "ax620e, ax615, ax637, m57, aliases, or all); one per option, repeatable. A "
+                  "model that does not fit a requested chip fails (exit 1). docs/targets.md")
+      ->allow_extra_args(false)
+      ->type_name("CHIP");
   cmd->add_option("--progress", check.progress, "Remote: upload progress on stderr")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
@@ -202,6 +210,25 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}));
   rules->add_flag("--operators", operators, "List the operator support matrix instead");
   AddRemoteOptions(rules, &rules_remote, false);
+
+  TargetsArgs targets;
+  auto* targets_cmd = app.add_subcommand(
+      "targets",
+      "Chip targets: the portability matrix of models (which chips' documented NPU operator "
+      "tables they fit), or a chip's profile (docs/targets.md)");
+  targets_cmd->add_option("args", targets.args, "ONNX model files, or one chip name (its profile)");
+  targets_cmd->add_flag("--list", targets.list, "List the chip profiles");
+  targets_cmd->add_option("--diff", targets.diff, "Differences between two chips' profiles")
+      ->expected(2)
+      ->type_name("CHIP");
+  targets_cmd->add_option("--format", targets.format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  targets_cmd->add_flag("-c,--check-value", targets.check_value,
+                        "Models: run the numeric value checks of the spec as well");
+  targets_cmd->footer(
+      "Exit codes: 0 every model fits every chip (possibly with notes); 1 a model does not fit "
+      "a chip; 2 usage or input error.");
 
   StatsArgs stats;
   std::vector<std::string> stats_labels;
@@ -268,6 +295,22 @@ int Main(int argc, char** argv) {
       std::cerr << "axqc: --format " << check.format << " takes one model\n";
       return kExitError;
     }
+    if (!check.targets.empty()) {
+      if (!check.remote.server.empty()) {
+        std::cerr << "axqc: --target is judged locally; it is not available with --server yet\n";
+        return kExitError;
+      }
+      if (check.isolate) {
+        std::cerr << "axqc: --target is not available with --isolate yet\n";
+        return kExitError;
+      }
+      try {
+        check.targets = axqc::ResolveTargets(check.targets);
+      } catch (const std::exception& e) {
+        std::cerr << "axqc: --target: " << e.what() << "\n";
+        return kExitError;
+      }
+    }
     auto gate = PrepareGate(check);
     if (!gate) return kExitError;
     return check.remote.server.empty() ? RunLocalCheck(check, *gate) : RunRemoteCheck(check, *gate);
@@ -289,6 +332,7 @@ int Main(int argc, char** argv) {
       return RunRemoteRules(rules_remote, rules_format);
     return RunRules(rules_format, operators);
   }
+  if (targets_cmd->parsed()) return RunTargets(targets);
   if (stats_cmd->parsed()) {
     if (!ParseLabels(stats_labels, &stats.labels)) return kExitError;
     return RunRemoteStats(stats);

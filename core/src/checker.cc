@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "axqc/targets.h"
 #include "axqc/threads.h"
 #include "beside.h"
 #include "causes.h"
@@ -23,6 +24,7 @@
 #include "pipeline.h"
 #include "stage_clock.h"
 #include "stdout_capture.h"
+#include "targets_eval.h"
 
 namespace axqc {
 
@@ -633,6 +635,14 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   } else {
     for (auto& f : found) report.findings.push_back(std::move(f));
   }
+  // Chip targets: judged on every model, in scope or not (a float model has a portability too).
+  std::vector<std::string> chips;
+  if (!options.targets.empty()) {
+    chips = ResolveTargets(options.targets);
+    primary.resize(report.findings.size());
+    for (auto& f : EvaluateTargets(g, *m.proto, chips, &primary))
+      report.findings.push_back(std::move(f));
+  }
   AssignFingerprints(&g, report.findings, primary);
   AssignCauses(&g, m.proto, report.findings, primary);
   // Every string that can come from the model is cleaned once, here (see CleanText).
@@ -656,6 +666,7 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
     report.summary.units_by_op[CleanText(g.node(u.anchor).op_type())]++;
   }
   if (options.include_graph) report.graph = CollectGraph(g, q, units);
+  if (!chips.empty()) report.targets = TargetResults(report.findings, chips);
   FinalizeReport(report, options.max_locations);
   if (!in_scope) report.verdict = Verdict::kNotApplicable;
   clock.Lap(&StageTimings::report_s);

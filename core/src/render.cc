@@ -189,6 +189,24 @@ Finding FindingFromJson(const json& j) {
 
 }  // namespace
 
+json TargetsToJson(const Report& r) {
+  json targets = json::array();
+  for (const auto& t : r.targets) {
+    json blocking = json::array();
+    for (const auto& b : t.blocking)
+      blocking.push_back({{"rule", b.rule}, {"op_type", b.op_type}, {"node", b.node}});
+    targets.push_back({{"chip", t.chip},
+                       {"name", t.name},
+                       {"verdict", TargetVerdictName(t.verdict)},
+                       {"errors", t.errors},
+                       {"notes", t.notes},
+                       {"blocking", blocking},
+                       {"source", t.source},
+                       {"doc_version", t.doc_version}});
+  }
+  return targets;
+}
+
 json ReportToJson(const Report& r) {
   json groups = json::array();
   for (const auto& g : r.groups) {
@@ -252,6 +270,7 @@ json ReportToJson(const Report& r) {
               {"findings", findings},
               {"units", units}};
   if (r.gate.active) doc["gate"] = GateToJson(r.gate);
+  if (!r.targets.empty()) doc["targets"] = TargetsToJson(r);
   return doc;
 }
 
@@ -439,6 +458,7 @@ std::string RenderJson(const Report& r, int indent) {
   shell.summary = r.summary;
   shell.groups = r.groups;
   shell.gate = r.gate;
+  shell.targets = r.targets;
   json doc = ReportToJson(shell);
   doc["findings"] = "axqc-findings-placeholder";
   doc["units"] = "axqc-units-placeholder";
@@ -501,6 +521,21 @@ Report ReportFromJson(const json& j) {
   FinalizeReport(r, max_locations);
   r.verdict = verdict;
   if (j.contains("gate") && j["gate"].is_object()) r.gate = GateFromJson(j["gate"]);
+  for (const auto& t : j.value("targets", json::array())) {
+    TargetResult tr;
+    tr.chip = t.value("chip", "");
+    tr.name = t.value("name", "");
+    tr.verdict = TargetVerdictFromName(t.value("verdict", ""));
+    tr.errors = t.value("errors", std::size_t{0});
+    tr.notes = t.value("notes", std::size_t{0});
+    tr.source = t.value("source", "");
+    tr.doc_version = t.value("doc_version", "");
+    for (const auto& b : t.value("blocking", json::array())) {
+      tr.blocking.push_back(
+          {b.value("rule", ""), b.value("op_type", ""), b.value("node", "")});
+    }
+    r.targets.push_back(std::move(tr));
+  }
   return r;
 }
 
@@ -628,6 +663,20 @@ std::string RenderText(const Report& r, const TextOptions& o) {
       }
     } else if (!note) {
       if (const auto* info = FindRule(roots.front().rule)) os << "    fix: " << info->fix << "\n";
+    }
+  }
+  if (!r.targets.empty()) {
+    os << "\n  targets (documented NPU operator tables; not part of the spec verdict):\n";
+    for (const auto& t : r.targets) {
+      const char* tcol = t.verdict == TargetVerdict::kFits         ? "\033[32m"
+                         : t.verdict == TargetVerdict::kDoesNotFit ? "\033[31m"
+                                                                   : "\033[33m";
+      os << "    " << t.name << std::string(t.name.size() < 8 ? 8 - t.name.size() : 1, ' ')
+         << c(tcol) << TargetVerdictName(t.verdict) << reset;
+      if (t.errors + t.notes > 0)
+        os << "  (" << t.errors << (t.errors == 1 ? " error, " : " errors, ") << t.notes
+           << (t.notes == 1 ? " note)" : " notes)");
+      os << "\n";
     }
   }
   if (!s.units_by_kind.empty()) {

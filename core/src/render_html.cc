@@ -593,6 +593,27 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
     os << "</section>\n";
   }
 
+  // Chip targets (docs/targets.md): the portability matrix of the requested chips.
+  if (!r.targets.empty()) {
+    os << "<section id=\"targets\"><h2>Targets</h2>\n<p class=\"small\">The model against each "
+          "chip's documented NPU operator table; not part of the spec verdict.</p>\n"
+       << "<table><thead><tr><th>chip</th><th>verdict</th><th>errors</th><th>notes</th>"
+       << "<th>blocking nodes</th><th>profile source</th></tr></thead><tbody>\n";
+    for (const auto& t : r.targets) {
+      os << "<tr data-chip=\"" << Esc(t.chip) << "\"><td>" << Esc(t.name) << "</td><td>"
+         << Esc(TargetVerdictName(t.verdict)) << "</td><td>" << t.errors << "</td><td>" << t.notes
+         << "</td><td>";
+      for (std::size_t i = 0; i < t.blocking.size(); ++i) {
+        const auto& b = t.blocking[i];
+        os << (i ? ", " : "") << Esc(b.op_type) << " <code>" << Esc(b.node) << "</code> ("
+           << RuleLink(o, b.rule) << ")";
+      }
+      os << "</td><td class=\"small\">" << Esc(t.source) << " (" << Esc(t.doc_version)
+         << ")</td></tr>\n";
+    }
+    os << "</tbody></table></section>\n";
+  }
+
   // Finding groups with their graph views.
   const auto seeds = GroupSeeds(r);
   os << "<section id=\"findings\"><h2>Findings</h2>\n";

@@ -35,6 +35,23 @@ std::string_view GateVerdictName(GateVerdict v) {
   return "fail";
 }
 
+std::string_view TargetVerdictName(TargetVerdict v) {
+  switch (v) {
+    case TargetVerdict::kFits: return "fits";
+    case TargetVerdict::kDoesNotFit: return "does_not_fit";
+    case TargetVerdict::kFitsWithNotes: return "fits_with_notes";
+  }
+  return "does_not_fit";
+}
+
+TargetVerdict TargetVerdictFromName(std::string_view name) {
+  if (name == "fits") return TargetVerdict::kFits;
+  if (name == "fits_with_notes") return TargetVerdict::kFitsWithNotes;
+  return TargetVerdict::kDoesNotFit;
+}
+
+bool IsTargetRule(std::string_view rule) { return rule.starts_with("target/"); }
+
 void SeverityCounts::Add(Severity s) {
   switch (s) {
     case Severity::kError: ++errors; break;
@@ -117,6 +134,7 @@ void FinalizeReport(Report& report, std::size_t max_locations) {
     if (g.severity != Severity::kInfo) ++s.causes;
   }
   s.errors = s.warnings = s.infos = 0;
+  std::size_t spec_errors = 0;  // target findings never change the spec verdict
   s.by_rule.clear();
   s.errors_by_op.clear();
   report.groups.clear();
@@ -127,6 +145,7 @@ void FinalizeReport(Report& report, std::size_t max_locations) {
       case Severity::kWarn: ++s.warnings; break;
       case Severity::kInfo: ++s.infos; break;
     }
+    if (f.severity == Severity::kError && !IsTargetRule(f.rule)) ++spec_errors;
     s.by_rule[f.rule]++;
     if (f.severity == Severity::kError && !f.op_type.empty()) s.errors_by_op[f.op_type]++;
     auto key = std::make_pair(f.rule, f.group_key);
@@ -149,7 +168,7 @@ void FinalizeReport(Report& report, std::size_t max_locations) {
                    [](const FindingGroup& a, const FindingGroup& b) {
                      return static_cast<int>(a.severity) < static_cast<int>(b.severity);
                    });
-  report.verdict = s.errors > 0 ? Verdict::kNonConformant : Verdict::kConformant;
+  report.verdict = spec_errors > 0 ? Verdict::kNonConformant : Verdict::kConformant;
 }
 
 }  // namespace axqc

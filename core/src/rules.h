@@ -274,6 +274,41 @@ inline constexpr std::array kCatalog{
              "Use the input's parameters on same-type exits, and equal parameters within a type.",
              "core/src/checks/passive.cc",
              "tests/unit/operators_test.cc tests/unit/ownership_test.cc"},
+    // Chip targets (not the spec: judged only with CheckOptions::targets, docs/targets.md)
+    RuleInfo{"target/op-unsupported", S::kError, kAlways, "target",
+             "The operator is not in the chip's NPU operator table: not supported on its NPU.",
+             "Replace the operator by ones the chip's table lists, or build for a chip that has "
+             "it (axqc targets model.onnx).",
+             "core/src/targets.cc", "tests/unit/targets_test.cc"},
+    RuleInfo{"target/opset-unsupported", S::kError, kAlways, "target",
+             "The model's ai.onnx opset is below the lowest one the chip's table covers.",
+             "Convert or re-export the model with a newer opset (onnx.version_converter).",
+             "core/src/targets.cc", "tests/unit/targets_test.cc"},
+    RuleInfo{"target/attribute-unsupported", S::kError, kAlways, "target",
+             "An attribute the chip's table does not support is written with a value other than "
+             "its default.",
+             "Drop the attribute or fold its effect into the model (e.g. Gemm alpha into the "
+             "weight).",
+             "core/src/targets.cc", "tests/unit/targets_test.cc"},
+    RuleInfo{"target/attribute-value", S::kError, kAlways, "target",
+             "An attribute's value (written or the ONNX default) is outside what the chip's table "
+             "allows.",
+             "Export the operator with a value the table allows (the finding names the limit).",
+             "core/src/targets.cc", "tests/unit/targets_test.cc"},
+    RuleInfo{"target/input-constraint", S::kError, kAlways, "target",
+             "An input breaks the chip's table: given where unsupported, wrong rank or shape, or "
+             "not a (scalar) initializer.",
+             "Reshape, fold or drop the input as the limit in the finding says.",
+             "core/src/targets.cc", "tests/unit/targets_test.cc"},
+    RuleInfo{"target/efficiency", S::kInfo, kAlways, "target",
+             "The chip's table notes that this form of the operator runs slowly.",
+             "Informational; prefer the efficient form where accuracy allows.",
+             "core/src/targets.cc", "tests/unit/targets_test.cc"},
+    RuleInfo{"target/not-checked", S::kInfo, kAlways, "target",
+             "A documented limit of the chip's table that the checker cannot evaluate statically "
+             "(or whose shapes are unknown).",
+             "Verify the limit with the Pulsar2 build for the chip.", "core/src/targets.cc",
+             "tests/unit/targets_test.cc"},
 };
 
 }  // namespace axqc::detail
@@ -349,6 +384,13 @@ inline constexpr RuleId kOpPassiveParams{"op/passive-params"};
 inline constexpr RuleId kOpReluForm{"op/relu-form"};
 inline constexpr RuleId kOpReluZeroPoint{"op/relu-zero-point"};
 inline constexpr RuleId kOpSplitExitParams{"op/split-exit-params"};
+inline constexpr RuleId kTargetOpUnsupported{"target/op-unsupported"};
+inline constexpr RuleId kTargetOpsetUnsupported{"target/opset-unsupported"};
+inline constexpr RuleId kTargetAttributeUnsupported{"target/attribute-unsupported"};
+inline constexpr RuleId kTargetAttributeValue{"target/attribute-value"};
+inline constexpr RuleId kTargetInputConstraint{"target/input-constraint"};
+inline constexpr RuleId kTargetEfficiency{"target/efficiency"};
+inline constexpr RuleId kTargetNotChecked{"target/not-checked"};
 }  // namespace rules
 
 // Every handle, in catalog order: each row has exactly one.
@@ -400,6 +442,13 @@ inline constexpr std::array kAllRules{
     rules::kOpReluForm,
     rules::kOpReluZeroPoint,
     rules::kOpSplitExitParams,
+    rules::kTargetOpUnsupported,
+    rules::kTargetOpsetUnsupported,
+    rules::kTargetAttributeUnsupported,
+    rules::kTargetAttributeValue,
+    rules::kTargetInputConstraint,
+    rules::kTargetEfficiency,
+    rules::kTargetNotChecked,
 };
 static_assert(kAllRules.size() == detail::kCatalog.size(), "one handle per catalog row");
 static_assert(

@@ -31,8 +31,8 @@ from . import _native
 from ._errors import Error, InputError, NonConformantError, ServiceError
 from ._fix import FixRefusedError, FixResult, RewriteInfo, RewriteOutcome, fix, rewrites
 from ._report import (Counts, Finding, FindingGroup, Hint, ModelFacts, ModelInput, Opset,
-                      RemoteInfo, Report, Rule, Severity, Unit, Value, Verdict, check, rules,
-                      to_github, to_gitlab, to_junit, to_sarif)
+                      RemoteInfo, Report, Rule, Severity, TargetBlocker, TargetResult, Unit, Value,
+                      Verdict, check, rules, to_github, to_gitlab, to_junit, to_sarif)
 from ._version import __version__
 
 #: Version of the rule set (the ax quant spec rule catalog) of this checker; part of every
@@ -63,7 +63,8 @@ __all__ = [
     "Catalog", "Client", "Counts", "Error", "Finding", "FindingGroup", "FixRefusedError",
     "FixResult", "Hint", "InputError", "ModelFacts", "ModelInput", "NonConformantError",
     "ONNX_VERSION", "Opset", "RULE_SET_VERSION", "RemoteInfo", "Report", "RewriteInfo",
-    "RewriteOutcome", "Rule", "RuleCount", "ServiceError", "Severity", "Stats", "Unit", "Value", "Verdict", "VerdictCounts",
+    "RewriteOutcome", "Rule", "RuleCount", "ServiceError", "Severity", "Stats", "TargetBlocker",
+    "TargetResult", "Unit", "Value", "Verdict", "VerdictCounts",
     "__version__", "check", "fix", "rewrites", "rules", "to_github", "to_gitlab", "to_junit",
     "to_sarif",
 ]

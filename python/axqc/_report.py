@@ -236,6 +236,38 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class TargetBlocker:
+    """A node that keeps the model off a chip (the first error of a ``target/*`` rule there)."""
+
+    rule: str
+    op_type: str
+    node: str
+
+
+@dataclass(frozen=True)
+class TargetResult:
+    """The model against one chip's documented NPU operator table (docs/targets.md); judged
+    beside the spec verdict, never part of it."""
+
+    chip: str
+    """``"ax650"``, ``"ax620e"``, ``"ax615"``, ``"ax637"`` or ``"m57"``."""
+    name: str
+    verdict: str
+    """``"fits"``, ``"does_not_fit"`` or ``"fits_with_notes"``."""
+    errors: int
+    notes: int
+    blocking: Tuple[TargetBlocker, ...]
+    source: str
+    """The profile's source: ``repository@commit:file`` of the Pulsar2 documentation."""
+    doc_version: str
+
+    @property
+    def fits(self) -> bool:
+        """True unless the verdict is ``does_not_fit``."""
+        return self.verdict != "does_not_fit"
+
+
+@dataclass(frozen=True)
 class RemoteInfo:
     """Where a report of :class:`axqc.Client` came from."""
 
@@ -405,6 +437,18 @@ class Report:
                 for u in self._doc()["units"]]
 
     @property
+    def targets(self) -> List[TargetResult]:
+        """The chip targets requested with ``check(..., target=...)``, one per chip (empty
+        without targets). Their findings (rules ``target/*``) are in :attr:`findings`."""
+        return [TargetResult(chip=t["chip"], name=t["name"], verdict=t["verdict"],
+                             errors=t["errors"], notes=t["notes"],
+                             blocking=tuple(TargetBlocker(rule=b["rule"], op_type=b["op_type"],
+                                                          node=b["node"])
+                                            for b in t["blocking"]),
+                             source=t["source"], doc_version=t["doc_version"])
+                for t in self._doc().get("targets", [])]
+
+    @property
     def check_value(self) -> bool:
         """Whether the value checks ([cv] rules, spec 2.5) ran."""
         return bool(self._doc()["check_value"])
@@ -512,8 +556,21 @@ def _check_options(check_value: Any, max_locations: Any) -> Tuple[bool, int]:
     return bool(check_value), max_locations
 
 
+def _targets(target: Union[None, str, Iterable[str]]) -> List[str]:
+    if target is None:
+        return []
+    if isinstance(target, str):
+        return [target]
+    out = list(target)
+    for t in out:
+        if not isinstance(t, str):
+            raise TypeError(f"target must be a chip name or names, got {type(t).__name__}")
+    return out
+
+
 def check(model: ModelInput, *, check_value: bool = False, max_locations: int = 5,
-          raise_on_error: bool = False, name: Optional[str] = None) -> Report:
+          raise_on_error: bool = False, name: Optional[str] = None,
+          target: Union[None, str, Iterable[str]] = None) -> Report:
     """Checks a quantized ONNX QDQ model against the ax quant spec, in this process.
 
     ``model`` is a path (``str`` or ``os.PathLike``; required for models with external data,
@@ -526,21 +583,25 @@ def check(model: ModelInput, *, check_value: bool = False, max_locations: int = 
     every finding). ``raise_on_error`` raises :class:`NonConformantError` (carrying the report)
     when the verdict is ``non_conformant``, like ``onnx.checker.check_model`` raises. ``name`` is
     the display name of an in-memory model (default ``"inline.onnx"``) or replaces the path in
-    the report.
+    the report. ``target`` names chip targets (``"ax650"``, ``"ax620e"``, ..., aliases, or
+    ``"all"``; one name or several): the model is also judged against each chip's documented NPU
+    operator table (``axqc check --target``, docs/targets.md): ``target/*`` findings and
+    :attr:`Report.targets`; the verdict stays the spec's. An unknown chip is a ``ValueError``.
 
     Raises :class:`InputError` when the model cannot be checked (not ONNX, unreadable, unsafe or
     missing external data). The GIL is released while the check runs: checks from several
     threads run in parallel.
     """
     cv, locations = _check_options(check_value, max_locations)
+    targets = _targets(target)
     path, data = _model_input(model)
     try:
         if path is not None:
-            native = _native.check_file(path, cv, locations, name or "")
+            native = _native.check_file(path, cv, locations, name or "", targets)
         else:
             assert data is not None
             native = _native.check_bytes(data, name if name is not None else INLINE_NAME, cv,
-                                         locations)
+                                         locations, targets)
     except _native.InputError as e:
         raise InputError(str(e)) from None
     report = Report(native)

@@ -26,6 +26,7 @@
 #include "axqc/checker.h"
 #include "axqc/fix.h"
 #include "axqc/render.h"
+#include "axqc/targets.h"
 #include "axqc/report.h"
 
 namespace py = pybind11;
@@ -77,24 +78,35 @@ void MaybeRendezvous() {
   if (all) ++r.met;
 }
 
-axqc::CheckOptions Options(bool check_value, std::size_t max_locations) {
+axqc::CheckOptions Options(bool check_value, std::size_t max_locations,
+                           const std::vector<std::string>& targets) {
   axqc::CheckOptions o;
   o.check_value = check_value;
   o.max_locations = max_locations;
+  // Chip targets (docs/targets.md): an unknown name is a ValueError before the check.
+  if (!targets.empty()) {
+    try {
+      o.targets = axqc::ResolveTargets(targets);
+    } catch (const std::invalid_argument& e) {
+      throw py::value_error(e.what());
+    }
+  }
   return o;
 }
 
 ReportPtr CheckFile(const std::string& path, bool check_value, std::size_t max_locations,
-                    const std::string& name) {
+                    const std::string& name, const std::vector<std::string>& targets) {
+  const axqc::CheckOptions options = Options(check_value, max_locations, targets);
   py::gil_scoped_release release;
   MaybeRendezvous();
-  axqc::Report report = axqc::CheckFile(path, Options(check_value, max_locations));
+  axqc::Report report = axqc::CheckFile(path, options);
   if (!name.empty()) report.model.file = name;
   return std::make_shared<NativeReport>(std::move(report));
 }
 
 ReportPtr CheckBytes(const py::bytes& data, const std::string& name, bool check_value,
-                     std::size_t max_locations) {
+                     std::size_t max_locations, const std::vector<std::string>& targets) {
+  const axqc::CheckOptions options = Options(check_value, max_locations, targets);
   char* buffer = nullptr;
   Py_ssize_t size = 0;
   if (PyBytes_AsStringAndSize(data.ptr(), &buffer, &size) != 0) throw py::error_already_set();
@@ -102,8 +114,7 @@ ReportPtr CheckBytes(const py::bytes& data, const std::string& name, bool check_
   const std::string_view view(buffer, static_cast<std::size_t>(size));
   py::gil_scoped_release release;
   MaybeRendezvous();
-  return std::make_shared<NativeReport>(
-      axqc::CheckBytes(view, name, Options(check_value, max_locations)));
+  return std::make_shared<NativeReport>(axqc::CheckBytes(view, name, options));
 }
 
 ReportPtr ReportFromJson(const std::string& text) {
@@ -223,12 +234,14 @@ PYBIND11_MODULE(_native, m) {
           "First line of the text report.");
 
   m.def("check_file", &CheckFile, py::arg("path"), py::arg("check_value"), py::arg("max_locations"),
-        py::arg("name") = std::string(),
+        py::arg("name") = std::string(), py::arg("targets") = std::vector<std::string>(),
         "Checks the model file at `path` (external data is resolved next to it); `name`, when "
-        "not empty, replaces the path in the report. Raises InputError.");
+        "not empty, replaces the path in the report; `targets`: chip targets (docs/targets.md). "
+        "Raises InputError.");
   m.def("check_bytes", &CheckBytes, py::arg("data"), py::arg("name"), py::arg("check_value"),
-        py::arg("max_locations"),
-        "Checks a serialized ModelProto held in memory. Raises InputError.");
+        py::arg("max_locations"), py::arg("targets") = std::vector<std::string>(),
+        "Checks a serialized ModelProto held in memory; `targets`: chip targets "
+        "(docs/targets.md). Raises InputError.");
   m.def("report_from_json", &ReportFromJson, py::arg("text"),
         "Reads a report in the axqc.report/v1 JSON schema (e.g. from axqc-server).");
 

@@ -277,3 +277,31 @@ def test_max_locations_bounds_groups_not_findings(tmp_path):
     assert "... and 5 more" in r.summary()
     [g0] = [g for g in axqc.check(model, max_locations=0).groups if g.rule == "role/weight-type"]
     assert g0.count == 7 and g0.first == ()
+
+
+def test_targets_beside_the_spec_verdict(conformant):
+    r = axqc.check(conformant, target="all")
+    assert r.verdict is axqc.Verdict.CONFORMANT
+    assert [t.chip for t in r.targets] == ["ax650", "ax620e", "ax615", "ax637", "m57"]
+    assert all(t.verdict == "fits" and t.fits and t.blocking == () for t in r.targets)
+    assert r.targets[0].source.startswith("AXERA-TECH/pulsar2-docs@b32f7c1:")
+    assert axqc.check(conformant).targets == []
+    assert [t.chip for t in axqc.check(conformant, target=["m76h", "ax630c"]).targets] == [
+        "ax650", "ax620e"]
+    with pytest.raises(ValueError, match="ax999"):
+        axqc.check(conformant, target="ax999")
+    with pytest.raises(TypeError):
+        axqc.check(conformant, target=[650])  # type: ignore[list-item]
+
+
+def test_target_that_does_not_fit():
+    from conftest import SOURCE_DIR
+
+    model = SOURCE_DIR / "tests" / "data" / "real_exports" / "fx_qat_transformer_op13.onnx"
+    r = axqc.check(model, target="ax620e")
+    (t,) = r.targets
+    assert t.chip == "ax620e" and t.verdict == "does_not_fit" and not t.fits
+    assert any(b.rule == "target/input-constraint" and b.op_type == "Gather" for b in t.blocking)
+    assert any(f.rule == "target/input-constraint" for f in r.findings)
+    assert r.verdict == axqc.check(model).verdict
+    assert json.loads(r.to_json())["targets"][0]["verdict"] == "does_not_fit"

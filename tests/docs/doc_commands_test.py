@@ -4,7 +4,7 @@
     tests/docs/doc_commands_test.py [BUILD_DIR]      (default: build/release; ctest docs_commands)
 
 What is extracted:
-  * README.md, docs/ci.md, docs/api.md, docs/operations.md: every command of every ```sh block
+  * README.md, docs/ci.md, docs/api.md, docs/operations.md, docs/targets.md: every command of every ```sh block
     (a command ends where bash's own parser says it is complete, so continuation lines, quotes and
     { ...; } groups are one command);
   * examples/ci/github-actions.yml: every `run:` step; examples/ci/gitlab-ci.yml: every `script:`
@@ -249,6 +249,16 @@ EXPECTED = {
         ("""code=0; axqc check $AXQC_FLAGS --no-record models/*.onnx || code=$?; [ "$code" = 0 ] || [ "$code" = 3 ]""", 0),
     ],
 }
+
+EXPECTED["docs/targets.md"] = [
+    ("axqc check --target ax620e model.onnx", 0),
+    ("axqc check --target ax650 --target ax620e --format json -o report.json model.onnx", 0),
+    ("axqc targets model.onnx", 0),
+    ("axqc targets --format json model.onnx", 0),
+    ("axqc targets --list", 0),
+    ("axqc targets ax620e", 0),
+    ("axqc targets --diff ax650 ax620e", 0),
+]
 
 # Documents whose first server command starts the server their other commands talk to; the test
 # starts one for the others.
@@ -766,7 +776,7 @@ def main():
         if shutil.which(tool) is None:
             print(f"[docs] SKIP: {tool} is missing (scripts/setup installs it)")
             return 77
-    for doc in ("README.md", "docs/ci.md", "docs/api.md", "docs/operations.md"):
+    for doc in ("README.md", "docs/ci.md", "docs/api.md", "docs/operations.md", "docs/targets.md"):
         run_markdown(doc)
     check_yaml_excerpts("docs/ci.md", ["examples/ci/github-actions.yml", "examples/ci/gitlab-ci.yml"])
     run_github("examples/ci/github-actions.yml")

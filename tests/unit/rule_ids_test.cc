@@ -104,7 +104,8 @@ TEST(RuleIds, EachRowNamesTestsThatAssertTheId) {
 
 // Outside the registry, code never spells a rule ID (comments may).
 TEST(RuleIds, NoRuleIdStringsInTheChecker) {
-  static const std::regex id(R"re("((scope|onnx|closure|pattern|qdq|role|op)/[a-z0-9-]+)")re");
+  static const std::regex id(
+      R"re("((scope|onnx|closure|pattern|qdq|role|op|target)/[a-z0-9-]+)")re");
   for (const auto& [path, text] : CoreSources()) {
     std::istringstream lines(text);
     int n = 0;

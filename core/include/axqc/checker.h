@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "axqc/errors.h"  // InputError
 #include "axqc/external_data.h"
@@ -29,6 +30,9 @@ struct CheckOptions {
   // CheckBytes only: the external data files of the model (axqc/external_data.h), or null. Without
   // them a model with tensors stored as external data is an input error.
   const ExternalData* external_data = nullptr;
+  // Chip targets to judge the model against (axqc/targets.h): chip names or aliases, or "all"
+  // (ResolveTargets). Empty: none; the report is then what it was without targets.
+  std::vector<std::string> targets{};
 };
 
 // Checks the model file at `path`. External data is resolved inside the model's directory only.

@@ -18,6 +18,8 @@ std::string RenderText(const Report& report, const TextOptions& options = {});
 
 // JSON of the report, schema "axqc.report/v1" (docs/report-schema.md).
 nlohmann::json ReportToJson(const Report& report);
+// The report's chip targets (Report::targets) as the JSON report's "targets" array.
+nlohmann::json TargetsToJson(const Report& report);
 std::string RenderJson(const Report& report, int indent = 2);
 // Inverse of ReportToJson (used by the remote client). Throws nlohmann::json::exception.
 Report ReportFromJson(const nlohmann::json& j);

@@ -186,6 +186,33 @@ struct GateResult {
   std::vector<StaleWaiver> stale_waivers;  // relevant to this model
 };
 
+// Chip targets (axqc/targets.h, docs/targets.md): whether the model fits a chip's documented NPU
+// operator table. Judged beside the spec verdict, never part of it.
+enum class TargetVerdict { kFits, kDoesNotFit, kFitsWithNotes };
+std::string_view TargetVerdictName(TargetVerdict v);  // "fits", "does_not_fit", "fits_with_notes"
+TargetVerdict TargetVerdictFromName(std::string_view name);  // unknown: kDoesNotFit
+
+// True for the rule IDs of the chip targets ("target/..."): they never change the spec verdict.
+bool IsTargetRule(std::string_view rule);
+
+// A node that keeps the model off a chip: the first error finding of a rule at that node.
+struct TargetBlocker {
+  std::string rule;     // "target/op-unsupported", ...
+  std::string op_type;  // "" for model-level findings (opset)
+  std::string node;     // "" for model-level findings
+};
+
+struct TargetResult {
+  std::string chip;         // "ax620e"
+  std::string name;         // "AX620E"
+  std::string source;       // the profile's source: repository@commit:file
+  std::string doc_version;  // the Pulsar2 documentation version of the table
+  TargetVerdict verdict = TargetVerdict::kFits;
+  std::size_t errors = 0;  // target error findings of this chip
+  std::size_t notes = 0;   // target info findings (efficiency notes, limits not checked)
+  std::vector<TargetBlocker> blocking;
+};
+
 struct Report {
   static constexpr const char* kSchema = "axqc.report/v1";
   Verdict verdict = Verdict::kNotApplicable;
@@ -198,6 +225,9 @@ struct Report {
   std::vector<FindingGroup> groups;  // grouped view of `findings`
   std::vector<UnitInfo> units;       // ownership map
   GateResult gate;                   // CI gate (client side); inactive unless one was applied
+  // Chip targets requested (CheckOptions::targets), in profile order; empty without targets. Their
+  // findings (rules target/*) are in `findings` too.
+  std::vector<TargetResult> targets;
   // The graph for pictures (CheckOptions::include_graph); null when not collected. Not part of
   // the JSON report; the service stores an excerpt with the report (axqc.v1.Report.graph).
   std::shared_ptr<const ModelGraph> graph;
