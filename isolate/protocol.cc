@@ -149,6 +149,8 @@ std::string Encode(const CheckRequestMsg& m) {
     w.Str(f.name);
     w.U64(f.size);
   }
+  w.U32(static_cast<std::uint32_t>(m.targets.size()));
+  for (const auto& t : m.targets) w.Str(t);
   return w.Take();
 }
 
@@ -231,6 +233,13 @@ std::optional<CheckRequestMsg> DecodeRequest(std::string_view data) {
     CheckRequestMsg::DataFile f;
     if (!r.Str(&f.name) || !r.U64(&f.size)) return std::nullopt;
     m.data_files.push_back(std::move(f));
+  }
+  std::uint32_t targets = 0;
+  if (!r.U32(&targets) || targets > kMaxTargets) return std::nullopt;
+  for (std::uint32_t i = 0; i < targets; ++i) {
+    std::string t;
+    if (!r.Str(&t)) return std::nullopt;
+    m.targets.push_back(std::move(t));
   }
   if (!r.AtEnd()) return std::nullopt;
   return m;

@@ -20,10 +20,12 @@ namespace axqc::isolate {
 // 4: AcceptedMsg (the worker took the request before it checks)
 // 5: CheckRequestMsg.task and .html (the worker lays out the HTML report of a report)
 // 6: CheckRequestMsg.data_files and DataFileMsg (external data files as descriptors)
-inline constexpr std::uint32_t kProtocolVersion = 6;
+inline constexpr std::uint32_t kProtocolVersion = 7;
 // Most external data files of one check: their names (at most axqc::kMaxExternalDataNameBytes
 // each) travel in the request, which must fit in kMaxMessageBytes.
 inline constexpr std::uint32_t kMaxDataFiles = 32;
+// Chip targets one check request carries at most.
+inline constexpr std::uint32_t kMaxTargets = 16;
 
 // What a request asks of the worker.
 enum class Task : std::uint8_t {
@@ -77,6 +79,8 @@ struct CheckRequestMsg {
     std::uint64_t size = 0;
   };
   std::vector<DataFile> data_files;
+  // Chip targets of the check (CheckOptions::targets): resolved chip names, at most kMaxTargets.
+  std::vector<std::string> targets;
   // The model comes with its data files (possibly none of them, when every location the model
   // names is one the checker refuses): external data resolves among `data_files` only.
   bool external_data = false;

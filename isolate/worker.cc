@@ -166,6 +166,7 @@ CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, const std::vec
   options.include_units = req.include_units;
   options.include_graph = req.include_graph;
   options.max_locations = req.max_locations;
+  options.targets = req.targets;
   result.timings.thread_cpu = req.timings_cpu;
   options.timings = &result.timings;
   // The parent hashed these bytes itself (the protocol never carries a client's claim): the

@@ -409,6 +409,7 @@ CheckResult WorkerPool::Exchange(Worker& w, const CheckInput& input) {
   req.timings_cpu = input.options.timings != nullptr && input.options.timings->thread_cpu;
   req.max_locations =
       static_cast<std::uint32_t>(std::min<std::size_t>(input.options.max_locations, UINT32_MAX));
+  req.targets = input.options.targets;
   req.cpu_seconds = options_.cpu_seconds;
   req.task = input.task;
   req.html = input.html;

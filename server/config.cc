@@ -360,6 +360,10 @@ const std::vector<Opt>& Options() {
                 &ServerConfig::huggingface_model_file),
       BoolOpt("webhook-check-value", "run the value checks (check_value) in webhook checks",
               &ServerConfig::webhook_check_value),
+      ListOpt("webhook-target",
+              "chip target of webhook checks (repeatable; a chip, an alias or all; "
+              "docs/targets.md): their reports also say whether the model fits the chip",
+              &ServerConfig::webhook_targets),
       UintOpt("webhook-max-attempts",
               "attempts of one webhook delivery (download and check, then write-back) before it "
               "is recorded as failed; 1 = no retries",

@@ -109,6 +109,7 @@ struct ServerConfig {
   std::string huggingface_token_file;
   std::string huggingface_model_file = "model.onnx";
   bool webhook_check_value = false;  // check_value for webhook checks
+  std::vector<std::string> webhook_targets;  // chip targets of webhook checks (--target)
   // Webhook deliveries (the store's deliveries table): retries with exponential backoff.
   unsigned webhook_max_attempts = 8;        // attempts of one delivery (check and write-back)
   double webhook_retry_seconds = 30;        // delay before the first retry, doubled each time

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "axqc/render_graph.h"
+#include "axqc/targets.h"
 
 namespace axqc::service {
 
@@ -179,6 +180,22 @@ void ToProto(const Report& r, v1::Report* out) {
     for (const auto& n : u.input_qdq) pu->add_input_qdq(n);
     for (const auto& n : u.output_qdq) pu->add_output_qdq(n);
   }
+  for (const auto& t : r.targets) {
+    auto* pt = out->add_targets();
+    pt->set_chip(t.chip);
+    pt->set_name(t.name);
+    pt->set_source(t.source);
+    pt->set_doc_version(t.doc_version);
+    pt->set_verdict(std::string(TargetVerdictName(t.verdict)));
+    pt->set_errors(t.errors);
+    pt->set_notes(t.notes);
+    for (const auto& b : t.blocking) {
+      auto* pb = pt->add_blocking();
+      pb->set_rule(b.rule);
+      pb->set_op_type(b.op_type);
+      pb->set_node(b.node);
+    }
+  }
   // The excerpt of the graph the HTML report draws (the whole graph of a small model).
   if (r.graph) {
     const ModelGraph g = GraphExcerpt(r);
@@ -267,6 +284,18 @@ Report FromProto(const v1::Report& p) {
     out.output_qdq.assign(u.output_qdq().begin(), u.output_qdq().end());
     r.units.push_back(std::move(out));
   }
+  for (const auto& pt : p.targets()) {
+    TargetResult t;
+    t.chip = pt.chip();
+    t.name = pt.name();
+    t.source = pt.source();
+    t.doc_version = pt.doc_version();
+    t.verdict = TargetVerdictFromName(pt.verdict());
+    t.errors = pt.errors();
+    t.notes = pt.notes();
+    for (const auto& pb : pt.blocking()) t.blocking.push_back({pb.rule(), pb.op_type(), pb.node()});
+    r.targets.push_back(std::move(t));
+  }
   if (p.has_graph()) {
     auto g = std::make_shared<ModelGraph>();
     g->complete = p.graph().complete();
@@ -314,13 +343,25 @@ CheckOptions CoreOptions(const v1::CheckOptions& options) {
   out.max_locations = options.max_locations() == 0 ? kDefaultMaxLocations : options.max_locations();
   out.include_units = true;
   out.include_graph = true;  // stored as an excerpt (ToProto): the HTML report's graph views
+  if (!options.targets().empty()) {
+    const std::vector<std::string> requested(options.targets().begin(), options.targets().end());
+    out.targets = ResolveTargets(requested);  // throws on an unknown chip (ValidateOptions first)
+  }
   return out;
 }
 
 std::string OptionsKey(const v1::CheckOptions& options) {
   const CheckOptions core = CoreOptions(options);
-  return std::string("cv=") + (core.check_value ? "1" : "0") +
-         ";ml=" + std::to_string(core.max_locations);
+  std::string key = std::string("cv=") + (core.check_value ? "1" : "0") +
+                    ";ml=" + std::to_string(core.max_locations);
+  // Without targets the key is what it always was, so stored reports stay found.
+  if (!core.targets.empty()) {
+    key += ";t=";
+    for (std::size_t i = 0; i < core.targets.size(); ++i) {
+      key += (i ? "," : "") + core.targets[i];
+    }
+  }
+  return key;
 }
 
 std::string CacheKey(const std::string& sha256, const v1::CheckOptions& options) {

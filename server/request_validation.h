@@ -14,9 +14,12 @@
 #include <cstdio>
 #include <ctime>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "axqc/targets.h"
 #include "axqc/v1/axqc.pb.h"
 #include "report_proto.h"
 
@@ -28,6 +31,13 @@ inline constexpr std::size_t kMaxLabelKey = 63;
 inline constexpr std::size_t kMaxLabelValue = 256;
 // Display names: CheckRequest.name, UploadMetadata.file_name, GetReportRequest.name (HTTP ?name=).
 inline constexpr std::size_t kMaxNameBytes = 1024;
+// Labels the server sets on request-history rows itself; a request may filter and group by them
+// but not send them. axqc.target: the chip targets of the check, comma-separated.
+inline constexpr const char* kServerLabelPrefix = "axqc.";
+inline constexpr const char* kTargetLabel = "axqc.target";
+// Chip targets of CheckOptions.targets: how many values, and the length of one.
+inline constexpr std::size_t kMaxTargets = 16;
+inline constexpr std::size_t kMaxTargetBytes = 32;
 // CheckRequest.path: PATH_MAX of Linux.
 inline constexpr std::size_t kMaxPathBytes = 4096;
 // CheckRequest.url.
@@ -140,6 +150,7 @@ inline grpc::Status ValidateName(std::string_view value, const char* field, std:
 
 template <typename LabelMap>
 grpc::Status ValidateLabels(const LabelMap& labels, const char* what) {
+  const bool filter = std::string_view(what) == "label_filter";
   if (labels.size() > kMaxLabels) {
     return Invalid(std::string(what) + ": at most " + std::to_string(kMaxLabels) + " labels");
   }
@@ -147,6 +158,10 @@ grpc::Status ValidateLabels(const LabelMap& labels, const char* what) {
     if (!ValidToken(k, kMaxLabelKey, false)) {
       return Invalid(std::string(what) + ": label key '" + Clip(k) +
                      "' must match [A-Za-z0-9_.-]{1,63}");
+    }
+    if (!filter && std::string_view(k).starts_with(kServerLabelPrefix)) {
+      return Invalid(std::string(what) + ": label keys starting with '" + kServerLabelPrefix +
+                     "' are set by the server (e.g. " + kTargetLabel + ")");
     }
     if (v.size() > kMaxLabelValue) {
       return Invalid(std::string(what) + ": value of label '" + k + "' is longer than " +
@@ -164,6 +179,27 @@ inline grpc::Status ValidateOptions(const v1::CheckOptions& o) {
     return Invalid("options.max_locations is at most " + std::to_string(service::kMaxLocations));
   }
   if (!v1::ReportFormat_IsValid(o.format())) return Invalid("options.format is unknown");
+  if (o.targets_size() > static_cast<int>(kMaxTargets)) {
+    return Invalid("options.targets: at most " + std::to_string(kMaxTargets) + " values");
+  }
+  for (const auto& t : o.targets()) {
+    const bool word = !t.empty() && t.size() <= kMaxTargetBytes &&
+                      t.find_first_not_of(
+                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                          "0123456789_-") == std::string::npos;
+    if (!word) {
+      return Invalid("options.targets: a chip name is 1-" + std::to_string(kMaxTargetBytes) +
+                     " characters of [A-Za-z0-9_-]");
+    }
+  }
+  if (!o.targets().empty()) {
+    try {
+      const std::vector<std::string> requested(o.targets().begin(), o.targets().end());
+      (void)ResolveTargets(requested);
+    } catch (const std::invalid_argument& e) {
+      return Invalid(std::string("options.targets: ") + e.what());
+    }
+  }
   return grpc::Status::OK;
 }
 

@@ -296,14 +296,6 @@ int Main(int argc, char** argv) {
       return kExitError;
     }
     if (!check.targets.empty()) {
-      if (!check.remote.server.empty()) {
-        std::cerr << "axqc: --target is judged locally; it is not available with --server yet\n";
-        return kExitError;
-      }
-      if (check.isolate) {
-        std::cerr << "axqc: --target is not available with --isolate yet\n";
-        return kExitError;
-      }
       try {
         check.targets = axqc::ResolveTargets(check.targets);
       } catch (const std::exception& e) {

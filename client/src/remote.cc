@@ -603,6 +603,7 @@ v1::CheckOptions ProtoOptions(const CheckArgs& a) {
   o.set_max_locations(
       static_cast<std::uint32_t>(std::min<std::size_t>(a.max_locations, service::kMaxLocations)));
   o.set_format(v1::REPORT_FORMAT_PROTOBUF);
+  for (const auto& t : a.targets) o.add_targets(t);
   return o;
 }
 
@@ -988,6 +989,7 @@ int RunRemoteCheck(const CheckArgs& args, GateSetup& gate) {
   // the outcome goes back to the server's history.
   if (!ApplyGateToResults(args, gate, results)) return kExitError;
   if (gate.policy.active && stopped.empty()) RecordGateOutcomes(*c, c->stub(), results);
+  ApplyTargetExitCodes(args, results);
   return EmitResults(args, results);
 }
 

@@ -17,12 +17,12 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple,
-                    TypeVar, Union)
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional,
+                    Tuple, TypeVar, Union)
 
 from ._errors import InputError, ServiceError
 from ._report import (INLINE_NAME, ModelInput, RemoteInfo, Report, Rule, _check_options,
-                      _model_input)
+                      _model_input, _targets)
 from ._version import __version__
 
 _CHUNK = 1 << 20  # Upload chunk, as the command line
@@ -230,10 +230,11 @@ class Client:
             return InputError(msg, code=name, request_id=request_id or None)
         return ServiceError(msg, code=name, request_id=request_id or None)
 
-    def _options(self, check_value: bool, max_locations: int) -> Any:
+    def _options(self, check_value: bool, max_locations: int,
+                 target: Union[None, str, Iterable[str]] = None) -> Any:
         cv, locations = _check_options(check_value, max_locations)
         return self._pb.CheckOptions(check_value=cv, max_locations=min(locations, 1000),
-                                     format=self._pb.REPORT_FORMAT_JSON)
+                                     format=self._pb.REPORT_FORMAT_JSON, targets=_targets(target))
 
     def _report(self, response: Any, request_id: str, uploaded: bool) -> Report:
         report = Report.from_json(response.report_json)
@@ -245,7 +246,8 @@ class Client:
     # ---- checks
     def check(self, model: ModelInput, *, labels: Optional[Mapping[str, str]] = None,
               check_value: bool = False, max_locations: int = 5, name: Optional[str] = None,
-              record: bool = True, raise_on_error: bool = False) -> Report:
+              record: bool = True, raise_on_error: bool = False,
+              target: Union[None, str, Iterable[str]] = None) -> Report:
         """Checks a model on the server, like ``axqc check --server``: hash first, upload on a
         miss.
 
@@ -254,11 +256,12 @@ class Client:
         the bundle hash of the model and its data files, docs/api.md). ``labels`` are recorded in the request history
         (:meth:`stats`), e.g. ``{"project": "detector"}``. ``record=False`` makes the hash lookup
         a plain lookup that is not counted as a check (``--no-record``). ``report.remote`` says
-        whether the model was uploaded and where the report came from. Raises
+        whether the model was uploaded and where the report came from. ``target`` names chip
+        targets as in :func:`axqc.check` (judged by the server; part of its cache key). Raises
         :class:`InputError` (the server refused the model), :class:`ServiceError` (no verdict),
         and with ``raise_on_error`` :class:`NonConformantError`.
         """
-        options = self._options(check_value, max_locations)
+        options = self._options(check_value, max_locations, target)
         path, data = _model_input(model)
         data_files: List[Tuple[str, str, int, str]] = []
         graph_sha = ""
@@ -315,13 +318,14 @@ class Client:
     def check_ref(self, ref: str, *, labels: Optional[Mapping[str, str]] = None,
                   check_value: bool = False, max_locations: int = 5,
                   expected_sha256: Optional[str] = None, name: Optional[str] = None,
-                  raise_on_error: bool = False) -> Report:
+                  raise_on_error: bool = False,
+                  target: Union[None, str, Iterable[str]] = None) -> Report:
         """Checks a model the server reads itself (``axqc check --ref``): a path under its
         allowed roots (``file://`` prefix optional) or an http(s) URL of an allowlisted host.
         ``expected_sha256`` pins the exact bytes."""
         pb = self._pb
         req = pb.CheckRequest(name=name if name is not None else ref, labels=dict(labels or {}),
-                              options=self._options(check_value, max_locations),
+                              options=self._options(check_value, max_locations, target),
                               expected_sha256=expected_sha256 or "")
         if ref.startswith(("http://", "https://")):
             req.url = ref
@@ -335,12 +339,14 @@ class Client:
         return report
 
     def get_report(self, sha256: str, *, check_value: bool = False, max_locations: int = 5,
-                   name: str = "") -> Optional[Report]:
+                   name: str = "",
+                   target: Union[None, str, Iterable[str]] = None) -> Optional[Report]:
         """The stored report of the model with this sha256 (checked before with the same
         options under the server's current rule set), or ``None`` when the server does not know
         it. A plain lookup: not recorded as a check."""
         req = self._pb.GetReportRequest(sha256=sha256.lower(),
-                                        options=self._options(check_value, max_locations),
+                                        options=self._options(check_value, max_locations,
+                                                              target),
                                         name=name)
         try:
             response, request_id = self._call(

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "http/api.h"
+#include "http/query.h"
 #include "labels.h"
 #include "request_validation.h"
 #include "rpc/check_pipeline.h"
@@ -46,23 +47,10 @@ Response ReportResponse(const std::string& request_id, v1::CheckResponse& resp) 
   return r;
 }
 
-// Options from the query string: check_value, max_locations.
+// Options from the query string: check_value, max_locations, target.
 grpc::Status OptionsFromQuery(const Request& request, v1::CheckOptions* options) {
   options->set_format(v1::REPORT_FORMAT_JSON);
-  if (auto v = request.Query("check_value")) {
-    auto b = ParseBool(*v);
-    if (!b) return Invalid("check_value must be true or false");
-    options->set_check_value(*b);
-  }
-  if (auto v = request.Query("max_locations")) {
-    unsigned n = 0;
-    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-    if (ec != std::errc() || p != v->data() + v->size()) {
-      return Invalid("max_locations must be a number");
-    }
-    options->set_max_locations(n);
-  }
-  return grpc::Status::OK;
+  return ParseCheckOptionsQuery(request, *options);
 }
 
 // The model bytes of one request, fed to the upload assembler as they arrive.

@@ -31,6 +31,26 @@ namespace {
 // Due deliveries taken per pass of the loop.
 constexpr std::uint32_t kDuePerPass = 32;
 
+// The report of a delivery's check: its sha256 with the options the check ran with.
+std::string ReportLink(const Delivery& d) {
+  std::string link = "/v1/reports/" + d.sha256;
+  std::string sep = "?";
+  try {
+    const nlohmann::json r = nlohmann::json::parse(d.request);
+    if (r.value("check_value", false)) {
+      link += sep + "check_value=true";
+      sep = "&";
+    }
+    std::string chips;
+    for (const auto& t : r.value("targets", std::vector<std::string>{})) {
+      chips += (chips.empty() ? "" : ",") + t;
+    }
+    if (!chips.empty()) link += sep + "target=" + chips;
+  } catch (const nlohmann::json::exception&) {
+  }
+  return link;
+}
+
 std::string RandomHex(std::size_t bytes) {
   std::vector<unsigned char> b(bytes);
   if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1) {
@@ -213,6 +233,9 @@ bool Hooks::CheckOf(const Delivery& d, HookCheck* check, std::string* why) const
     check->name = r.at("name").get<std::string>();
     check->labels = r.at("labels").get<std::map<std::string, std::string>>();
     check->options.set_check_value(r.value("check_value", false));
+    for (const auto& t : r.value("targets", std::vector<std::string>{})) {
+      check->options.add_targets(t);
+    }
     if (d.source == "huggingface") {
       const std::string url = r.at("url").get<std::string>();
       check->resolve_url = [url] { return url; };
@@ -449,12 +472,7 @@ void ListDeliveriesRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Respon
                           {"created_time", Rfc3339OfMs(d.created_ms)},
                           {"updated_time", Rfc3339OfMs(d.updated_ms)}};
       if (!d.sha256.empty()) {
-        bool check_value = false;
-        try {
-          check_value = nlohmann::json::parse(d.request).value("check_value", false);
-        } catch (const nlohmann::json::exception&) {
-        }
-        j["report"] = "/v1/reports/" + d.sha256 + (check_value ? "?check_value=true" : "");
+        j["report"] = ReportLink(d);
       }
       if ((d.state == "pending" || d.state == "writing_back") && d.owner.empty()) {
         j["next_attempt_time"] = Rfc3339OfMs(d.next_attempt_ms);

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "auth.h"
+#include "axqc/targets.h"
 #include "http/hook_payloads.h"
 #include "request_validation.h"
 #include "rpc/check_pipeline.h"
@@ -57,6 +58,11 @@ HookSettings LoadHookSettings(const ServerConfig& c) {
   h.huggingface_token = ReadOptional(c.huggingface_token_file);
   h.huggingface_model_file = c.huggingface_model_file;
   h.check_value = c.webhook_check_value;
+  try {
+    h.targets = ResolveTargets(c.webhook_targets);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("--webhook-target: ") + e.what());
+  }
   h.mlflow_origin = OriginOfSetting("--mlflow-url", h.mlflow_url);
   h.huggingface_origin = OriginOfSetting("--huggingface-url", h.huggingface_url);
   CheckModelFile("--mlflow-model-file", h.mlflow_model_file);

@@ -47,7 +47,8 @@ struct HookSettings {
   std::string huggingface_url = "https://huggingface.co";
   std::string huggingface_token;
   std::string huggingface_model_file = "model.onnx";
-  bool check_value = false;  // options of webhook checks
+  bool check_value = false;           // options of webhook checks
+  std::vector<std::string> targets;  // chip targets of webhook checks (resolved, profile order)
   // The registries' origins (ParsedUrl::Origin of mlflow_url, huggingface_url): their tokens are
   // sent to these origins only.
   std::string mlflow_origin;

@@ -42,8 +42,9 @@ grpc::Status VerifyAndParse(Hooks* hooks, const Request& request, HookDelivery& 
               {"hf.revision", p.revision.substr(0, kMaxLabelValue)}};
   const std::string url =
       HuggingFaceModelUrl(h.huggingface_url, p.name, p.revision, h.huggingface_model_file);
-  const nlohmann::json stored = {
+  nlohmann::json stored = {
       {"name", d.name}, {"labels", d.labels}, {"check_value", h.check_value}, {"url", url}};
+  if (!h.targets.empty()) stored["targets"] = h.targets;
   // The pushed commit (headSha) names fixed contents: a delivery for it is a duplicate of the
   // first one. Without headSha the branch "main" is checked, which moves: each such delivery is
   // checked.

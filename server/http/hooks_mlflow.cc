@@ -112,6 +112,7 @@ grpc::Status VerifyAndParse(Hooks* hooks, const Request& request, HookDelivery& 
                            {"labels", d.labels},
                            {"check_value", h.check_value},
                            {"mlflow", {{"model", name}, {"version", version}}}};
+  if (!h.targets.empty()) stored["targets"] = h.targets;
   if (h.mlflow_write_back) stored["write_back"] = "mlflow";
   d.record.id = "mlflow:" + id;
   d.record.source = "mlflow";

@@ -5,6 +5,7 @@
 
 #include "axqc/render_graph.h"
 #include "http/api.h"
+#include "http/query.h"
 #include "http/report_html.h"
 #include "labels.h"
 #include "report_proto.h"
@@ -18,23 +19,12 @@ namespace {
 constexpr std::size_t kHtmlQueue = 8;
 constexpr std::size_t kHtmlCacheBytes = std::size_t{64} << 20;
 
-// GetReport's request from the path and the query: sha256, check_value, max_locations, name.
+// GetReport's request from the path and the query: sha256, check_value, max_locations, target,
+// name.
 grpc::Status ReportRequest(Request& request, v1::ReportFormat format, v1::GetReportRequest& req) {
   req.set_sha256(request.path_params["sha256"]);
   req.mutable_options()->set_format(format);
-  if (auto v = request.Query("check_value")) {
-    auto b = ParseBool(*v);
-    if (!b) return Invalid("check_value must be true or false");
-    req.mutable_options()->set_check_value(*b);
-  }
-  if (auto v = request.Query("max_locations")) {
-    unsigned n = 0;
-    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-    if (ec != std::errc() || p != v->data() + v->size()) {
-      return Invalid("max_locations must be a number");
-    }
-    req.mutable_options()->set_max_locations(n);
-  }
+  if (auto st = ParseCheckOptionsQuery(request, *req.mutable_options()); !st.ok()) return st;
   if (auto v = request.Query("name")) req.set_name(*v);
   return grpc::Status::OK;
 }

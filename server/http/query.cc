@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/time_util.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <limits>
@@ -121,6 +122,36 @@ std::optional<bool> ParseBool(const std::string& text) {
   if (text == "true" || text == "1" || text.empty()) return true;
   if (text == "false" || text == "0") return false;
   return std::nullopt;
+}
+
+grpc::Status ParseCheckOptionsQuery(const Request& request, v1::CheckOptions& options) {
+  if (auto v = request.Query("check_value")) {
+    auto b = ParseBool(*v);
+    if (!b) return Invalid("check_value must be true or false");
+    options.set_check_value(*b);
+  }
+  if (auto v = request.Query("max_locations")) {
+    unsigned n = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (ec != std::errc() || p != v->data() + v->size()) {
+      return Invalid("max_locations must be a number");
+    }
+    options.set_max_locations(n);
+  }
+  // target=ax650&target=ax620e or target=ax650,ax620e; validated with the other options.
+  for (const auto& [k, v] : request.query) {
+    if (k != "target") continue;
+    std::size_t start = 0;
+    while (start <= v.size()) {
+      const std::size_t comma = std::min(v.find(',', start), v.size());
+      if (options.targets_size() > static_cast<int>(kMaxTargets)) {
+        return Invalid("target: at most " + std::to_string(kMaxTargets) + " values");
+      }
+      options.add_targets(v.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  return grpc::Status::OK;
 }
 
 grpc::Status KnownParams(const Request& request, std::initializer_list<const char*> names) {

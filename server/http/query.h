@@ -31,6 +31,10 @@ std::optional<std::int64_t> ParseTimeMs(const std::string& text);
 // "true"/"1"/"false"/"0"/"" -> bool; nullopt otherwise.
 std::optional<bool> ParseBool(const std::string& text);
 
+// Check options of the query string: check_value, max_locations, target (repeatable, or a
+// comma-separated list of chips). The values are validated by ValidateOptions afterwards.
+grpc::Status ParseCheckOptionsQuery(const Request& request, v1::CheckOptions& options);
+
 // INVALID_ARGUMENT naming the first query parameter that is neither in `names` nor "label.*".
 grpc::Status KnownParams(const Request& request, std::initializer_list<const char*> names);
 

@@ -90,6 +90,14 @@ void RecordHistory(const ServiceDeps& d, const CheckCall& call, const v1::Report
   row.warnings = fields.warnings;
   row.duration_ms = SecondsSince(call.start) * 1e3;
   row.labels = fields.labels;
+  if (!fields.options.targets().empty()) {
+    // The chips as resolved (the cache key's order), so that group_by=axqc.target counts the
+    // same request the same way however it named them.
+    const auto core = service::CoreOptions(fields.options);
+    std::string chips;
+    for (const auto& t : core.targets) chips += (chips.empty() ? "" : ",") + t;
+    row.labels[kTargetLabel] = chips;
+  }
   if (report != nullptr) {
     std::map<std::pair<std::string, std::string>, std::uint64_t> tally;
     for (const auto& f : report->findings()) {

@@ -16,6 +16,7 @@
 #include <thread>
 #include <tuple>
 
+#include "axqc/render.h"
 #include "axqc/render_graph.h"
 #include "axqc/sha256.h"
 #include "model_buffer.h"
@@ -87,7 +88,8 @@ TEST(IsolateProtocol, RequestRoundTripsEveryField) {
   // A task the worker does not know is a malformed request (the task byte: before the HTML
   // settings and the external data flag and file count).
   std::string unknown = isolate::Encode(m);
-  const std::size_t task_at = unknown.size() - (1 + 4) - 8 - 5 * 4 - (4 + 4) - (4 + 1) - (4 + 27) - 1;
+  const std::size_t task_at =
+      unknown.size() - 4 - (1 + 4) - 8 - 5 * 4 - (4 + 4) - (4 + 1) - (4 + 27) - 1;
   ASSERT_EQ(static_cast<std::uint8_t>(unknown[task_at]), 1);
   unknown[task_at] = 2;
   EXPECT_FALSE(isolate::DecodeRequest(unknown).has_value());
@@ -103,6 +105,15 @@ TEST(IsolateProtocol, RequestRoundTripsEveryField) {
   ASSERT_EQ(with_files->data_files.size(), 2u);
   EXPECT_EQ(with_files->data_files[1].name, "sub/x.bin");
   EXPECT_EQ(with_files->data_files[1].size, 1ull << 40);
+  // Chip targets (protocol 7): in order; more than kMaxTargets is a malformed request.
+  EXPECT_TRUE(with_files->targets.empty());
+  m.targets = {"ax650", "ax620e"};
+  const auto with_targets = isolate::DecodeRequest(isolate::Encode(m));
+  ASSERT_TRUE(with_targets.has_value());
+  EXPECT_EQ(with_targets->targets, (std::vector<std::string>{"ax650", "ax620e"}));
+  m.targets.assign(isolate::kMaxTargets + 1, "ax650");
+  EXPECT_FALSE(isolate::DecodeRequest(isolate::Encode(m)).has_value());
+  m.targets.clear();
   isolate::DataFileMsg f;
   f.index = 7;
   const auto fb = isolate::DecodeDataFile(isolate::Encode(f));
@@ -372,6 +383,42 @@ TEST(WorkerPool, ReportsAreIdenticalToInProcessChecks) {
   }
   EXPECT_EQ(bad.error, direct);
   EXPECT_EQ(pool.Pids().size(), 2u);
+}
+
+TEST(WorkerPool, ChipTargetsAreJudgedInTheWorkerLikeInProcess) {
+  WorkerPool pool(Options(AXQC_WORKER_BIN, 1));
+  // x, grid -> GridSample "gs1" -> y: in AX650's NPU operator table, not in AX620E's.
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {1, 4, 8, 8});
+  b.Input("grid", onnx::TensorProto::FLOAT, {1, 8, 8, 2});
+  b.Node("GridSample", {"x", "grid"}, {"y"}, {}, "gs1");
+  b.Output("y");
+  std::string bytes;
+  b.Build().SerializeToString(&bytes);
+  CheckInput in;
+  in.bytes = bytes;
+  in.name = "gs.onnx";
+  in.options.include_graph = true;
+  in.options.targets = {"ax650", "ax620e"};
+  const CheckResult r = pool.Check(in);
+  ASSERT_EQ(r.failure, Failure::kNone) << r.error;
+  ASSERT_EQ(r.kind, ResultKind::kReport) << r.error;
+  const v1::Report got = ParseReport(r);
+  const v1::Report want = service::ToProto(CheckBytes(bytes, "gs.onnx", in.options));
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(got, want))
+      << got.DebugString() << "\n---\n"
+      << want.DebugString();
+  ASSERT_EQ(got.targets_size(), 2);
+  EXPECT_EQ(got.targets(0).chip(), "ax650");
+  EXPECT_EQ(got.targets(0).verdict(), "fits");
+  EXPECT_EQ(got.targets(1).chip(), "ax620e");
+  EXPECT_EQ(got.targets(1).verdict(), "does_not_fit");
+  ASSERT_EQ(got.targets(1).blocking_size(), 1);
+  EXPECT_EQ(got.targets(1).blocking(0).node(), "gs1");
+  EXPECT_EQ(got.targets(1).blocking(0).rule(), "target/op-unsupported");
+  // The proto round trip keeps what the JSON report says about the chips.
+  const Report back = service::FromProto(got);
+  EXPECT_EQ(RenderJson(back), RenderJson(CheckBytes(bytes, "gs.onnx", in.options)));
 }
 
 ModelBuffer SealedBuffer(const std::string& bytes) {

@@ -140,18 +140,6 @@ std::string TarMember(const std::string& name, const std::string& bytes, char ty
 }
 std::string TarEnd() { return std::string(1024, '\0'); }
 
-struct HttpAnswer {
-  int status = 0;
-  std::string head;
-  std::string body;
-  std::string Header(const std::string& name) const {
-    const auto at = head.find("\r\n" + name + ": ");
-    if (at == std::string::npos) return {};
-    const auto start = at + 4 + name.size();
-    return head.substr(start, head.find("\r\n", start) - start);
-  }
-};
-
 HttpAnswer HttpPost(int port, const std::string& target, const std::string& type,
                     const std::string& body) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -20,53 +20,6 @@ namespace {
 using grpc::StatusCode;
 using HealthResp = grpc::health::v1::HealthCheckResponse;
 
-struct HttpAnswer {
-  int status = 0;
-  std::string body;
-  nlohmann::json Json() const { return nlohmann::json::parse(body); }
-};
-
-// One HTTP/1.1 request over a fresh loopback connection (Connection: close).
-HttpAnswer HttpCall(int port, const std::string& method, const std::string& target,
-                    const std::string& body = "", const std::string& content_type = "") {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("socket failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return {};
-  }
-  std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  if (!content_type.empty()) req += "Content-Type: " + content_type + "\r\n";
-  if (method == "POST") req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
-  req += "\r\n" + body;
-  for (std::size_t off = 0; off < req.size();) {
-    const ssize_t n = ::send(fd, req.data() + off, req.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    off += static_cast<std::size_t>(n);
-  }
-  std::string out;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  HttpAnswer a;
-  if (out.rfind("HTTP/1.1 ", 0) == 0) a.status = std::stoi(out.substr(9, 3));
-  const auto end = out.find("\r\n\r\n");
-  if (end != std::string::npos) a.body = out.substr(end + 4);
-  return a;
-}
-
-std::string Field(const HttpAnswer& a, const char* key) {
-  return a.Json().at("error").at(key).get<std::string>();
-}
-
 // ------------------------------------------------------------------------------------------------
 // The real binary.
 
@@ -156,8 +109,8 @@ TEST(ServerBinaryLimits, StatsWindowBeyondTheTimestampRangeIsRefusedAndTheServer
   HttpAnswer a = HttpCall(http_port, "GET", "/v1/stats?window=106000w");
   EXPECT_EQ(a.status, 400) << a.body;
   ASSERT_TRUE(nlohmann::json::accept(a.body)) << a.body;
-  EXPECT_EQ(Field(a, "code"), "INVALID_ARGUMENT");
-  EXPECT_EQ(Field(a, "message"),
+  EXPECT_EQ(ErrorField(a, "code"), "INVALID_ARGUMENT");
+  EXPECT_EQ(ErrorField(a, "message"),
             "window is out of range: it must be a duration from 0s to 36525d (100 years)");
   ASSERT_TRUE(proc.Running()) << "exit " << proc.exit_status() << "\n" << ReadFile(err);
 
@@ -182,17 +135,17 @@ TEST(ServerBinaryLimits, StatsWindowBeyondTheTimestampRangeIsRefusedAndTheServer
   // Durations that overflow int64 milliseconds, a zero step, too many buckets with window.
   a = HttpCall(http_port, "GET", "/v1/stats?window=1099511627776w");
   EXPECT_EQ(a.status, 400) << a.body;
-  EXPECT_NE(Field(a, "message").find("window is out of range"), std::string::npos) << a.body;
+  EXPECT_NE(ErrorField(a, "message").find("window is out of range"), std::string::npos) << a.body;
   a = HttpCall(http_port, "GET", "/v1/stats?step=0s");
   EXPECT_EQ(a.status, 400) << a.body;
-  EXPECT_NE(Field(a, "message").find("step must be at least 1s"), std::string::npos) << a.body;
+  EXPECT_NE(ErrorField(a, "message").find("step must be at least 1s"), std::string::npos) << a.body;
   a = HttpCall(http_port, "GET", "/v1/stats?window=1d&step=1s");
   EXPECT_EQ(a.status, 400) << a.body;
-  EXPECT_NE(Field(a, "message").find("step gives more than 10000 buckets"), std::string::npos)
+  EXPECT_NE(ErrorField(a, "message").find("step gives more than 10000 buckets"), std::string::npos)
       << a.body;
   a = HttpCall(http_port, "GET", "/v1/models?since=0001-01-01T00:00:00Z");
   EXPECT_EQ(a.status, 400) << a.body;
-  EXPECT_NE(Field(a, "message").find("since is out of range"), std::string::npos) << a.body;
+  EXPECT_NE(ErrorField(a, "message").find("since is out of range"), std::string::npos) << a.body;
   // A query parameter name that is not UTF-8 is repeated in the message: still JSON.
   a = HttpCall(http_port, "GET", "/v1/stats?x%ff=1");
   EXPECT_EQ(a.status, 400) << a.body;
@@ -213,17 +166,6 @@ TEST(ServerBinaryLimits, StatsWindowBeyondTheTimestampRangeIsRefusedAndTheServer
   EXPECT_EQ(proc.Stop(std::chrono::seconds(20)), 0) << ReadFile(err);
 }
 
-// ------------------------------------------------------------------------------------------------
-// The in-process server with the HTTP/JSON API.
-
-TestServerOptions WithHttp(std::function<void(server::ServerConfig&)> more = {}) {
-  TestServerOptions o;
-  o.configure = [more](server::ServerConfig& c) {
-    c.http_listen = "127.0.0.1:0";
-    if (more) more(c);
-  };
-  return o;
-}
 
 TEST(RequestLimits, OversizedClientStringsAreRefusedOverGrpcAndNotCopiedIntoTheLog) {
   TempDir dir;
@@ -319,20 +261,20 @@ TEST(RequestLimits, HttpRefusesOversizedStringsWith400) {
   HttpAnswer a =
       HttpCall(port, "POST", "/v1/check", R"({"path": ")" + path + R"("})", "application/json");
   EXPECT_EQ(a.status, 400) << a.body.substr(0, 300);
-  EXPECT_EQ(Field(a, "message"), "path is 1000000 bytes long; the limit is 4096 bytes");
+  EXPECT_EQ(ErrorField(a, "message"), "path is 1000000 bytes long; the limit is 4096 bytes");
   a = HttpCall(port, "POST", "/v1/check",
                R"({"content": "AAAA", "name": ")" + std::string(5000, 'n') + R"("})",
                "application/json");
   EXPECT_EQ(a.status, 400) << a.body.substr(0, 300);
-  EXPECT_EQ(Field(a, "message"), "name is 5000 bytes long; the limit is 1024 bytes");
+  EXPECT_EQ(ErrorField(a, "message"), "name is 5000 bytes long; the limit is 1024 bytes");
   // The model bytes as the body, the name in the query string.
   a = HttpCall(port, "POST", "/v1/check?name=" + std::string(5000, 'n'),
                ConformantModel("http-limits"), "application/octet-stream");
   EXPECT_EQ(a.status, 400) << a.body.substr(0, 300);
-  EXPECT_EQ(Field(a, "message"), "metadata.file_name is 5000 bytes long; the limit is 1024 bytes");
+  EXPECT_EQ(ErrorField(a, "message"), "metadata.file_name is 5000 bytes long; the limit is 1024 bytes");
   a = HttpCall(port, "GET", "/v1/stats?label.project=" + std::string(300, 'v'));
   EXPECT_EQ(a.status, 400) << a.body;
-  EXPECT_NE(Field(a, "message").find("longer than 256 bytes"), std::string::npos) << a.body;
+  EXPECT_NE(ErrorField(a, "message").find("longer than 256 bytes"), std::string::npos) << a.body;
 }
 
 TEST(RequestLimits, UrlModelOverTheSizeLimitIs413NotBusy) {
@@ -352,8 +294,8 @@ TEST(RequestLimits, UrlModelOverTheSizeLimitIs413NotBusy) {
       HttpCall(ts.server().http_port(), "POST", "/v1/check",
                R"({"url": ")" + http.Url("/big.onnx") + R"("})", "application/json");
   EXPECT_EQ(a.status, 413) << a.body;
-  EXPECT_EQ(Field(a, "code"), "RESOURCE_EXHAUSTED");
-  EXPECT_NE(Field(a, "message").find("is over the limit of"), std::string::npos) << a.body;
+  EXPECT_EQ(ErrorField(a, "code"), "RESOURCE_EXHAUSTED");
+  EXPECT_NE(ErrorField(a, "message").find("is over the limit of"), std::string::npos) << a.body;
   // gRPC keeps RESOURCE_EXHAUSTED.
   grpc::ClientContext ctx;
   v1::CheckRequest req;

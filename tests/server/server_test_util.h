@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -519,6 +520,76 @@ inline grpc::health::v1::HealthCheckResponse::ServingStatus HealthStatus(
   const grpc::Status s = health.Check(&ctx, req, &resp);
   if (!s.ok()) return grpc::health::v1::HealthCheckResponse::UNKNOWN;
   return resp.status();
+}
+
+// ------------------------------------------------------------------------------------------------
+// HTTP/JSON API calls.
+
+struct HttpAnswer {
+  int status = 0;
+  std::string head;  // status line and headers
+  std::string body;
+  nlohmann::json Json() const { return nlohmann::json::parse(body); }
+  std::string Header(const std::string& name) const {
+    const auto at = head.find("\r\n" + name + ": ");
+    if (at == std::string::npos) return {};
+    const auto start = at + 4 + name.size();
+    return head.substr(start, head.find("\r\n", start) - start);
+  }
+};
+
+// One HTTP/1.1 request over a fresh loopback connection (Connection: close).
+inline HttpAnswer HttpCall(int port, const std::string& method, const std::string& target,
+                           const std::string& body = "", const std::string& content_type = "") {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return {};
+  }
+  std::string req = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  if (!content_type.empty()) req += "Content-Type: " + content_type + "\r\n";
+  if (method == "POST") req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  req += "\r\n" + body;
+  for (std::size_t off = 0; off < req.size();) {
+    const ssize_t n = ::send(fd, req.data() + off, req.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    off += static_cast<std::size_t>(n);
+  }
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  HttpAnswer a;
+  if (out.rfind("HTTP/1.1 ", 0) == 0) a.status = std::stoi(out.substr(9, 3));
+  const auto end = out.find("\r\n\r\n");
+  a.head = out.substr(0, end);
+  if (end != std::string::npos) a.body = out.substr(end + 4);
+  return a;
+}
+
+inline std::string ErrorField(const HttpAnswer& a, const char* key) {
+  return a.Json().at("error").at(key).get<std::string>();
+}
+
+// ------------------------------------------------------------------------------------------------
+// The in-process server with the HTTP/JSON API.
+
+inline TestServerOptions WithHttp(std::function<void(server::ServerConfig&)> more = {}) {
+  TestServerOptions o;
+  o.configure = [more](server::ServerConfig& c) {
+    c.http_listen = "127.0.0.1:0";
+    if (more) more(c);
+  };
+  return o;
 }
 
 }  // namespace axqc::test
