@@ -240,3 +240,33 @@ def test_check_model_with_external_data(server, client, broken, workdir):
     (folder / "model.onnx_data").rename(folder / "moved.bin")
     with pytest.raises(axqc.InputError, match="without their data files"):
         client.check(folder / "model.onnx")
+
+
+def test_targets_are_judged_by_the_server(client, conformant):
+    from conftest import SOURCE_DIR
+
+    model = SOURCE_DIR / "tests" / "data" / "real_exports" / "fx_qat_transformer_op13.onnx"
+    remote = client.check(model, target=["AX620E", "m76h"])
+    local = axqc.check(model, target=["ax650", "ax620e"])
+    assert remote.to_json() == local.to_json()
+    assert [(t.chip, t.verdict) for t in remote.targets] == [
+        (t.chip, t.verdict) for t in local.targets]
+    assert [t.chip for t in remote.targets] == ["ax650", "ax620e"]
+    assert remote.targets[1].verdict == "does_not_fit"
+    assert any(b.rule == "target/input-constraint" and b.op_type == "Gather"
+               for b in remote.targets[1].blocking)
+    # The same chips named otherwise: the server's cached report, not an upload.
+    again = client.check(model, target=["ax620e", "ax650"])
+    assert not again.remote.uploaded and again.to_json() == remote.to_json()
+    # Other chips (or none) are another cache key.
+    sha = hashlib.sha256(model.read_bytes()).hexdigest()
+    assert client.get_report(sha, target="ax615") is None
+    assert client.get_report(sha, target=["ax650", "ax620e"]) is not None
+    assert client.check_ref(conformant.name, target="all").targets[4].chip == "m57"
+    with pytest.raises(axqc.InputError) as e:
+        client.check(model, target="ax999")
+    assert e.value.code == "INVALID_ARGUMENT" and "unknown target 'ax999'" in str(e.value)
+    # The server records the chips as the label axqc.target.
+    groups = client.stats(group_by="axqc.target").groups
+    assert set(groups) >= {"ax650,ax620e", "ax650,ax620e,ax615,ax637,m57"}
+    assert groups["ax650,ax620e"].requests >= 2

@@ -134,6 +134,48 @@ TEST(ClientRemote, SameReportsAndExitCodesAsLocalMode) {
   EXPECT_EQ(mixed.rc, 2);
 }
 
+// --target with --server and --isolate: the chips are judged by the server (or the worker), the
+// reports and exit codes are the local ones, and other chips are another cache key.
+TEST(ClientRemote, TargetsGiveTheLocalReportsAndExitCodes) {
+  TempDir dir;
+  TestServer server(dir);
+  // x, grid -> GridSample "gs1" -> y: a float model (not_applicable, exit 3) whose operator is in
+  // AX650's NPU table but not in AX620E's.
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {1, 4, 8, 8});
+  b.Input("grid", onnx::TensorProto::FLOAT, {1, 8, 8, 2});
+  b.Node("GridSample", {"x", "grid"}, {"y"}, {}, "gs1");
+  b.Output("y");
+  std::string bytes;
+  b.Build().SerializeToString(&bytes);
+  WriteFile(dir / "work/gs.onnx", bytes);
+  const std::string model = Quote((dir / "work/gs.onnx").string());
+  for (const auto& [chip, rc] : {std::pair{"ax620e", 1}, std::pair{"ax650", 3}}) {
+    for (const std::string format : {"text", "json", "sarif"}) {
+      const std::string args =
+          "--target " + std::string(chip) + " --format " + format + " " + model;
+      Proc local = Client(dir, "check " + args);
+      Proc remote = Client(dir, "check --server " + Addr(server) + " " + args);
+      Proc isolated = Client(dir, "check --isolate " + args);
+      EXPECT_EQ(local.rc, rc) << chip << format << local.err;
+      EXPECT_EQ(remote.rc, rc) << chip << format << remote.err;
+      EXPECT_EQ(isolated.rc, rc) << chip << format << isolated.err;
+      EXPECT_EQ(remote.out, local.out) << chip << format;
+      EXPECT_EQ(isolated.out, local.out) << chip << format;
+    }
+  }
+  Proc text = Client(dir, "check --server " + Addr(server) + " --target ax620e " + model);
+  EXPECT_NE(text.out.find("target/op-unsupported"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("AX620E  does_not_fit"), std::string::npos) << text.out;
+  // Each chip and each format's report was one upload per chip set (the format is not in the key).
+  Scrape m = server.Metrics();
+  EXPECT_EQ(m.Value("axqc_requests_total", {{"method", "Upload"}, {"code", "OK"}}), 2);
+  // An unknown chip is refused before anything is sent.
+  Proc unknown = Client(dir, "check --server " + Addr(server) + " --target ax999 " + model);
+  EXPECT_EQ(unknown.rc, 2);
+  EXPECT_NE(unknown.err.find("unknown target 'ax999'"), std::string::npos) << unknown.err;
+}
+
 TEST(ClientRemote, ReferenceModeWithLabelsAndStats) {
   TempDir dir;
   TestServer server(dir);
