@@ -335,6 +335,8 @@ function panZoom(svg){
   var home=[vb.x,vb.y,vb.width,vb.height];
   function set(a){svg.setAttribute('viewBox',a.join(' '));}
   svg.removeAttribute('width');svg.removeAttribute('height');
+  // A view of a few nodes is drawn at up to 1.5 times its natural size, not stretched to the page.
+  svg.style.maxWidth=Math.max(vb.width*1.5,240)+'px';svg.style.margin='0 auto';
   svg.addEventListener('wheel',function(e){
     e.preventDefault();var r=svg.getBoundingClientRect(),v=svg.viewBox.baseVal;
     var k=e.deltaY<0?0.8:1.25,px=v.x+(e.clientX-r.left)/r.width*v.width,py=v.y+(e.clientY-r.top)/r.height*v.height;

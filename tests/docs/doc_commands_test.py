@@ -177,6 +177,8 @@ EXPECTED = {
         # The HTTP/JSON API and the webhooks (the session's server has --http-listen, both webhook
         # secrets and the stub registry; tests/server/http asserts the answers in detail).
         ("curl -s --data-binary @model.onnx 'http://127.0.0.1:8080/v1/check?name=model.onnx&label.project=detector'", 0),
+        ("curl -s --data-binary @model.onnx 'http://127.0.0.1:8080/v1/check?name=model.onnx&target=ax650&target=ax620e'", 0),
+        ("curl -s 'http://127.0.0.1:8080/v1/stats?group_by=axqc.target'", 0),
         ("""curl -s -H 'Content-Type: application/json' \\
   -d '{"path": "detector/yolo-int8.onnx", "labels": {"project": "detector"}, "options": {"check_value": true}}' \\
   http://127.0.0.1:8080/v1/check""", 0),
@@ -258,6 +260,7 @@ EXPECTED["docs/targets.md"] = [
     ("axqc targets --list", 0),
     ("axqc targets ax620e", 0),
     ("axqc targets --diff ax650 ax620e", 0),
+    ("axqc check --server 127.0.0.1:50051 --target ax620e model.onnx", 0),
 ]
 
 # Documents whose first server command starts the server their other commands talk to; the test
