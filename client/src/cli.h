@@ -54,6 +54,10 @@ struct CheckArgs {
   std::string baseline;        // --baseline FILE
   std::string write_baseline;  // --write-baseline FILE
   std::string fail_on;         // --fail-on error|warn; "" = the configuration's, else error
+  // --fail-on not_applicable (or fail_on_not_applicable in axqc.toml): a model that is not a QDQ
+  // model (verdict not_applicable, exit 3) fails the check (exit 1), so a pipeline that expects
+  // quantized models does not pass a float export.
+  bool fail_on_not_applicable = false;
   bool github_annotations = false;  // --github-annotations: workflow commands on stderr too
   bool isolate = false;             // --isolate: local checks run in a sandboxed worker process
   // --target CHIP (repeatable, "all"): chip targets judged beside the spec (docs/targets.md);
@@ -139,6 +143,8 @@ int RunRules(const std::string& format, bool operators);
 int RunTargets(const TargetsArgs& args);
 // With --target: exit 1 for a model with a counted target error, unless a worse code stands.
 void ApplyTargetExitCodes(const CheckArgs& args, std::vector<ModelResult>& results);
+// --fail-on not_applicable: a not_applicable model exits 1 (its report is unchanged).
+void ApplyNotApplicableExitCodes(const CheckArgs& args, std::vector<ModelResult>& results);
 
 // Remote mode (client/src/remote.cc; without AXQC_REMOTE they print "built without remote
 // support" and return kExitError).

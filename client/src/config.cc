@@ -82,6 +82,9 @@ class Parser {
         } else {
           Fail(n.source(), "`fail_on` must be \"error\" or \"warn\", not \"" + v + "\"");
         }
+      } else if (k == "fail_on_not_applicable") {
+        if (!n.is_boolean()) Fail(n.source(), "`fail_on_not_applicable` must be true or false");
+        c.fail_on_not_applicable = n.as_boolean()->get();
       } else if (k == "baseline") {
         const std::string v = String(n, k);
         if (v.empty()) Fail(n.source(), "`baseline` is empty");
@@ -90,7 +93,7 @@ class Parser {
       } else {
         Fail(key.source(), "unknown key `" + k +
                                "` in [check] (known: check_value, max_locations, fail_on, "
-                               "baseline)");
+                               "fail_on_not_applicable, baseline)");
       }
     }
   }

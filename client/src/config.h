@@ -28,8 +28,9 @@ struct Config {
   // [check]
   std::optional<bool> check_value;
   std::optional<std::size_t> max_locations;
-  std::optional<Severity> fail_on;  // kError or kWarn
-  std::string baseline;             // resolved against `dir`; "" = none
+  std::optional<Severity> fail_on;             // kError or kWarn
+  std::optional<bool> fail_on_not_applicable;  // a not_applicable model fails (exit 1)
+  std::string baseline;                        // resolved against `dir`; "" = none
   // [[waiver]]
   std::vector<Waiver> waivers;
 };

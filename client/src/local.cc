@@ -92,6 +92,9 @@ std::optional<GateSetup> PrepareGate(CheckArgs& args) {
     p.config_dir = cfg->dir;
     p.waivers = cfg->waivers;
     if (cfg->fail_on) p.fail_on = *cfg->fail_on;
+    if (cfg->fail_on_not_applicable && !args.fail_on_not_applicable) {
+      args.fail_on_not_applicable = *cfg->fail_on_not_applicable;
+    }
   }
   if (!args.fail_on.empty())
     p.fail_on = args.fail_on == "warn" ? Severity::kWarn : Severity::kError;
@@ -314,7 +317,18 @@ int RunLocalCheck(const CheckArgs& args, GateSetup& gate) {
   }
   if (!ApplyGateToResults(args, gate, results)) return kExitError;
   ApplyTargetExitCodes(args, results);
+  ApplyNotApplicableExitCodes(args, results);
   return EmitResults(args, results);
+}
+
+void ApplyNotApplicableExitCodes(const CheckArgs& args, std::vector<ModelResult>& results) {
+  if (!args.fail_on_not_applicable) return;
+  for (auto& r : results) {
+    if (r.ok && r.report.verdict == Verdict::kNotApplicable &&
+        r.exit_code == ExitCodeFor(Verdict::kNotApplicable)) {
+      r.exit_code = 1;
+    }
+  }
 }
 
 void ApplyTargetExitCodes(const CheckArgs& args, std::vector<ModelResult>& results) {

@@ -95,7 +95,7 @@ int Main(int argc, char** argv) {
       "     reaches --fail-on (with --fail-on warn also a stale waiver)\n"
       "  2  usage or input error: bad option, unreadable or non-ONNX model, a configuration\n"
       "     or baseline that cannot be read (or, with --write-baseline, written)\n"
-      "  3  not_applicable (no owned Q/DQ edge)\n"
+      "  3  not_applicable (no owned Q/DQ edge); with --fail-on not_applicable: 1\n"
       "  4  no verdict from the server (remote: unreachable, TLS or token refused, deadline)\n"
       "With --target, a model that does not fit a requested chip exits 1 (docs/targets.md).\n"
       "See docs/ci.md.");
@@ -132,9 +132,14 @@ int Main(int argc, char** argv) {
   cmd->add_option("--write-baseline", check.write_baseline,
                   "Write the findings of this run (except waived ones) as the baseline FILE; the "
                   "run is then judged against it");
-  cmd->add_option("--fail-on", check.fail_on,
-                  "Findings of this severity or worse fail: error (default) or warn")
-      ->check(CLI::IsMember({"error", "warn"}));
+  std::vector<std::string> fail_on;
+  cmd->add_option("--fail-on", fail_on,
+                  "Findings of this severity or worse fail: error (default) or warn; "
+                  "not_applicable: a model that is not a QDQ model fails too (exit 1 instead of "
+                  "3). Repeatable or comma-separated")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->check(CLI::IsMember({"error", "warn", "not_applicable"}));
   cmd->add_flag("--github-annotations", check.github_annotations,
                 "Also write GitHub Actions annotations (workflow commands) to stderr, beside the "
                 "report in --format");
@@ -265,6 +270,13 @@ int Main(int argc, char** argv) {
     if (!ParseLabels(check_labels, &check.labels)) return kExitError;
     check.record = !no_record;
     check.check_value_given = check_value->count() > 0;
+    for (const auto& v : fail_on) {
+      if (v == "not_applicable") {
+        check.fail_on_not_applicable = true;
+      } else {
+        check.fail_on = v;
+      }
+    }
     check.max_locations_given = max_locations->count() > 0;
     if (!check.config.empty() && check.no_config) {
       std::cerr << "axqc: --config and --no-config exclude each other\n";

@@ -990,6 +990,7 @@ int RunRemoteCheck(const CheckArgs& args, GateSetup& gate) {
   if (!ApplyGateToResults(args, gate, results)) return kExitError;
   if (gate.policy.active && stopped.empty()) RecordGateOutcomes(*c, c->stub(), results);
   ApplyTargetExitCodes(args, results);
+  ApplyNotApplicableExitCodes(args, results);
   return EmitResults(args, results);
 }
 

@@ -176,6 +176,41 @@ TEST(ClientRemote, TargetsGiveTheLocalReportsAndExitCodes) {
   EXPECT_NE(unknown.err.find("unknown target 'ax999'"), std::string::npos) << unknown.err;
 }
 
+// --fail-on not_applicable: a model that is not a QDQ model (a float export) fails with 1 instead
+// of passing with 3, locally, remotely and from the configuration; the report is unchanged.
+TEST(ClientGate, FailOnNotApplicableFailsAFloatModel) {
+  TempDir dir;
+  TestServer server(dir);
+  modelgen::ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {1, 4, 8, 8});
+  b.Node("Relu", {"x"}, {"y"}, {}, "relu");
+  b.Output("y");
+  std::string bytes;
+  b.Build().SerializeToString(&bytes);
+  WriteFile(dir / "work/float.onnx", bytes);
+  WriteFile(dir / "work/ok.onnx", ConformantModel("fail-on-na"));
+  const std::string fp = Quote((dir / "work/float.onnx").string());
+  const std::string ok = Quote((dir / "work/ok.onnx").string());
+  const std::string remote = "--server " + Addr(server) + " ";
+  for (const std::string& where : {std::string(), remote}) {
+    Proc plain = Client(dir, "check --no-config " + where + fp);
+    EXPECT_EQ(plain.rc, 3) << where << plain.err;
+    Proc failed = Client(dir, "check --no-config --fail-on not_applicable " + where + fp);
+    EXPECT_EQ(failed.rc, 1) << where << failed.err;
+    EXPECT_EQ(failed.out, plain.out) << where;  // the report still says NOT_APPLICABLE
+    EXPECT_NE(failed.out.find("NOT_APPLICABLE"), std::string::npos) << failed.out;
+    Proc both = Client(dir, "check --no-config --fail-on warn,not_applicable " + where + ok);
+    EXPECT_EQ(both.rc, 0) << where << both.err;
+    Proc mixed = Client(dir, "check --no-config --fail-on not_applicable " + where + ok + " " + fp);
+    EXPECT_EQ(mixed.rc, 1) << where << mixed.err;
+  }
+  WriteFile(dir / "cfg/axqc.toml", "[check]\nfail_on_not_applicable = true\n");
+  Proc cfg = Client(dir, "check --config " + Quote((dir / "cfg/axqc.toml").string()) + " " + fp);
+  EXPECT_EQ(cfg.rc, 1) << cfg.err;
+  Proc bad = Client(dir, "check --no-config --fail-on quantized " + fp);
+  EXPECT_EQ(bad.rc, 2);
+}
+
 TEST(ClientRemote, ReferenceModeWithLabelsAndStats) {
   TempDir dir;
   TestServer server(dir);

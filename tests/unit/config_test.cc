@@ -71,6 +71,15 @@ expires = "2027-01-31"
   EXPECT_EQ(v.line, 15);
 }
 
+TEST(Config, FailOnNotApplicable) {
+  EXPECT_EQ(
+      ParseConfig("[check]\nfail_on_not_applicable = true\n", "axqc.toml").fail_on_not_applicable,
+      true);
+  EXPECT_FALSE(ParseConfig("[check]\n", "axqc.toml").fail_on_not_applicable.has_value());
+  EXPECT_EQ(ErrorOf("[check]\nfail_on_not_applicable = \"yes\"\n"),
+            "cfg/axqc.toml:2: `fail_on_not_applicable` must be true or false");
+}
+
 TEST(Config, ErrorsNameTheLineAndTheProblem) {
   EXPECT_EQ(ErrorOf("[check]\nfail_on = \"info\"\n"),
             "cfg/axqc.toml:2: `fail_on` must be \"error\" or \"warn\", not \"info\"");
