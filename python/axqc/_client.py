@@ -251,10 +251,11 @@ class Client:
         miss.
 
         ``model`` is a path, bytes or an ``onnx.ModelProto`` (as :func:`axqc.check`). A path to
-        a model with external data files sends them with it (found beside it; the lookup uses
-        the bundle hash of the model and its data files, docs/api.md). By default only the byte
-        ranges of the data files that the check reads are sent (a ranged upload, docs/api.md);
-        ``full_upload=True`` sends the files whole. ``labels`` are recorded in the request history
+        a model with external data files sends them with it (found beside it): by default only
+        the byte ranges of the data files that the check reads (a ranged upload, docs/api.md);
+        ``full_upload=True`` sends the files whole, after a lookup by the bundle hash of the model
+        and its data files. Either way the report's ``sha256`` is the key of the graph file and
+        the bytes the check read. ``labels`` are recorded in the request history
         (:meth:`stats`), e.g. ``{"project": "detector"}``. ``record=False`` makes the hash lookup
         a plain lookup that is not counted as a check (``--no-record``). ``report.remote`` says
         whether the model was uploaded and where the report came from. Raises
