@@ -19,8 +19,9 @@
 # upload-throughput and isolation targets: the two models they need, axqc-bench-service's upload
 # scenario and axqc-bench-isolate; a few minutes). AXQC_BENCH_ONLY=external: only the large
 # external-data model (a 1000-node graph whose data file holds AXQC_BENCH_EXTERNAL_GB, default 4,
-# GiB more as a sparse hole): wall time and peak RSS of `axqc check` on it, and of axqc-server
-# checking it by path and by Upload -> <date>-<host>-external.json; it also runs at the end of the
+# GiB more as a sparse hole; AXQC_BENCH_EXTERNAL_WIDTH, default 32, its channel width): wall time and peak RSS of `axqc check` on it, and of axqc-server
+# checking it by path, by Upload of the whole data file (--full-upload) and by ranged Upload (the
+# graph and the bytes the check reads; also with -c) -> <date>-<host>-external.json; it also runs at the end of the
 # full benchmark unless AXQC_BENCH_EXTERNAL=0.
 set -euo pipefail
 
@@ -57,10 +58,12 @@ external_bench() {
   cmake --build "$build" -j"${AXQC_BENCH_JOBS:-2}" --target axqc axqc-server axqc-worker \
     axqc-bench-gen
   local gb=${AXQC_BENCH_EXTERNAL_GB:-4}
-  local dir=$work/ext-${gb}g
+  # Width 512 puts the per-channel scales (2 KiB) in the data file too: the ranged check reads them.
+  local width=${AXQC_BENCH_EXTERNAL_WIDTH:-32}
+  local dir=$work/ext-${gb}g-w$width
   mkdir -p "$dir"
   if [[ ! -f $dir/model.onnx ]]; then
-    "$gen" --nodes 1000 --external model.onnx.data --pad-external $((gb << 30)) \
+    "$gen" --nodes 1000 --width "$width" --external model.onnx.data --pad-external $((gb << 30)) \
       -o "$dir/model.onnx"
   fi
   local graph_bytes data_bytes data_disk_kb
@@ -80,15 +83,20 @@ external_bench() {
   }
   read -r cli_s cli_kb < <(timed "$axqc" check "$dir/model.onnx")
   # One server per door, so that each peak RSS is that door's.
-  serve() {  # serve -> sets pid and port
+  serve() {  # serve -> sets pid, port and mport
     rm -f "$work/ext-ready.json"
-    "$build/server/axqc-server" --listen 127.0.0.1:0 --metrics-listen "" \
+    "$build/server/axqc-server" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
       --ready-file "$work/ext-ready.json" --allowed-root "$dir" --store-path :memory: \
       --workers 1 --max-external-data-bytes $(((gb + 1) << 30)) --data-file-dir "$work" \
       2>"$work/ext-server.log" &
     pid=$!
     for _ in $(seq 300); do [[ -s $work/ext-ready.json ]] && break; sleep 0.1; done
     port=$(sed -n 's/.*"grpc_port":\([0-9]*\).*/\1/p' "$work/ext-ready.json")
+    mport=$(sed -n 's/.*"metrics_port":\([0-9]*\).*/\1/p' "$work/ext-ready.json")
+  }
+  received() {  # bytes the server received in Upload messages (model and data chunks)
+    curl -s "http://127.0.0.1:$mport/metrics" |
+      sed -n 's/^axqc_upload_bytes_total \([0-9.e+]*\).*/\1/p' | awk '{printf "%.0f", $1}'
   }
   peak() {  # peak RSS (KiB) of the server and of its worker processes
     local w=0 c
@@ -105,23 +113,54 @@ external_bench() {
   wait "$pid" || true
   serve
   read -r upload_s upload_client_kb < <(timed "$axqc" check --server "127.0.0.1:$port" \
-    "$dir/model.onnx")
+    --full-upload "$dir/model.onnx")
   read -r upload_server_kb upload_worker_kb < <(peak)
+  upload_bytes=$(received)
+  kill -TERM "$pid"
+  wait "$pid" || true
+  # Ranged upload (the default of axqc check --server): the graph and the bytes the check reads;
+  # without and with -c (the value checks read more), each on a fresh server.
+  serve
+  read -r ranged_s ranged_client_kb < <(timed "$axqc" check --server "127.0.0.1:$port" \
+    "$dir/model.onnx")
+  read -r ranged_server_kb ranged_worker_kb < <(peak)
+  ranged_bytes=$(received)
+  kill -TERM "$pid"
+  wait "$pid" || true
+  serve
+  read -r ranged_cv_s ranged_cv_client_kb < <(timed "$axqc" check --server "127.0.0.1:$port" \
+    -c "$dir/model.onnx")
+  read -r ranged_cv_server_kb ranged_cv_worker_kb < <(peak)
+  ranged_cv_bytes=$(received)
+  # The ranged reports are the command line's (but for the key).
+  local same=true
+  for cv in "" -c; do
+    diff <("$axqc" check $cv --format json "$dir/model.onnx" | grep -v '"sha256"') \
+      <("$axqc" check $cv --format json --server "127.0.0.1:$port" "$dir/model.onnx" |
+        grep -v '"sha256"') >"$work/ext-report.diff" || same=false
+  done
   kill -TERM "$pid"
   wait "$pid" || true
   local out
   out=$root/bench/results/$(date +%F)-$(hostname -s)-external.json
   cat >"$out" <<JSON
 {"model": {"graph_bytes": $graph_bytes, "data_bytes": $data_bytes, "data_disk_kib": $data_disk_kb,
-  "nodes": 1000, "generator": "axqc-bench-gen --nodes 1000 --external model.onnx.data --pad-external $((gb << 30))"},
+  "nodes": 1000, "generator": "axqc-bench-gen --nodes 1000 --width $width --external model.onnx.data --pad-external $((gb << 30))"},
  "machine": {"host": "$(hostname -s)", "nproc": $(nproc), "loadavg": "$(cut -d' ' -f1-3 /proc/loadavg)",
   "commit": "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"},
  "cli_local": {"wall_s": $cli_s, "peak_rss_kib": $cli_kb},
  "server_path": {"wall_s": $path_s, "client_peak_rss_kib": $path_client_kb,
   "server_peak_rss_kib": $path_server_kb, "worker_peak_rss_kib": $path_worker_kb},
- "server_upload": {"wall_s": $upload_s, "bytes_sent": $((graph_bytes + data_bytes)),
+ "server_upload": {"wall_s": $upload_s, "bytes_sent": $upload_bytes,
   "client_peak_rss_kib": $upload_client_kb, "server_peak_rss_kib": $upload_server_kb,
-  "worker_peak_rss_kib": $upload_worker_kb}}
+  "worker_peak_rss_kib": $upload_worker_kb},
+ "ranged_report_equals_cli": $same,
+ "server_ranged": {"wall_s": $ranged_s, "bytes_sent": $ranged_bytes,
+  "client_peak_rss_kib": $ranged_client_kb, "server_peak_rss_kib": $ranged_server_kb,
+  "worker_peak_rss_kib": $ranged_worker_kb},
+ "server_ranged_check_value": {"wall_s": $ranged_cv_s, "bytes_sent": $ranged_cv_bytes,
+  "client_peak_rss_kib": $ranged_cv_client_kb, "server_peak_rss_kib": $ranged_cv_server_kb,
+  "worker_peak_rss_kib": $ranged_cv_worker_kb}}
 JSON
   cat "$out"
   echo "external-data results: $out (model in $dir)"

@@ -29,7 +29,7 @@ void DataFileSet::Add(std::string_view name, int fd, std::uint64_t size, std::st
     if (Find(normalized) != count()) {
       throw std::invalid_argument("external data file '" + normalized + "' given twice");
     }
-    files_.push_back({std::move(normalized), fd, size, std::move(sha256)});
+    files_.push_back({std::move(normalized), fd, size, std::move(sha256), {}});
   } catch (...) {
     if (fd >= 0) ::close(fd);
     throw;
@@ -47,6 +47,12 @@ bool DataFileSet::Read(std::size_t i, std::uint64_t offset, char* out, std::size
     done += static_cast<std::size_t>(got);
   }
   return true;
+}
+
+void DataFileSet::SetSent(std::size_t i, std::vector<ExternalRange> ranges) {
+  MergeRanges(ranges);
+  files_.at(i).sent = std::move(ranges);
+  partial_ = true;
 }
 
 std::uint64_t DataFileSet::total_bytes() const {

@@ -40,14 +40,24 @@ class DataFileSet final : public ExternalData {
   // gives another.
   std::string BundleSha256(const std::string& graph_sha256) const;
 
+  // A ranged upload (UploadMetadata.ranged_data): file `i` holds only `ranges` (merged; the rest
+  // reads as zeros and is not part of the model as sent). A check of such a set counts only when
+  // it read exactly the bytes sent (server/external_reads.h).
+  void SetSent(std::size_t i, std::vector<ExternalRange> ranges);
+  bool partial() const { return partial_; }
+  // The ranges sent of file `i` (partial sets only).
+  const std::vector<ExternalRange>& sent(std::size_t i) const { return files_.at(i).sent; }
+
  private:
   struct File {
     std::string name;
     int fd = -1;
     std::uint64_t size = 0;
     std::string sha256;
+    std::vector<ExternalRange> sent;
   };
   std::vector<File> files_;
+  bool partial_ = false;
 };
 
 // A read-only descriptor of an unlinked temporary file in `dir` (empty: $TMPDIR or /tmp) that the

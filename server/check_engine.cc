@@ -4,6 +4,7 @@
 #include <boost/asio/post.hpp>
 #include <exception>
 
+#include "external_reads.h"
 #include "report_proto.h"
 
 namespace axqc::server {
@@ -118,8 +119,20 @@ void CheckEngine::Run(const std::shared_ptr<Flight>& flight) {
     auto* model = proto->mutable_model();
     if (model->sha256().empty()) model->set_sha256(flight->job.sha256);
     if (model->size_bytes() == 0) model->set_size_bytes(flight->job.bytes->size());
+    if (flight->job.data != nullptr) {
+      SettleExternalReads(*proto, *flight->job.data, flight->job.graph_sha256);
+    } else {
+      proto->clear_external_reads();
+    }
     outcome.kind = CheckOutcome::Kind::kReport;
     outcome.report = std::move(proto);
+  } catch (const ExternalRangesNeeded& e) {
+    outcome.kind = CheckOutcome::Kind::kRangesNeeded;
+    outcome.error = e.what();
+    outcome.needed = e.needed();
+  } catch (const ExternalRangesRefused& e) {
+    outcome.kind = CheckOutcome::Kind::kRangesRefused;
+    outcome.error = e.what();
   } catch (const CheckerFailure& e) {
     outcome.kind = CheckOutcome::Kind::kCheckerFailed;
     outcome.cause = e.cause();
@@ -142,7 +155,20 @@ void CheckEngine::Run(const std::shared_ptr<Flight>& flight) {
   for (const auto& [stage, seconds] : stages) {
     if (seconds > 0) metrics_->ObserveStage(stage, seconds);
   }
-  if (outcome.kind == CheckOutcome::Kind::kReport && sink_) sink_(flight->job, outcome.report);
+  if (outcome.kind == CheckOutcome::Kind::kReport && sink_) {
+    sink_(flight->job, outcome.report);
+    // A model with data files: its report is also stored under its external-read key (the key a
+    // ranged upload of the same model has).
+    const std::string& read_key = outcome.report->model().sha256();
+    const CheckJob& job = flight->job;
+    if (job.data != nullptr && read_key != job.sha256 && job.key.starts_with(job.sha256)) {
+      CheckJob alias;
+      alias.key = read_key + job.key.substr(job.sha256.size());
+      alias.sha256 = read_key;
+      alias.options_key = job.options_key;
+      sink_(alias, outcome.report);
+    }
+  }
   if (flight_end_) flight_end_(flight->job.key);
   const std::size_t model_bytes = flight->job.bytes != nullptr ? flight->job.bytes->size() : 0;
   flight->job.bytes.reset();  // the model's memory is given back before any waiter is answered

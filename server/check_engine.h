@@ -75,16 +75,31 @@ struct CheckJob {
   // The model's external data files (CheckOptions::external_data), or null. With them, `sha256`
   // is the bundle hash (DataFileSet::BundleSha256).
   std::shared_ptr<const isolate::DataFileSet> data;
+  // With data files: the sha256 of the graph file alone. The report's sha256 becomes the
+  // external-read key of the graph and the bytes the check read (external_reads.h); its report is
+  // stored under that key too.
+  std::string graph_sha256;
 };
 
 struct CheckOutcome {
-  enum class Kind { kReport, kInputError, kInternalError, kShutdown, kCheckerFailed };
+  // kRangesNeeded, kRangesRefused: a ranged upload whose check read other bytes than were sent
+  // (external_reads.h): the client's part, never the model's.
+  enum class Kind {
+    kReport,
+    kInputError,
+    kInternalError,
+    kShutdown,
+    kCheckerFailed,
+    kRangesNeeded,
+    kRangesRefused
+  };
   Kind kind = Kind::kInternalError;
   std::shared_ptr<const v1::Report> report;                       // kReport
   std::string error;                                              // otherwise
   CheckerFailure::Cause cause = CheckerFailure::Cause::kCrashed;  // kCheckerFailed
   std::uint64_t worker = 0;                                       // kCheckerFailed
-  bool shared = false;  // this waiter joined a check started by another request
+  bool shared = false;                     // this waiter joined a check started by another request
+  std::vector<ExternalFileRanges> needed;  // kRangesNeeded
 };
 
 using Completion = std::function<void(const CheckOutcome&)>;

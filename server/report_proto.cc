@@ -221,6 +221,16 @@ void ToProto(const Report& r, v1::Report* out) {
       pt->set_graph_output(t.graph_output);
     }
   }
+  for (const auto& f : r.external_reads) {
+    auto* pf = out->add_external_reads();
+    pf->set_name(f.name);
+    pf->set_size_bytes(f.size);
+    for (const auto& range : f.ranges) {
+      auto* pr = pf->add_ranges();
+      pr->set_offset(range.offset);
+      pr->set_length(range.length);
+    }
+  }
 }
 
 v1::Report ToProto(const Report& report) {

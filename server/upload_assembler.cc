@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "axqc/external_data.h"
+#include "external_reads.h"
 #include "protocol.h"
 #include "request_validation.h"
 
@@ -327,6 +328,7 @@ grpc::Status UploadAssembler::NewDataFile(std::string name, std::uint64_t size,
   d.name = std::move(name);
   d.declared = size;
   d.sha256 = std::move(sha256);
+  d.expected = size;
   d.hasher = std::make_unique<service::Sha256>();
   try {
     d.read_fd = isolate::TempDataFile(data_dir_, &d.write_fd);
@@ -338,27 +340,70 @@ grpc::Status UploadAssembler::NewDataFile(std::string name, std::uint64_t size,
 }
 
 grpc::Status UploadAssembler::OpenDataFiles(const v1::UploadMetadata& m) {
-  if (m.data_files_size() == 0) return grpc::Status::OK;
+  if (m.data_files_size() == 0) {
+    if (m.ranged_data()) return Invalid("metadata.ranged_data without metadata.data_files");
+    return grpc::Status::OK;
+  }
   if (m.data_files_size() > static_cast<int>(isolate::kMaxDataFiles)) {
     return Invalid("metadata.data_files lists " + std::to_string(m.data_files_size()) +
                    " files; at most " + std::to_string(isolate::kMaxDataFiles));
   }
   std::uint64_t total = 0;
+  std::size_t range_count = 0;
   for (int i = 0; i < m.data_files_size(); ++i) {
     const auto& f = m.data_files(i);
     const std::string field = "metadata.data_files[" + std::to_string(i) + "]";
     std::string name;
-    if (grpc::Status s = CheckDataFile(field + ".name", f.name(), f.size_bytes(), total, &name);
-        !s.ok()) {
+    if (!m.ranged_data()) {
+      if (grpc::Status s = CheckDataFile(field + ".name", f.name(), f.size_bytes(), total, &name);
+          !s.ok()) {
+        return s;
+      }
+      if (f.ranges_size() > 0) {
+        return Invalid(field + ".ranges is set, but metadata.ranged_data is not");
+      }
+      if (!service::IsSha256Hex(f.sha256())) {
+        return Invalid(field + ".sha256 must be 64 lowercase hex characters");
+      }
+      total += f.size_bytes();
+      if (grpc::Status s = NewDataFile(std::move(name), f.size_bytes(), f.sha256()); !s.ok()) {
+        return s;
+      }
+      continue;
+    }
+    // Ranged: the file's size is the model's claim (the file stays sparse); the bytes sent count
+    // against the limit.
+    if (!f.sha256().empty()) {
+      return Invalid(field + ".sha256 must be empty in a ranged upload (the server hashes the " +
+                     "bytes it receives)");
+    }
+    if (f.size_bytes() > static_cast<std::uint64_t>(INT64_MAX)) {
+      return Invalid(field + ".size_bytes " + std::to_string(f.size_bytes()) + " is too large");
+    }
+    range_count += static_cast<std::size_t>(f.ranges_size());
+    if (range_count > kMaxRanges) {
+      return Invalid("metadata.data_files lists more than " + std::to_string(kMaxRanges) +
+                     " ranges");
+    }
+    std::vector<ExternalRange> ranges;
+    ranges.reserve(static_cast<std::size_t>(f.ranges_size()));
+    std::uint64_t bytes = 0;
+    for (const auto& r : f.ranges()) {
+      ranges.push_back({r.offset(), r.length()});
+      bytes += std::min<std::uint64_t>(r.length(), f.size_bytes());  // no wrap: checked below
+    }
+    if (std::string why = RangesProblem(ranges, f.size_bytes()); !why.empty()) {
+      return Invalid(field + ".ranges: " + why);
+    }
+    if (grpc::Status s = CheckDataFile(field + ".name", f.name(), bytes, total, &name); !s.ok()) {
       return s;
     }
-    if (!service::IsSha256Hex(f.sha256())) {
-      return Invalid(field + ".sha256 must be 64 lowercase hex characters");
-    }
-    total += f.size_bytes();
-    if (grpc::Status s = NewDataFile(std::move(name), f.size_bytes(), f.sha256()); !s.ok()) {
-      return s;
-    }
+    total += bytes;
+    if (grpc::Status s = NewDataFile(std::move(name), f.size_bytes(), {}); !s.ok()) return s;
+    DataFile& d = data_files_.back();
+    d.ranged = true;
+    d.ranges = std::move(ranges);
+    d.expected = bytes;
   }
   return grpc::Status::OK;
 }
@@ -371,7 +416,7 @@ grpc::Status UploadAssembler::BeginDataFile(std::string_view name, std::uint64_t
         Invalid("more than " + std::to_string(isolate::kMaxDataFiles) + " external data files"));
   }
   std::uint64_t total = 0;
-  for (const auto& f : data_files_) total += f.declared;
+  for (const auto& f : data_files_) total += f.expected;
   std::string normalized;
   const std::string field = "data file '" + std::string(name.substr(0, 200)) + "':";
   if (grpc::Status s = CheckDataFile(field + " name", name, size, total, &normalized); !s.ok()) {
@@ -393,25 +438,55 @@ grpc::Status UploadAssembler::AddDataChunk(std::uint32_t file, std::string_view 
                         " is not an index into metadata.data_files"));
   }
   DataFile& f = data_files_[file];
-  if (bytes.size() > f.declared - f.received) {
-    return Fail(Invalid("received more bytes of data file '" + f.name +
-                        "' than its declared size_bytes " + std::to_string(f.declared)));
+  if (bytes.size() > f.expected - f.received) {
+    return Fail(
+        Invalid(f.ranged ? "received more bytes of data file '" + f.name +
+                               "' than its ranges hold (" + std::to_string(f.expected) + " bytes)"
+                         : "received more bytes of data file '" + f.name +
+                               "' than its declared size_bytes " + std::to_string(f.declared)));
   }
   f.hasher->Update(bytes);
+  if (!f.ranged) {
+    if (grpc::Status s = WriteData(f, f.received, bytes); !s.ok()) return Fail(s);
+    f.received += bytes.size();
+    return grpc::Status::OK;
+  }
+  // The chunk continues the concatenation of the ranges: place each part at its range's offset.
+  std::uint64_t before = 0;  // stream position of the range's first byte
+  std::size_t r = 0;
+  while (r < f.ranges.size() && before + f.ranges[r].length <= f.received) {
+    before += f.ranges[r].length;
+    ++r;
+  }
+  while (!bytes.empty() && r < f.ranges.size()) {
+    const std::uint64_t into = f.received - before;
+    const auto n =
+        static_cast<std::size_t>(std::min<std::uint64_t>(bytes.size(), f.ranges[r].length - into));
+    if (grpc::Status s = WriteData(f, f.ranges[r].offset + into, bytes.substr(0, n)); !s.ok()) {
+      return Fail(s);
+    }
+    bytes.remove_prefix(n);
+    f.received += n;
+    before += f.ranges[r].length;
+    ++r;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status UploadAssembler::WriteData(DataFile& f, std::uint64_t offset, std::string_view bytes) {
   // Runs of zeros are not written: the file stays sparse there (its size is set at the end).
   const bool zeros = std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
   std::size_t done = zeros ? bytes.size() : 0;
   while (done < bytes.size()) {
     const ssize_t n = ::pwrite(f.write_fd, bytes.data() + done, bytes.size() - done,
-                               static_cast<off_t>(f.received + done));
+                               static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      return Fail(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                               "cannot store data file '" + f.name + "': " + std::strerror(errno)));
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "cannot store data file '" + f.name + "': " + std::strerror(errno));
     }
     done += static_cast<std::size_t>(n);
   }
-  f.received += bytes.size();
   return grpc::Status::OK;
 }
 
@@ -419,9 +494,10 @@ grpc::Status UploadAssembler::FinishDataFiles(LoadedModel* model) {
   if (data_files_.empty()) return grpc::Status::OK;
   auto set = std::make_shared<isolate::DataFileSet>();
   for (auto& f : data_files_) {
-    if (f.received != f.declared) {
+    if (f.received != f.expected) {
       return Invalid("received " + std::to_string(f.received) + " bytes of data file '" + f.name +
-                     "', declared size_bytes " + std::to_string(f.declared));
+                     (f.ranged ? "', its ranges hold " : "', declared size_bytes ") +
+                     std::to_string(f.expected));
     }
     const std::string sha256 = f.hasher->HexDigest();
     if (!f.sha256.empty() && sha256 != f.sha256) {
@@ -436,11 +512,22 @@ grpc::Status UploadAssembler::FinishDataFiles(LoadedModel* model) {
     f.write_fd = -1;
     const int fd = f.read_fd;
     f.read_fd = -1;
-    set->Add(f.name, fd, f.declared, sha256);
+    set->Add(f.name, fd, f.declared, f.ranged ? std::string() : sha256);
+    if (f.ranged) set->SetSent(set->count() - 1, std::move(f.ranges));
   }
+  const bool ranged = metadata_.ranged_data();
   data_files_.clear();
   model->graph_sha256 = model->sha256;
-  model->sha256 = set->BundleSha256(model->graph_sha256);
+  if (ranged) {
+    // The key of the bytes sent: a check that reads other bytes is not answered with a report.
+    try {
+      model->sha256 = SentRangesKey(*set, model->graph_sha256);
+    } catch (const ExternalRangesRefused& e) {
+      return grpc::Status(grpc::StatusCode::INTERNAL, e.what());
+    }
+  } else {
+    model->sha256 = set->BundleSha256(model->graph_sha256);
+  }
   model->data = std::move(set);
   return grpc::Status::OK;
 }

@@ -54,6 +54,9 @@ class UploadAssembler {
   // The next bytes of data file `index` (as an UploadRequest.data_chunk).
   grpc::Status AddDataBytes(std::uint32_t index, std::string_view bytes);
 
+  // Most byte ranges of a ranged upload (UploadMetadata.ranged_data), over all its data files.
+  static constexpr std::size_t kMaxRanges = 65536;
+
   // Uploads of at least this many bytes (declared, or received so far) are hashed on their own
   // thread.
   static constexpr std::uint64_t kPipelineBytes = 4ull << 20;
@@ -108,7 +111,12 @@ class UploadAssembler {
     std::string name;
     std::uint64_t declared = 0;
     std::uint64_t received = 0;
-    std::string sha256;  // declared; empty: not declared (BeginDataFile)
+    std::string sha256;  // declared; empty: not declared (BeginDataFile) or ranged
+    // Ranged uploads: the ranges sent (their bytes arrive concatenated in order), and the bytes
+    // expected in all (the sum of their lengths; `declared` otherwise).
+    bool ranged = false;
+    std::vector<ExternalRange> ranges;
+    std::uint64_t expected = 0;
     int write_fd = -1;
     int read_fd = -1;
     std::unique_ptr<service::Sha256> hasher;
@@ -117,6 +125,9 @@ class UploadAssembler {
   std::string data_dir_;
   std::vector<DataFile> data_files_;
   void CloseDataFiles();
+  // Writes `bytes` at `offset` of `f`; runs of zeros are not written (the file stays sparse).
+  grpc::Status WriteData(DataFile& f, std::uint64_t offset, std::string_view bytes);
+
   State state_ = State::kExpectMetadata;
   v1::UploadMetadata metadata_;
   std::uint64_t declared_size_ = 0;

@@ -68,6 +68,9 @@ struct CheckArgs {
   std::vector<std::string> refs;              // --ref PATH|URL (server-side references)
   std::map<std::string, std::string> labels;  // --label k=v
   std::string progress = "auto";              // auto | always | never (upload progress)
+  // Remote, a model with external data: send the data files whole (else only the byte ranges the
+  // check reads: a ranged upload).
+  bool full_upload = false;
   bool record = true;  // a known model's lookup is recorded as a check (--no-record: not)
 };
 

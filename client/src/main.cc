@@ -162,6 +162,10 @@ int Main(int argc, char** argv) {
                 "Remote: a model the server knows is only looked up, not recorded as another check "
                 "in its history (e.g. a second call of the same CI job for another report format)")
       ->needs("--server");
+  cmd->add_flag("--full-upload", check.full_upload,
+                "Remote: send a model's external data files whole instead of only the byte ranges "
+                "the check reads (docs/api.md)")
+      ->needs("--server");
   bool local = false;
   cmd->add_flag("--local", local, "Check locally even when AXQC_SERVER is set");
   cmd->add_flag("--isolate", check.isolate,

@@ -672,7 +672,8 @@ struct LocalDataFile {
 // the command line's own rules: a location the checker refuses, or one that does not resolve to a
 // regular file inside the model's folder, is not sent (the server's check then names it). Empty
 // for a model without external data. `*error` is set when a file cannot be read.
-std::vector<LocalDataFile> LocalDataFiles(const std::string& path, std::string* error) {
+std::vector<LocalDataFile> LocalDataFiles(const std::string& path, std::string* error,
+                                          bool hash = true) {
   std::vector<LocalDataFile> out;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return out;
@@ -701,6 +702,15 @@ std::vector<LocalDataFile> LocalDataFiles(const std::string& path, std::string* 
     const fs::path rel = target.lexically_relative(dir);
     if (rel.empty() || *rel.begin() == "..") continue;
     f.path = target.string();
+    if (!hash) {
+      f.size = static_cast<std::uint64_t>(fs::file_size(target, ec));
+      if (ec) {
+        *error = f.path + ": cannot read its size";
+        return {};
+      }
+      out.push_back(std::move(f));
+      continue;
+    }
     service::Sha256 hasher;
     std::ifstream in(f.path, std::ios::binary);
     std::string buf(kChunkBytes, '\0');
@@ -732,6 +742,128 @@ std::string BundleSha256(const std::string& graph_sha256, const std::vector<Loca
     text += f->name + "\n" + std::to_string(f->size) + "\n" + f->sha256 + "\n";
   }
   return service::Sha256Hex(text);
+}
+
+// A ranged upload (UploadMetadata.ranged_data) of a model with external data files: the graph file
+// and each data file's size first, then the byte ranges the server names in
+// CheckResponse.external_ranges, until it answers with a report (at most kRangedRounds uploads).
+constexpr int kRangedRounds = 4;
+
+ModelResult CheckRanged(const Connection& c, v1::Checker::Stub& stub, const CheckArgs& a,
+                        const std::string& path, std::uint64_t size,
+                        const std::string& graph_sha256, const std::vector<LocalDataFile>& files) {
+  ModelResult m;
+  m.file = path;
+  m.exit_code = kExitError;
+  const v1::CheckOptions options = ProtoOptions(a);
+  const std::string name = fs::path(path).filename().string();
+  std::vector<std::vector<ExternalRange> > ranges(files.size());
+  v1::CheckResponse resp;
+  std::string request_id;
+  for (int round = 0; round < kRangedRounds; ++round) {
+    std::uint64_t total = size;
+    for (const auto& r : ranges) {
+      for (const auto& b : r) total += b.length;
+    }
+    grpc::Status s = c.Call(
+        [&](grpc::ClientContext* ctx) {
+          resp.Clear();
+          auto writer = stub.Upload(ctx, &resp);
+          v1::UploadRequest first;
+          auto* md = first.mutable_metadata();
+          md->set_file_name(path);
+          for (const auto& [k, v] : a.labels) (*md->mutable_labels())[k] = v;
+          *md->mutable_options() = options;
+          md->set_size_bytes(size);
+          md->set_sha256(graph_sha256);
+          md->set_ranged_data(true);
+          for (std::size_t i = 0; i < files.size(); ++i) {
+            auto* d = md->add_data_files();
+            d->set_name(files[i].name);
+            d->set_size_bytes(files[i].size);
+            for (const auto& r : ranges[i]) {
+              auto* pr = d->add_ranges();
+              pr->set_offset(r.offset);
+              pr->set_length(r.length);
+            }
+          }
+          bool ok = writer->Write(first);
+          Progress progress(a.progress, name, total);
+          std::uint64_t sent = 0;
+          std::string buf(kChunkBytes, '\0');
+          {
+            std::ifstream in(path, std::ios::binary);
+            while (ok && in) {
+              in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+              const auto n = static_cast<std::size_t>(in.gcount());
+              if (n == 0) break;
+              v1::UploadRequest msg;
+              msg.set_chunk(buf.data(), n);
+              ok = writer->Write(msg);
+              sent += n;
+              progress.Update(sent);
+            }
+          }
+          for (std::size_t i = 0; ok && i < files.size(); ++i) {
+            if (ranges[i].empty()) continue;
+            std::ifstream in(files[i].path, std::ios::binary);
+            for (const auto& r : ranges[i]) {
+              in.seekg(static_cast<std::streamoff>(r.offset));
+              std::uint64_t left = r.length;
+              while (ok && left > 0) {
+                const auto want =
+                    static_cast<std::size_t>(std::min<std::uint64_t>(left, buf.size()));
+                in.read(buf.data(), static_cast<std::streamsize>(want));
+                if (static_cast<std::size_t>(in.gcount()) != want) {
+                  ctx->TryCancel();
+                  ok = false;
+                  break;
+                }
+                v1::UploadRequest msg;
+                msg.mutable_data_chunk()->set_file(static_cast<std::uint32_t>(i));
+                msg.mutable_data_chunk()->set_data(buf.data(), want);
+                ok = writer->Write(msg);
+                left -= want;
+                sent += want;
+                progress.Update(sent);
+              }
+            }
+          }
+          progress.Done();
+          if (ok) writer->WritesDone();
+          return writer->Finish();
+        },
+        &request_id);
+    if (!s.ok()) {
+      TakeError(c, s, request_id, &m);
+      return m;
+    }
+    if (resp.external_ranges_size() == 0) {
+      TakeReport(resp, &m, true);
+      return m;
+    }
+    // The server names the ranges its check reads: take them (only of files sent, inside them).
+    std::vector<std::vector<ExternalRange> > next(files.size());
+    for (const auto& fr : resp.external_ranges()) {
+      std::size_t i = 0;
+      while (i < files.size() && files[i].name != fr.name()) ++i;
+      std::vector<ExternalRange> r;
+      for (const auto& b : fr.ranges()) r.push_back({b.offset(), b.length()});
+      const std::string why = i < files.size() ? RangesProblem(r, files[i].size) : "unknown file";
+      if (!why.empty()) {
+        m.error = path + ": the server asked for ranges of data file '" + fr.name().substr(0, 200) +
+                  "' that are not valid (" + why + ")";
+        return m;
+      }
+      next[i] = std::move(r);
+    }
+    if (next == ranges) break;  // asked again for what was sent: no progress
+    ranges = std::move(next);
+  }
+  m.error = path +
+            ": the server kept asking for other byte ranges of the external data files "
+            "(a ranged upload did not converge); try --full-upload";
+  return m;
 }
 
 // A local file: GetReport by hash, Upload on NOT_FOUND. A model with external data files is
@@ -770,6 +902,15 @@ ModelResult CheckLocalFile(const Connection& c, v1::Checker::Stub& stub, const C
   }
   const std::string graph_sha256 = hasher.HexDigest();
   std::string data_error;
+  if (!a.full_upload) {
+    // External data: only the bytes the check reads are sent (a ranged upload).
+    const std::vector<LocalDataFile> ranged = LocalDataFiles(path, &data_error, false);
+    if (!data_error.empty()) {
+      m.error = data_error;
+      return m;
+    }
+    if (!ranged.empty()) return CheckRanged(c, stub, a, path, size, graph_sha256, ranged);
+  }
   const std::vector<LocalDataFile> data_files = LocalDataFiles(path, &data_error);
   if (!data_error.empty()) {
     m.error = data_error;

@@ -669,6 +669,7 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   if (!chips.empty()) report.targets = TargetResults(report.findings, chips);
   FinalizeReport(report, options.max_locations);
   if (!in_scope) report.verdict = Verdict::kNotApplicable;
+  if (m.external != nullptr) report.external_reads = m.external->Reads();
   clock.Lap(&StageTimings::report_s);
   return report;
 }

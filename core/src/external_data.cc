@@ -11,6 +11,8 @@
 #include <climits>
 #include <stdexcept>
 
+#include "axqc/sha256.h"
+
 namespace axqc {
 
 std::size_t ExternalData::Find(std::string_view normalized_name) const {
@@ -108,6 +110,112 @@ bool ExternalDataFds::Read(std::size_t i, std::uint64_t offset, char* out, std::
     done += static_cast<std::size_t>(got);
   }
   return true;
+}
+
+void MergeRanges(std::vector<ExternalRange>& ranges) {
+  std::erase_if(ranges, [](const ExternalRange& r) { return r.length == 0; });
+  std::sort(ranges.begin(), ranges.end(), [](const ExternalRange& a, const ExternalRange& b) {
+    return a.offset != b.offset ? a.offset < b.offset : a.length > b.length;
+  });
+  std::vector<ExternalRange> out;
+  for (const auto& r : ranges) {
+    const std::uint64_t end = r.length > UINT64_MAX - r.offset ? UINT64_MAX : r.offset + r.length;
+    if (!out.empty() && r.offset <= out.back().offset + out.back().length) {
+      const std::uint64_t back_end = out.back().offset + out.back().length;
+      if (end > back_end) out.back().length = end - out.back().offset;
+      continue;
+    }
+    out.push_back({r.offset, end - r.offset});
+  }
+  ranges = std::move(out);
+}
+
+std::vector<ExternalRange> RangesMissing(const std::vector<ExternalRange>& needed,
+                                         const std::vector<ExternalRange>& have) {
+  std::vector<ExternalRange> out;
+  std::size_t h = 0;
+  for (const auto& r : needed) {
+    std::uint64_t pos = r.offset;
+    const std::uint64_t end = r.offset + r.length;
+    while (pos < end) {
+      while (h < have.size() && have[h].offset + have[h].length <= pos) ++h;
+      if (h == have.size() || have[h].offset >= end) {
+        out.push_back({pos, end - pos});
+        break;
+      }
+      if (have[h].offset > pos) out.push_back({pos, have[h].offset - pos});
+      pos = std::min(end, have[h].offset + have[h].length);
+    }
+  }
+  MergeRanges(out);
+  return out;
+}
+
+std::string RangesProblem(const std::vector<ExternalRange>& ranges, std::uint64_t size) {
+  std::uint64_t next = 0;  // the first offset the next range may start at
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    const auto& r = ranges[i];
+    const std::string which = "range " + std::to_string(i) + " (offset " +
+                              std::to_string(r.offset) + ", length " + std::to_string(r.length) +
+                              ")";
+    if (r.length == 0) return which + " is empty";
+    if (r.offset > size || r.length > size - r.offset) {
+      return which + " lies past the end of the file (" + std::to_string(size) + " bytes)";
+    }
+    if (i > 0 && r.offset < next) {
+      return which + " is out of order, overlaps or touches the range before it";
+    }
+    next = r.offset + r.length + 1;
+  }
+  return {};
+}
+
+std::string ExternalReadKey(std::string_view graph_sha256,
+                            const std::vector<ExternalFileRanges>& reads, const ExternalData& files,
+                            std::string* error) {
+  std::vector<std::size_t> order(files.count());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return files.name(a) < files.name(b); });
+  for (const auto& f : reads) {
+    if (files.Find(f.name) == files.count()) {
+      *error = "the check read data file '" + f.name + "', which is not among the model's";
+      return {};
+    }
+  }
+  std::string text = "axqc-external-reads/1\n";
+  text.append(graph_sha256);
+  text += '\n';
+  std::string buf;
+  for (std::size_t i : order) {
+    const std::uint64_t size = files.size(i);
+    text += files.name(i) + "\n" + std::to_string(size) + "\n";
+    for (const auto& f : reads) {
+      if (f.name != files.name(i)) continue;
+      for (const auto& r : f.ranges) {
+        if (r.offset > size || r.length > size - r.offset) {
+          *error = "a range the check read lies outside data file '" + f.name + "'";
+          return {};
+        }
+        Sha256 h;
+        std::uint64_t done = 0;
+        while (done < r.length) {
+          const auto n =
+              static_cast<std::size_t>(std::min<std::uint64_t>(r.length - done, 1u << 20));
+          buf.resize(n);
+          if (!files.Read(i, r.offset + done, buf.data(), n)) {
+            *error = "cannot read data file '" + f.name + "'";
+            return {};
+          }
+          h.Update(buf);
+          done += n;
+        }
+        text +=
+            std::to_string(r.offset) + " " + std::to_string(r.length) + " " + h.HexDigest() + "\n";
+      }
+    }
+  }
+  return Sha256Hex(text);
 }
 
 std::vector<std::string> ExternalDataLocations(std::string_view bytes, std::size_t max_locations,

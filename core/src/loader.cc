@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <vector>
 
@@ -274,9 +275,30 @@ class MemExternalReader final : public ExternalDataReader {
                                   std::size_t max_bytes) const override {
     Range r;
     if (!Locate(t, &r).empty() || r.length > max_bytes) return std::nullopt;
+    {
+      // Every read is recorded: the report depends on these bytes (Report::external_reads).
+      std::lock_guard<std::mutex> lock(mu_);
+      if (reads_.size() < files_.count()) reads_.resize(files_.count());
+      reads_[r.file].push_back({r.offset, r.length});
+    }
     std::string buf(static_cast<std::size_t>(r.length), '\0');
     if (!files_.Read(r.file, r.offset, buf.data(), buf.size())) return std::nullopt;
     return buf;
+  }
+
+  std::vector<ExternalFileRanges> Reads() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<ExternalFileRanges> out;
+    for (std::size_t i = 0; i < reads_.size(); ++i) {
+      std::vector<ExternalRange> r = reads_[i];
+      MergeRanges(r);
+      if (r.empty()) continue;
+      out.push_back({files_.name(i), files_.size(i), std::move(r)});
+    }
+    std::sort(out.begin(), out.end(), [](const ExternalFileRanges& a, const ExternalFileRanges& b) {
+      return a.name < b.name;
+    });
+    return out;
   }
 
   // Every external tensor names a file given and lies inside it; every file given is named.
@@ -301,6 +323,8 @@ class MemExternalReader final : public ExternalDataReader {
 
  private:
   const ExternalData& files_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::vector<ExternalRange>> reads_;
 };
 
 void ParseInto(std::string_view bytes, const std::string& name, onnx::ModelProto& proto) {

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "axqc/external_data.h"
+
 namespace axqc::detail {
 
 std::string ElemTypeName(int elem_type);  // "FLOAT", "INT8", ... or "type(N)"
@@ -49,6 +51,8 @@ struct ExternalDataReader {
   // Returns the bytes, or nullopt if unavailable. `max_bytes` bounds what may be read.
   virtual std::optional<std::string> Read(const onnx::TensorProto& t,
                                           std::size_t max_bytes) const = 0;
+  // The byte ranges read so far, per file (merged); empty for readers that do not record them.
+  virtual std::vector<ExternalFileRanges> Reads() const { return {}; }
 };
 
 // Values of a tensor. Returns nullopt when the values are not readable (external data without a

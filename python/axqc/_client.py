@@ -247,13 +247,17 @@ class Client:
     def check(self, model: ModelInput, *, labels: Optional[Mapping[str, str]] = None,
               check_value: bool = False, max_locations: int = 5, name: Optional[str] = None,
               record: bool = True, raise_on_error: bool = False,
-              target: Union[None, str, Iterable[str]] = None) -> Report:
+              target: Union[None, str, Iterable[str]] = None,
+              full_upload: bool = False) -> Report:
         """Checks a model on the server, like ``axqc check --server``: hash first, upload on a
         miss.
 
         ``model`` is a path, bytes or an ``onnx.ModelProto`` (as :func:`axqc.check`). A path to
-        a model with external data files sends them with it (found beside it; the lookup uses
-        the bundle hash of the model and its data files, docs/api.md). ``labels`` are recorded in the request history
+        a model with external data files sends them with it (found beside it): by default only
+        the byte ranges of the data files that the check reads (a ranged upload, docs/api.md);
+        ``full_upload=True`` sends the files whole, after a lookup by the bundle hash of the model
+        and its data files. Either way the report's ``sha256`` is the key of the graph file and
+        the bytes the check read. ``labels`` are recorded in the request history
         (:meth:`stats`), e.g. ``{"project": "detector"}``. ``record=False`` makes the hash lookup
         a plain lookup that is not counted as a check (``--no-record``). ``report.remote`` says
         whether the model was uploaded and where the report came from. ``target`` names chip
@@ -268,6 +272,12 @@ class Client:
         if path is not None:
             sha, size = _hash_file(path)
             graph_sha = sha
+            if not full_upload:
+                ranged = _local_data_files(path, hash_files=False)
+                if ranged:
+                    return self._check_ranged(path, name if name is not None else path, size,
+                                              sha, ranged, options, dict(labels or {}),
+                                              raise_on_error)
             data_files = _local_data_files(path)
             if data_files:
                 sha = _bundle_sha256(sha, data_files)
@@ -314,6 +324,69 @@ class Client:
         if raise_on_error:
             report.raise_for_verdict()
         return report
+
+    def _check_ranged(self, path: str, display: str, size: int, graph_sha: str,
+                      files: List[Tuple[str, str, int, str]], options: Any,
+                      labels: Dict[str, str], raise_on_error: bool) -> Report:
+        """A ranged upload: the graph file and the data files' sizes, then the byte ranges the
+        server names in ``CheckResponse.external_ranges``, until it answers with a report."""
+        pb = self._pb
+        ranges: List[List[Tuple[int, int]]] = [[] for _ in files]
+        for _ in range(_RANGED_ROUNDS):
+            metadata = pb.UploadMetadata(
+                file_name=display, labels=labels, options=options, size_bytes=size,
+                sha256=graph_sha, ranged_data=True,
+                data_files=[pb.UploadDataFile(
+                    name=n, size_bytes=sz,
+                    ranges=[pb.ByteRange(offset=o, length=ln) for o, ln in ranges[i]])
+                    for i, (n, _, sz, _) in enumerate(files)])
+            sent = [list(r) for r in ranges]
+
+            def requests() -> Iterator[Any]:
+                yield pb.UploadRequest(metadata=metadata)
+                for chunk in _file_chunks(path):
+                    yield pb.UploadRequest(chunk=chunk)
+                for index, (_, file_path, _, _) in enumerate(files):
+                    if not sent[index]:
+                        continue
+                    with open(file_path, "rb") as f:
+                        for offset, length in sent[index]:
+                            f.seek(offset)
+                            while length > 0:
+                                chunk = f.read(min(length, _CHUNK))
+                                if not chunk:
+                                    raise ServiceError(f"{file_path}: shorter than the ranges "
+                                                       "the server asked for", code="UNKNOWN")
+                                length -= len(chunk)
+                                yield pb.UploadRequest(
+                                    data_chunk=pb.UploadDataChunk(file=index, data=chunk))
+
+            response, request_id = self._call(
+                lambda timeout, md: self._stub.Upload.with_call(requests(), timeout=timeout,
+                                                                metadata=md))
+            if not response.external_ranges:
+                report = self._report(response, request_id, uploaded=True)
+                if raise_on_error:
+                    report.raise_for_verdict()
+                return report
+            wanted: List[List[Tuple[int, int]]] = [[] for _ in files]
+            for fr in response.external_ranges:
+                index = next((i for i, f in enumerate(files) if f[0] == fr.name), None)
+                if index is None:
+                    raise ServiceError(f"the server asked for ranges of data file "
+                                       f"{fr.name[:200]!r}, which was not sent", code="UNKNOWN")
+                wanted[index] = [(r.offset, r.length) for r in fr.ranges]
+                end = 0
+                for offset, length in wanted[index]:
+                    if length <= 0 or offset < end or offset + length > files[index][2]:
+                        raise ServiceError("the server asked for byte ranges of "
+                                           f"{fr.name[:200]!r} that are not valid", code="UNKNOWN")
+                    end = offset + length + 1
+            if wanted == ranges:
+                break
+            ranges = wanted
+        raise ServiceError(f"{path}: the server kept asking for other byte ranges of the external "
+                           "data files; try full_upload=True", code="UNKNOWN")
 
     def check_ref(self, ref: str, *, labels: Optional[Mapping[str, str]] = None,
                   check_value: bool = False, max_locations: int = 5,
@@ -558,7 +631,7 @@ def _normalized_data_name(location: str) -> Optional[str]:
     return "/".join(kept) if kept else None
 
 
-def _local_data_files(path: str) -> List[Tuple[str, str, int, str]]:
+def _local_data_files(path: str, hash_files: bool = True) -> List[Tuple[str, str, int, str]]:
     """The external data files a local model names, found beside it as the command line does:
     (name, path, size, sha256). Locations the checker refuses and files outside the model's folder
     are not sent (the server's check then names them)."""
@@ -582,7 +655,10 @@ def _local_data_files(path: str) -> List[Tuple[str, str, int, str]]:
         target = os.path.realpath(os.path.join(folder, name))
         if not target.startswith(folder + os.sep) or not os.path.isfile(target):
             continue
-        sha, size = _hash_file(target)
+        if hash_files:
+            sha, size = _hash_file(target)
+        else:
+            sha, size = "", os.path.getsize(target)
         out.append((name, target, size, sha))
     return out
 
@@ -593,6 +669,9 @@ def _bundle_sha256(graph_sha256: str, files: List[Tuple[str, str, int, str]]) ->
     for name, _, size, sha in sorted(files):
         text += f"{name}\n{size}\n{sha}\n"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_RANGED_ROUNDS = 4
 
 
 def _file_chunks(path: str) -> Iterator[bytes]:

@@ -212,9 +212,10 @@ def test_tls_and_mutual_tls(workdir, conformant):
 
 
 def test_check_model_with_external_data(server, client, broken, workdir):
-    # The broken example with every initializer in model.onnx_data (onnx's own writer): the
-    # client uploads the data file with the model, the server reads the weights from it, and the
-    # report and key are those of the bundle (the graph file and its data file).
+    # The broken example with every initializer in model.onnx_data (onnx's own writer). By
+    # default the client sends the graph file and only the byte ranges of the data file that the
+    # check reads (a ranged upload); the report and its key are those of a full upload of the
+    # same files (the graph's sha256 and the bytes read), and the local check's findings.
     import onnx
 
     folder = workdir / "external"
@@ -227,15 +228,24 @@ def test_check_model_with_external_data(server, client, broken, workdir):
     files = _local_data_files(str(folder / "model.onnx"))
     assert [(name, size) for name, _, size, _ in files] == [
         ("model.onnx_data", (folder / "model.onnx_data").stat().st_size)]
-    first = client.check(folder / "model.onnx")
-    assert first.remote.uploaded and first.remote.cache == "miss"
-    assert first.rules_violated == ["role/weight-type"]
-    assert first.sha256 == _bundle_sha256(_hash_file(str(folder / "model.onnx"))[0], files)
+    graph_sha = _hash_file(str(folder / "model.onnx"))[0]
+    ranged = client.check(folder / "model.onnx")
+    assert ranged.remote.uploaded and ranged.remote.cache == "miss"
+    assert ranged.rules_violated == ["role/weight-type"]
+    assert ranged.sha256 not in (graph_sha, _bundle_sha256(graph_sha, files))
     local = axqc.check(folder / "model.onnx")
-    assert [f.rule for f in first.findings] == [f.rule for f in local.findings]
+    assert [f.rule for f in ranged.findings] == [f.rule for f in local.findings]
+    # The whole data file: checked again (its request names the bundle), the same key and report.
+    first = client.check(folder / "model.onnx", full_upload=True)
+    assert first.remote.uploaded and first.remote.cache == "miss"
+    assert first.sha256 == ranged.sha256
+    assert [f.rule for f in first.findings] == [f.rule for f in ranged.findings]
     # Known now: found by the bundle hash, nothing uploaded.
-    again = client.check(folder / "model.onnx")
+    again = client.check(folder / "model.onnx", full_upload=True)
     assert not again.remote.uploaded and again.sha256 == first.sha256
+    # A ranged upload of known bytes: the report from the cache.
+    cached = client.check(folder / "model.onnx")
+    assert cached.remote.cache != "miss" and cached.sha256 == first.sha256
     # Without its data file the server refuses the model (the checker's input error).
     (folder / "model.onnx_data").rename(folder / "moved.bin")
     with pytest.raises(axqc.InputError, match="without their data files"):

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "external_reads.h"
 #include "labels.h"
 #include "report_proto.h"
 #include "request_validation.h"
@@ -38,6 +39,19 @@ void SubmitCheck(ServiceContext& s, const std::shared_ptr<CheckCall>& call, Chec
             break;
           case CheckOutcome::Kind::kInternalError:
             call->Finish(grpc::Status(grpc::StatusCode::INTERNAL, "checker failed: " + o.error));
+            break;
+          case CheckOutcome::Kind::kRangesNeeded: {
+            // The next step of a ranged upload: OK, no report, the ranges to send.
+            auto& r = call->response;
+            r.set_request_id(call->request_id);
+            r.set_sha256(call->Snapshot().sha256);
+            ToProto(o.needed, r.mutable_external_ranges());
+            call->Update([](CallBase::Fields& f) { f.cache = "ranges"; });
+            call->Finish(grpc::Status::OK);
+            break;
+          }
+          case CheckOutcome::Kind::kRangesRefused:
+            call->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, o.error));
             break;
         }
       },
@@ -185,6 +199,7 @@ void CheckModel(ServiceContext& s, const std::shared_ptr<CheckCall>& call, Loade
   job.options = service::CoreOptions(fields.options);
   job.bytes = std::move(model.bytes);
   job.data = std::move(model.data);
+  job.graph_sha256 = std::move(model.graph_sha256);
   ClaimAndSubmit(s, call, std::move(job));
 }
 

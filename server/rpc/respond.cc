@@ -67,6 +67,8 @@ bool FillResponse(const ServiceDeps& d, const std::shared_ptr<CheckCall>& call,
     return false;
   }
   call->Update([&](CallBase::Fields& f) {
+    // A model with data files: the report's key (external_reads.h), not the one the request had.
+    if (!report->model().sha256().empty()) f.sha256 = report->model().sha256();
     f.verdict = VerdictLabel(report->verdict());
     f.cache = CacheLabel(cache);
     f.errors = report->summary().errors();

@@ -112,6 +112,7 @@ EXPECTED = {
         ("axqc health", 0),
         ("axqc check --local models/a.onnx", 0),
         ("axqc check llm/model.onnx", skip(SKIP_EXTDATA)),
+        ("axqc check --full-upload llm/model.onnx", skip(SKIP_EXTDATA)),
         ("axqc check --ref llm/model.onnx", skip(SKIP_EXTDATA)),
         ("axqc check --ref https://models.example.com/llm/model.onnx", skip(SKIP_EXTERNAL)),
         ("""tar --format=ustar -C llm -cf - model.onnx model.onnx_data |

@@ -20,6 +20,10 @@
 // per file a name (len byte + bytes), a size mode byte (% 3: the exact total of its data chunks /
 // exact + varint - 8 / the varint, the varint read next) and a sha256 mode byte (% 3: correct /
 // wrong / the name bytes).
+// flags & 0x80 (with 0x40): a ranged upload (UploadMetadata.ranged_data): after each file's sha256
+// mode byte (mode 0 is then "none", as a ranged upload wants) a range count byte % 8 and per
+// range an offset varint and a length varint (hostile: unsorted, overlapping, empty, past the
+// end or wrapping around are all reachable).
 // "Exact" and "correct" refer to the concatenation of all chunks sent before the half-close (per
 // data file for data chunks).
 //
@@ -40,6 +44,7 @@
 
 #include "axqc/external_data.h"
 #include "axqc/v1/axqc.pb.h"
+#include "external_reads.h"
 #include "model_source.h"
 #include "sha256.h"
 #include "tar_reader.h"
@@ -87,6 +92,7 @@ struct DecodedDataFile {
   std::uint8_t size_mode = 0;
   std::uint64_t number = 0;
   std::uint8_t sha_mode = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;  // ranged uploads
 };
 
 struct DecodedMetadata {
@@ -149,6 +155,13 @@ inline std::vector<v1::UploadRequest> DecodeUploadInput(const std::uint8_t* data
           f.size_mode = in.Byte() % 3;
           if (f.size_mode != 0) f.number = in.Varint();
           f.sha_mode = in.Byte() % 3;
+          if (r.meta.flags & 0x80) {
+            const int k = in.Byte() % 8;
+            for (int j = 0; j < k; ++j) {
+              const std::uint64_t offset = in.Varint();
+              f.ranges.emplace_back(offset, in.Varint());
+            }
+          }
           r.meta.files.push_back(std::move(f));
         }
       }
@@ -191,6 +204,8 @@ inline std::vector<v1::UploadRequest> DecodeUploadInput(const std::uint8_t* data
           m->set_sha256(r.meta.proto.file_name());
           break;
       }
+      const bool ranged = (r.meta.flags & 0xc0) == 0xc0;
+      if (ranged) m->set_ranged_data(true);
       for (std::size_t i = 0; i < r.meta.files.size(); ++i) {
         const auto& f = r.meta.files[i];
         const std::string& bytes = data_chunks[static_cast<std::uint32_t>(i)];
@@ -200,7 +215,18 @@ inline std::vector<v1::UploadRequest> DecodeUploadInput(const std::uint8_t* data
                           : f.size_mode == 1 ? bytes.size() + f.number - 8
                                              : f.number);
         const std::string real = service::Sha256Hex(bytes);
-        d->set_sha256(f.sha_mode == 0 ? real : f.sha_mode == 1 ? service::Sha256Hex(real) : f.name);
+        if (ranged && f.sha_mode == 0) {
+          // none
+        } else {
+          d->set_sha256(f.sha_mode == 0   ? real
+                        : f.sha_mode == 1 ? service::Sha256Hex(real)
+                                          : f.name);
+        }
+        for (const auto& [offset, length] : f.ranges) {
+          auto* range = d->add_ranges();
+          range->set_offset(offset);
+          range->set_length(length);
+        }
       }
     } else if (r.kind == 1) {
       msg.set_chunk(std::move(r.chunk));
@@ -256,6 +282,44 @@ inline void AppendVarint(std::string& out, std::uint64_t v) {
     if (v != 0) b |= 0x80;
     out.push_back(static_cast<char>(b));
   } while (v != 0);
+}
+
+// Encodes a ranged upload of `model` with one data file "weights.bin" of `data.size()` bytes of
+// which only `ranges` (offset, length) are sent: metadata (exact model size and sha256, the file's
+// size, no sha256, the ranges), the model in one chunk, the ranges' bytes in chunks of 5 bytes.
+inline std::string EncodeRangedUpload(
+    const std::string& model, const std::string& data,
+    const std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges) {
+  std::string out;
+  out.push_back(0);                                       // metadata
+  out.push_back(static_cast<char>(1 | 4 | 0x40 | 0x80));  // exact size, sha256, ranged data
+  AppendVarint(out, 0);
+  out.push_back(10);
+  out += "model.onnx";
+  out.push_back(1);  // one data file
+  out.push_back(11);
+  out += "weights.bin";
+  out.push_back(2);  // size: the varint
+  AppendVarint(out, data.size());
+  out.push_back(0);  // no sha256
+  out.push_back(static_cast<char>(ranges.size()));
+  std::string sent;
+  for (const auto& [offset, length] : ranges) {
+    AppendVarint(out, offset);
+    AppendVarint(out, length);
+    sent += data.substr(offset, length);
+  }
+  out.push_back(1);  // chunk
+  AppendVarint(out, model.size());
+  out += model;
+  for (std::size_t off = 0; off < sent.size(); off += 5) {
+    const std::string part = sent.substr(off, 5);
+    out.push_back(static_cast<char>(0xF0));  // data chunk of file 0
+    AppendVarint(out, part.size());
+    out += part;
+  }
+  out.push_back(4);
+  return out;
 }
 
 // Encodes an upload of `model` with one data file "weights.bin" holding `data`: metadata (exact
@@ -330,6 +394,42 @@ inline std::string ReadFd(int fd, std::uint64_t size) {
 
 inline std::string RunTarInput(const std::uint8_t* data, std::size_t size);
 
+// The invariants of an accepted ranged upload: every file has its declared size and exactly the
+// listed ranges (valid: sorted, non-empty, inside, apart), their bytes are the bytes sent for the
+// file at those offsets, the bytes sent are within the limit, and the key is that of the ranges
+// sent (server/external_reads.h).
+inline std::string CheckRanged(const v1::UploadMetadata& meta, const server::LoadedModel& model,
+                               std::map<std::uint32_t, std::string>& data_sent) {
+  if (!model.data->partial()) return "a ranged upload gave a complete data file set";
+  std::uint64_t total = 0;
+  std::size_t ranges = 0;
+  for (int i = 0; i < meta.data_files_size(); ++i) {
+    const auto idx = static_cast<std::size_t>(i);
+    const auto& f = meta.data_files(i);
+    if (!f.sha256().empty()) return "accepted a declared sha256 in a ranged upload";
+    if (model.data->size(idx) != f.size_bytes()) return "ranged data file size differs";
+    std::vector<ExternalRange> listed;
+    for (const auto& r : f.ranges()) listed.push_back({r.offset(), r.length()});
+    if (!RangesProblem(listed, f.size_bytes()).empty()) return "accepted invalid ranges";
+    if (model.data->sent(idx) != listed) return "kept ranges differ from the listed ones";
+    ranges += listed.size();
+    std::string at_ranges;
+    for (const auto& r : listed) {
+      std::string piece(static_cast<std::size_t>(r.length), '\0');
+      if (!model.data->Read(idx, r.offset, piece.data(), piece.size())) return "range unreadable";
+      at_ranges += piece;
+    }
+    if (at_ranges != data_sent[static_cast<std::uint32_t>(i)]) return "ranged bytes differ";
+    total += at_ranges.size();
+  }
+  if (total > kFuzzMaxDataBytes) return "ranged bytes over the limit";
+  if (ranges > server::UploadAssembler::kMaxRanges) return "more ranges than the limit";
+  if (model.sha256 != server::SentRangesKey(*model.data, model.graph_sha256)) {
+    return "wrong key of a ranged upload";
+  }
+  return {};
+}
+
 inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
   using grpc::StatusCode;
   if (size >= 2 && data[0] == 'T') return RunTarInput(data, size);
@@ -393,6 +493,7 @@ inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
         if (model.data->count() != static_cast<std::size_t>(meta.data_files_size())) {
           return "data file count differs from the metadata";
         }
+        if (meta.ranged_data()) return CheckRanged(meta, model, data_sent);
         if (model.data->total_bytes() > kFuzzMaxDataBytes) return "data files over the limit";
         for (int i = 0; i < meta.data_files_size(); ++i) {
           const auto idx = static_cast<std::size_t>(i);

@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
     const std::string data = model.substr(0, std::min<std::size_t>(model.size(), 300));
     const std::pair<std::string, std::string> more[] = {
         {"upload_data_" + stem, axqc::fuzz::EncodeUploadWithData(model, data)},
+        {"upload_ranged_" + stem,
+         axqc::fuzz::EncodeRangedUpload(model, data, {{0, 7}, {20, 13}, {data.size() - 4, 4}})},
         {"tar_" + stem, std::string("T\x07") + axqc::fuzz::TarMember("m/", "", '5') +
                             axqc::fuzz::TarMember("m/model.onnx", model) +
                             axqc::fuzz::TarMember("m/weights.bin", data) +

@@ -4,6 +4,7 @@
 // rules of the command line (relative locations inside the model's folder, no links out, offsets
 // and lengths inside the file) and adds its own (declared sizes and sha256, no unreferenced file,
 // max-external-data-bytes).
+#include <google/protobuf/util/message_differencer.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <signal.h>
@@ -16,12 +17,15 @@
 #include <nlohmann/json.hpp>
 
 #include "http_stub.h"
+#include "report_proto.h"
 #include "server_test_util.h"
 
 extern char** environ;
 
 namespace axqc::test {
 namespace {
+
+using google::protobuf::util::MessageDifferencer;
 
 class ServerProcess {
  public:
@@ -202,7 +206,7 @@ TEST_F(ExternalDataServer, PathWithDataFilesBesideTheModel) {
   grpc::Status s = CheckPath(*stub, (Dir() / "models/good/model.onnx").string(), &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
-  EXPECT_EQ(resp.sha256(), BundleSha256(good.model, {{"weights.bin", good.data}}));
+  EXPECT_EQ(resp.sha256(), ReadKey(good.model, {{"weights.bin", good.data}}));
   EXPECT_EQ(resp.report().model().sha256(), resp.sha256());
 
   // A zero weight scale lives only in the data file: the worker read it.
@@ -213,7 +217,7 @@ TEST_F(ExternalDataServer, PathWithDataFilesBesideTheModel) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.verdict(), v1::VERDICT_NON_CONFORMANT);
   EXPECT_TRUE(HasRule(resp, "qdq/scale-value")) << resp.report().DebugString();
-  EXPECT_EQ(resp.sha256(), BundleSha256(bad.model, {{"sub/w.bin", bad.data}}));
+  EXPECT_EQ(resp.sha256(), ReadKey(bad.model, {{"sub/w.bin", bad.data}}));
 
   // The same bytes again: the cached report of the same bundle.
   s = CheckPath(*stub, (Dir() / "models/bad/model.onnx").string(), &resp);
@@ -277,7 +281,7 @@ TEST_F(ExternalDataServer, UploadWithDataFiles) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.verdict(), v1::VERDICT_NON_CONFORMANT);
   EXPECT_TRUE(HasRule(resp, "qdq/scale-value")) << resp.report().DebugString();
-  EXPECT_EQ(resp.sha256(), BundleSha256(bad.model, {{"weights.bin", bad.data}}));
+  EXPECT_EQ(resp.sha256(), ReadKey(bad.model, {{"weights.bin", bad.data}}));
 
   // The same bundle by path: the same key, the upload's report.
   WriteFile(Dir() / "models/upl/model.onnx", bad.model);
@@ -379,6 +383,287 @@ TEST_F(ExternalDataServer, UploadRefusesHostileNamesSizesAndHashes) {
 }
 
 // ------------------------------------------------------------------------------------------------
+// Ranged uploads (UploadMetadata.ranged_data): the graph file and only the bytes the check reads.
+
+struct RangedFile {
+  RangedFile(std::string n, std::string b, std::vector<std::pair<std::uint64_t, std::uint64_t>> r)
+      : name(std::move(n)), bytes(std::move(b)), ranges(std::move(r)) {}
+  std::string name;
+  std::string bytes;  // the whole file (the test sends the ranges' bytes of it)
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;  // offset, length
+  std::optional<std::uint64_t> size;                            // declared; default bytes.size()
+  std::int64_t extra_bytes = 0;  // bytes sent after (> 0) or withheld from (< 0) the ranges'
+  std::string sha256;            // declared (refused in a ranged upload)
+};
+
+grpc::Status UploadRanged(v1::Checker::Stub& stub, const std::string& model,
+                          const std::vector<RangedFile>& files, v1::CheckResponse* resp,
+                          bool check_value = false, std::uint64_t* sent = nullptr) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  resp->Clear();
+  auto writer = stub.Upload(&ctx, resp);
+  v1::UploadRequest first;
+  auto* m = first.mutable_metadata();
+  m->set_file_name("model.onnx");
+  m->set_size_bytes(model.size());
+  m->set_ranged_data(true);
+  m->mutable_options()->set_check_value(check_value);
+  for (const auto& f : files) {
+    auto* d = m->add_data_files();
+    d->set_name(f.name);
+    d->set_size_bytes(f.size.value_or(f.bytes.size()));
+    d->set_sha256(f.sha256);
+    for (const auto& [o, l] : f.ranges) {
+      auto* r = d->add_ranges();
+      r->set_offset(o);
+      r->set_length(l);
+    }
+  }
+  bool ok = writer->Write(first);
+  v1::UploadRequest chunk;
+  chunk.set_chunk(model);
+  ok = ok && writer->Write(chunk);
+  std::uint64_t total = model.size();
+  for (std::size_t i = 0; ok && i < files.size(); ++i) {
+    std::string bytes;
+    for (const auto& [o, l] : files[i].ranges) {
+      bytes += files[i].bytes.substr(std::min<std::size_t>(o, files[i].bytes.size()), l);
+    }
+    if (files[i].extra_bytes > 0) bytes.append(static_cast<std::size_t>(files[i].extra_bytes), 'x');
+    if (files[i].extra_bytes < 0) {
+      bytes.resize(bytes.size() - std::min<std::size_t>(bytes.size(), -files[i].extra_bytes));
+    }
+    // In pieces of 7 bytes: pieces cross the ranges' boundaries.
+    for (std::size_t off = 0; ok && off < bytes.size(); off += 7) {
+      v1::UploadRequest msg;
+      msg.mutable_data_chunk()->set_file(static_cast<std::uint32_t>(i));
+      msg.mutable_data_chunk()->set_data(bytes.substr(off, 7));
+      ok = writer->Write(msg);
+    }
+    total += bytes.size();
+  }
+  if (sent != nullptr) *sent = total;
+  writer->WritesDone();
+  return writer->Finish();
+}
+
+// The ranges the server names for `name` in a response.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> Named(const v1::CheckResponse& r,
+                                                           const std::string& name) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  for (const auto& f : r.external_ranges()) {
+    if (f.name() != name) continue;
+    for (const auto& b : f.ranges()) out.emplace_back(b.offset(), b.length());
+  }
+  return out;
+}
+
+TEST_F(ExternalDataServer, RangedUploadSendsOnlyWhatTheCheckReads) {
+  auto stub = Stub();
+  // A zero weight scale lives only in the data file, after the weights.
+  const auto bad = MakeExternalDataModel("ranged-bad", 0.0f);
+  v1::CheckResponse need;
+  std::uint64_t sent = 0;
+  grpc::Status s = UploadRanged(*stub, bad.model, {{"weights.bin", bad.data, {}}}, &need);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  // No report: the ranges of the data file the check reads (w_scale, not the weights).
+  EXPECT_FALSE(need.has_report());
+  ASSERT_EQ(need.external_ranges_size(), 1);
+  EXPECT_EQ(need.external_ranges(0).name(), "weights.bin");
+  EXPECT_EQ(need.external_ranges(0).size_bytes(), bad.data.size());
+  const auto ranges = Named(need, "weights.bin");
+  ASSERT_FALSE(ranges.empty());
+  std::uint64_t wanted = 0;
+  for (const auto& [o, l] : ranges) wanted += l;
+  EXPECT_LT(wanted, bad.data.size() / 4);
+  EXPECT_EQ(ranges.back().first + ranges.back().second, bad.data.size());  // w_scale is last
+
+  v1::CheckResponse ranged;
+  s = UploadRanged(*stub, bad.model, {{"weights.bin", bad.data, ranges}}, &ranged, false, &sent);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(ranged.external_ranges_size(), 0);
+  EXPECT_EQ(ranged.verdict(), v1::VERDICT_NON_CONFORMANT);
+  EXPECT_TRUE(HasRule(ranged, "qdq/scale-value")) << ranged.report().DebugString();
+  EXPECT_EQ(ranged.cache(), v1::CACHE_RESULT_MISS);
+  EXPECT_EQ(sent, bad.model.size() + wanted);
+  EXPECT_EQ(ranged.report().model().sha256(), ranged.sha256());
+  EXPECT_NE(ranged.sha256(), Sha256Hex(bad.model));
+  EXPECT_EQ(ranged.report().external_reads_size(), 0);
+
+  // The full upload of the same model: the same key and the same report (checked again: its
+  // request key is the bundle's, the report's is the bytes it read).
+  v1::CheckResponse full;
+  s = UploadWithData(*stub, bad.model, {{"weights.bin", bad.data}}, &full);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(full.cache(), v1::CACHE_RESULT_MISS);
+  EXPECT_EQ(full.sha256(), ranged.sha256());
+  EXPECT_TRUE(MessageDifferencer::Equals(full.report(), ranged.report()))
+      << full.report().DebugString() << "\n---\n"
+      << ranged.report().DebugString();
+  // The report equals the command line's on the same files (but for the key).
+  WriteFile(Dir() / "models/ranged/model.onnx", bad.model);
+  WriteFile(Dir() / "models/ranged/weights.bin", bad.data);
+  CheckOptions local_options;
+  Report local = CheckFile((Dir() / "models/ranged/model.onnx").string(), local_options);
+  local.model.file = "model.onnx";
+  local.model.sha256 = ranged.sha256();
+  v1::Report local_proto = service::ToProto(local);
+  v1::Report ranged_report = ranged.report();
+  ranged_report.clear_graph();
+  local_proto.clear_graph();
+  EXPECT_TRUE(MessageDifferencer::Equals(local_proto, ranged_report))
+      << local_proto.DebugString() << "\n---\n"
+      << ranged_report.DebugString();
+  // By path: the same key, from the cache.
+  v1::CheckResponse by_path;
+  s = CheckPath(*stub, (Dir() / "models/ranged/model.onnx").string(), &by_path);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(by_path.sha256(), ranged.sha256());
+
+  // The other way round: a model uploaded whole first; its ranged upload is a cache hit.
+  const auto good = MakeExternalDataModel("ranged-good");
+  s = UploadWithData(*stub, good.model, {{"weights.bin", good.data}}, &full, 100);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(full.verdict(), v1::VERDICT_CONFORMANT);
+  s = UploadRanged(*stub, good.model, {{"weights.bin", good.data, {}}}, &need);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  s = UploadRanged(*stub, good.model, {{"weights.bin", good.data, Named(need, "weights.bin")}},
+                   &ranged);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(ranged.cache(), v1::CACHE_RESULT_MEMORY_HIT);
+  EXPECT_EQ(ranged.sha256(), full.sha256());
+  EXPECT_TRUE(MessageDifferencer::Equals(full.report(), ranged.report()));
+
+  // check_value (-c) reads what its rules need; the keys still agree with a full upload.
+  s = UploadRanged(*stub, good.model, {{"weights.bin", good.data, {}}}, &need, true);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(need.external_ranges_size(), 1);
+  s = UploadRanged(*stub, good.model, {{"weights.bin", good.data, Named(need, "weights.bin")}},
+                   &ranged, true);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_TRUE(ranged.has_report());
+  EXPECT_TRUE(ranged.report().check_value());
+  v1::CheckResponse full_cv;
+  {
+    grpc::ClientContext ctx;
+    auto writer = stub->Upload(&ctx, &full_cv);
+    v1::UploadRequest first;
+    auto* m = first.mutable_metadata();
+    m->set_file_name("model.onnx");
+    m->mutable_options()->set_check_value(true);
+    auto* d = m->add_data_files();
+    d->set_name("weights.bin");
+    d->set_size_bytes(good.data.size());
+    d->set_sha256(Sha256Hex(good.data));
+    v1::UploadRequest chunk;
+    chunk.set_chunk(good.model);
+    v1::UploadRequest data;
+    data.mutable_data_chunk()->set_data(good.data);
+    ASSERT_TRUE(writer->Write(first) && writer->Write(chunk) && writer->Write(data));
+    writer->WritesDone();
+    s = writer->Finish();
+  }
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(full_cv.sha256(), ranged.sha256());
+  EXPECT_TRUE(MessageDifferencer::Equals(full_cv.report(), ranged.report()));
+  EXPECT_TRUE(fs::is_empty(Dir() / "data"));
+}
+
+TEST_F(ExternalDataServer, RangedUploadRefusesWrongShortAndOverlappingRanges) {
+  auto stub = Stub();
+  const auto m = MakeExternalDataModel("ranged-hostile");
+  v1::CheckResponse need;
+  ASSERT_TRUE(UploadRanged(*stub, m.model, {{"weights.bin", m.data, {}}}, &need).ok());
+  const auto ranges = Named(need, "weights.bin");
+  ASSERT_FALSE(ranges.empty());
+  const std::uint64_t size = m.data.size();
+  const auto [o, l] = ranges.front();
+  v1::CheckResponse resp;
+  using Ranges = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+  struct Case {
+    Ranges ranges;
+    std::string text;
+  };
+  // Malformed lists: refused at the metadata, before any byte is stored.
+  for (const auto& c : std::vector<Case>{
+           {{{0, 8}, {4, 8}}, "range 1 (offset 4, length 8) is out of order, overlaps"},
+           {{{8, 8}, {0, 4}}, "out of order"},
+           {{{0, 8}, {8, 8}}, "touches the range before it"},
+           {{{0, 0}}, "range 0 (offset 0, length 0) is empty"},
+           {{{size - 4, 8}}, "lies past the end of the file"},
+           {{{~0ull - 2, 8}}, "lies past the end of the file"},
+       }) {
+    EXPECT_STATUS(UploadRanged(*stub, m.model, {{"weights.bin", m.data, c.ranges}}, &resp),
+                  grpc::StatusCode::INVALID_ARGUMENT, c.text);
+  }
+  // Fewer or more bytes than the ranges hold.
+  RangedFile short_file{"weights.bin", m.data, ranges};
+  short_file.extra_bytes = -1;
+  EXPECT_STATUS(UploadRanged(*stub, m.model, {short_file}, &resp),
+                grpc::StatusCode::INVALID_ARGUMENT, "its ranges hold");
+  RangedFile long_file{"weights.bin", m.data, ranges};
+  long_file.extra_bytes = 1;
+  EXPECT_STATUS(UploadRanged(*stub, m.model, {long_file}, &resp),
+                grpc::StatusCode::INVALID_ARGUMENT, "than its ranges hold");
+  // Bytes the check does not read: refused, never a report keyed by them.
+  Ranges more = ranges;
+  if (o >= 2) more.insert(more.begin(), {0, 1});
+  ASSERT_GT(more.size(), ranges.size());
+  EXPECT_STATUS(UploadRanged(*stub, m.model, {{"weights.bin", m.data, more}}, &resp),
+                grpc::StatusCode::INVALID_ARGUMENT, "that the check does not read");
+  // Part of what it reads: OK without a report, the ranges to send (not the model's fault).
+  Ranges part = ranges;
+  part.front().second = l - 1;
+  ASSERT_TRUE(UploadRanged(*stub, m.model, {{"weights.bin", m.data, part}}, &resp).ok());
+  EXPECT_FALSE(resp.has_report());
+  EXPECT_EQ(Named(resp, "weights.bin"), ranges);
+  // A declared hash, ranges without ranged_data, a file size past the model's offsets.
+  RangedFile hashed{"weights.bin", m.data, ranges};
+  hashed.sha256 = Sha256Hex(m.data);
+  EXPECT_STATUS(UploadRanged(*stub, m.model, {hashed}, &resp), grpc::StatusCode::INVALID_ARGUMENT,
+                "must be empty in a ranged upload");
+  v1::CheckResponse plain;
+  {
+    grpc::ClientContext ctx;
+    auto writer = stub->Upload(&ctx, &plain);
+    v1::UploadRequest first;
+    auto* d = first.mutable_metadata()->add_data_files();
+    d->set_name("weights.bin");
+    d->set_size_bytes(size);
+    d->set_sha256(Sha256Hex(m.data));
+    d->add_ranges()->set_length(4);
+    ASSERT_TRUE(writer->Write(first));
+    writer->WritesDone();
+    EXPECT_STATUS(writer->Finish(), grpc::StatusCode::INVALID_ARGUMENT,
+                  "ranges is set, but metadata.ranged_data is not");
+  }
+  // A declared size shorter than the model's offsets: the model's own error, as on the command
+  // line.
+  RangedFile small{"weights.bin", m.data, {}};
+  small.size = size - 1;
+  EXPECT_STATUS(UploadRanged(*stub, m.model, {small}, &resp), grpc::StatusCode::INVALID_ARGUMENT,
+                "past the end of 'weights.bin'");
+  // Bytes sent over max-external-data-bytes (64 KiB); a huge sparse size is fine by itself.
+  RangedFile huge{"weights.bin", m.data, {{0, 65 * 1024}}};
+  huge.size = 1ull << 40;
+  EXPECT_STATUS(UploadRanged(*stub, m.model, {huge}, &resp), grpc::StatusCode::RESOURCE_EXHAUSTED,
+                "max-external-data-bytes");
+  // Too many ranges.
+  Ranges many;
+  for (std::uint64_t i = 0; i < 65537; ++i) many.emplace_back(2 * i, 1);
+  RangedFile lots{"weights.bin", m.data, many};
+  lots.size = 1ull << 20;
+  EXPECT_STATUS(UploadRanged(*stub, m.model, {lots}, &resp), grpc::StatusCode::INVALID_ARGUMENT,
+                "more than 65536 ranges");
+  // And the server still answers the right ranges.
+  v1::CheckResponse ok;
+  ASSERT_TRUE(UploadRanged(*stub, m.model, {{"weights.bin", m.data, ranges}}, &ok).ok());
+  EXPECT_EQ(ok.verdict(), v1::VERDICT_CONFORMANT);
+  EXPECT_TRUE(fs::is_empty(Dir() / "data"));
+}
+
+// ------------------------------------------------------------------------------------------------
 // HTTP: POST /v1/check with a tar stream of the model and its data files.
 
 TEST_F(ExternalDataServer, HttpTarUpload) {
@@ -389,7 +674,7 @@ TEST_F(ExternalDataServer, HttpTarUpload) {
                               TarMember("m/w/weights.bin", bad.data) + TarEnd());
   ASSERT_EQ(a.status, 200) << a.head << a.body;
   EXPECT_EQ(a.Header("X-Axqc-Verdict"), "non_conformant") << a.head;
-  EXPECT_EQ(a.Header("X-Axqc-Sha256"), BundleSha256(bad.model, {{"w/weights.bin", bad.data}}));
+  EXPECT_EQ(a.Header("X-Axqc-Sha256"), ReadKey(bad.model, {{"w/weights.bin", bad.data}}));
   const auto report = nlohmann::json::parse(a.body);
   EXPECT_EQ(report.at("model").at("file"), "model.onnx");
   bool scale_value = false;
@@ -520,7 +805,7 @@ TEST_F(ExternalDataServer, UrlWithDataFiles) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.verdict(), v1::VERDICT_NON_CONFORMANT);
   EXPECT_TRUE(HasRule(resp, "qdq/scale-value"));
-  EXPECT_EQ(resp.sha256(), BundleSha256(bad.model, {{"weights.bin", bad.data}}));
+  EXPECT_EQ(resp.sha256(), ReadKey(bad.model, {{"weights.bin", bad.data}}));
   // Names are percent-encoded into the URL path.
   s = CheckUrl(*stub, files.Url("/s/model.onnx"), &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
@@ -647,7 +932,7 @@ TEST(ExternalDataHooks, HuggingFaceAndMlflowFetchTheDataFiles) {
                       std::chrono::seconds(30)))
       << ReadFile(dir / "stderr.log");
   EXPECT_EQ(m.at("verdict"), "non_conformant") << m.dump();
-  EXPECT_EQ(m.at("sha256"), BundleSha256(hf_model.model, {{"model.onnx_data", hf_model.data}}));
+  EXPECT_EQ(m.at("sha256"), ReadKey(hf_model.model, {{"model.onnx_data", hf_model.data}}));
 
   const std::string body =
       R"({"entity": "model_version", "action": "created", "timestamp": "",
@@ -664,7 +949,7 @@ TEST(ExternalDataHooks, HuggingFaceAndMlflowFetchTheDataFiles) {
                       std::chrono::seconds(30)))
       << ReadFile(dir / "stderr.log");
   EXPECT_EQ(m.at("verdict"), "non_conformant") << m.dump();
-  EXPECT_EQ(m.at("sha256"), BundleSha256(ml_model.model, {{"weights.bin", ml_model.data}}));
+  EXPECT_EQ(m.at("sha256"), ReadKey(ml_model.model, {{"weights.bin", ml_model.data}}));
   const auto targets = registry.targets();
   EXPECT_NE(std::find(targets.begin(), targets.end(),
                       "/api/2.0/mlflow-artifacts/artifacts/models/big/1/weights.bin"),

@@ -175,6 +175,21 @@ inline std::string BundleSha256(const std::string& model,
   return Sha256Hex(text);
 }
 
+// The key of the report of a model with external data files (external-read key, docs/api.md):
+// the graph file and the bytes of `files` the checker reads, as the checker itself reports them.
+inline std::string ReadKey(const std::string& model,
+                           const std::map<std::string, std::string>& files,
+                           bool check_value = false) {
+  ExternalDataMap map;
+  for (const auto& [name, bytes] : files) map.Add(name, bytes);
+  CheckOptions o;
+  o.check_value = check_value;
+  o.external_data = &map;
+  const Report r = CheckBytes(model, "model.onnx", o);
+  std::string error;
+  return ExternalReadKey(Sha256Hex(model), r.external_reads, map, &error);
+}
+
 // The report the checker itself produces for `bytes` (what the server must return).
 inline Report DirectReport(const std::string& bytes, const std::string& name,
                            bool check_value = false) {

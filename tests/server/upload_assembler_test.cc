@@ -339,12 +339,35 @@ TEST(UploadFuzzInput, DataFileAndTarInputsHoldTheInvariantsUnderMutation) {
   const std::string model = "model bytes, not checked here " + std::string(3000, '\x02');
   const std::string data = std::string(200, '\0') + std::string(300, '\x05');
   const std::string upload = fuzz::EncodeUploadWithData(model, data);
+  const std::string ranged = fuzz::EncodeRangedUpload(model, data, {{3, 9}, {198, 4}, {490, 10}});
   const std::string tar = std::string("T\x07") + fuzz::TarMember("m/", "", '5') +
                           fuzz::TarMember("m/model.onnx", model) +
                           fuzz::TarMember("m/weights.bin", data) + std::string(1024, '\0');
-  for (const std::string* in : {&upload, &tar}) {
+  for (const std::string* in : {&upload, &ranged, &tar}) {
     EXPECT_EQ(fuzz::RunUploadInput(reinterpret_cast<const std::uint8_t*>(in->data()), in->size()),
               "");
+  }
+  {
+    // The ranged upload keeps the file's size and only the ranges' bytes, at their offsets.
+    const auto rmsgs = fuzz::DecodeUploadInput(reinterpret_cast<const std::uint8_t*>(ranged.data()),
+                                               ranged.size());
+    ByteBudget rb(fuzz::kFuzzModelBudget, static_cast<prometheus::Gauge*>(nullptr));
+    UploadAssembler ra(fuzz::kFuzzMaxModelBytes, &rb, nullptr);
+    ra.AllowDataFiles(fuzz::kFuzzMaxDataBytes, "");
+    for (const auto& m : rmsgs) ASSERT_TRUE(ra.Add(m).ok());
+    LoadedModel rout;
+    ASSERT_TRUE(ra.Finish(&rout).ok());
+    ASSERT_NE(rout.data, nullptr);
+    EXPECT_TRUE(rout.data->partial());
+    EXPECT_EQ(rout.data->size(0), data.size());
+    std::string expect(data.size(), '\0');
+    for (const auto& [o, l] :
+         std::vector<std::pair<std::size_t, std::size_t>>{{3, 9}, {198, 4}, {490, 10}}) {
+      expect.replace(o, l, data.substr(o, l));
+    }
+    EXPECT_EQ(fuzz::ReadFd(rout.data->fd(0), data.size()), expect);
+    EXPECT_EQ(rout.sha256, server::SentRangesKey(*rout.data, rout.graph_sha256));
+    EXPECT_NE(rout.sha256, rout.graph_sha256);
   }
   const auto msgs =
       fuzz::DecodeUploadInput(reinterpret_cast<const std::uint8_t*>(upload.data()), upload.size());
@@ -367,7 +390,8 @@ TEST(UploadFuzzInput, DataFileAndTarInputsHoldTheInvariantsUnderMutation) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   std::uint64_t runs = 0;
   while (std::chrono::steady_clock::now() < end) {
-    std::string in = (rng() & 1) != 0 ? upload : tar;
+    const std::uint64_t pick = rng() % 3;
+    std::string in = pick == 0 ? upload : pick == 1 ? ranged : tar;
     const int edits = 1 + static_cast<int>(rng() % 8);
     for (int e = 0; e < edits && !in.empty(); ++e) {
       const std::size_t at = rng() % in.size();

@@ -216,6 +216,64 @@ TEST(ExternalDataInMemory, NamesAreValidated) {
   EXPECT_THROW(files.Add("one-too-many", ""), std::invalid_argument);
 }
 
+TEST(ExternalRanges, MergeMissingAndProblems) {
+  std::vector<ExternalRange> r = {{10, 5}, {0, 4}, {4, 2}, {12, 10}, {30, 0}};
+  MergeRanges(r);
+  EXPECT_EQ(r, (std::vector<ExternalRange>{{0, 6}, {10, 12}}));
+  EXPECT_EQ(RangesMissing({{0, 30}}, r), (std::vector<ExternalRange>{{6, 4}, {22, 8}}));
+  EXPECT_TRUE(RangesMissing(r, {{0, 100}}).empty());
+  EXPECT_EQ(RangesMissing({{5, 10}}, {}), (std::vector<ExternalRange>{{5, 10}}));
+  EXPECT_EQ(RangesProblem({{0, 4}, {5, 1}}, 6), "");
+  EXPECT_NE(RangesProblem({{0, 4}, {4, 1}}, 6).find("touches"), std::string::npos);
+  EXPECT_NE(RangesProblem({{2, 4}, {0, 1}}, 6).find("out of order"), std::string::npos);
+  EXPECT_NE(RangesProblem({{0, 0}}, 6).find("is empty"), std::string::npos);
+  EXPECT_NE(RangesProblem({{~0ull, 2}}, 6).find("past the end"), std::string::npos);
+  EXPECT_NE(RangesProblem({{4, ~0ull}}, 6).find("past the end"), std::string::npos);
+}
+
+// The checker records what it reads of the data files; the key of those bytes is the same from a
+// copy of the file holding only them, and changes with them.
+TEST(ExternalRanges, RecordedReadsAndTheirKey) {
+  const auto em = MakeExternal(-1.0f);
+  ExternalDataMap files;
+  files.Add("weights.bin", em.blob);
+  CheckOptions o;
+  o.external_data = &files;
+  const Report r = CheckBytes(em.model, "m.onnx", o);
+  ASSERT_EQ(r.external_reads.size(), 1u);
+  EXPECT_EQ(r.external_reads[0].name, "weights.bin");
+  EXPECT_EQ(r.external_reads[0].size, em.blob.size());
+  ASSERT_FALSE(r.external_reads[0].ranges.empty());
+  std::uint64_t read = 0;
+  for (const auto& range : r.external_reads[0].ranges) read += range.length;
+  EXPECT_LT(read, em.blob.size());  // the weights themselves are not read
+  std::string error;
+  const std::string key = ExternalReadKey(std::string(64, 'a'), r.external_reads, files, &error);
+  ASSERT_EQ(key.size(), 64u) << error;
+  // Only the bytes read, the rest zeros: the same key and the same report.
+  std::string partial(em.blob.size(), '\0');
+  for (const auto& range : r.external_reads[0].ranges) {
+    partial.replace(range.offset, range.length, em.blob.substr(range.offset, range.length));
+  }
+  ExternalDataMap sparse;
+  sparse.Add("weights.bin", partial);
+  o.external_data = &sparse;
+  const Report again = CheckBytes(em.model, "m.onnx", o);
+  EXPECT_EQ(again.external_reads, r.external_reads);
+  EXPECT_EQ(RulesOf(again), RulesOf(r));
+  EXPECT_EQ(ExternalReadKey(std::string(64, 'a'), again.external_reads, sparse, &error), key);
+  // Another byte inside a range read: another key.
+  partial[r.external_reads[0].ranges[0].offset] ^= 1;
+  ExternalDataMap changed;
+  changed.Add("weights.bin", partial);
+  EXPECT_NE(ExternalReadKey(std::string(64, 'a'), r.external_reads, changed, &error), key);
+  // A range outside the file is an error, not a key.
+  std::vector<ExternalFileRanges> outside = {
+      {"weights.bin", em.blob.size(), {{em.blob.size(), 1}}}};
+  EXPECT_EQ(ExternalReadKey(std::string(64, 'a'), outside, files, &error), "");
+  EXPECT_NE(error.find("outside"), std::string::npos);
+}
+
 TEST(ExternalDataLocations, ScansTheWireFormat) {
   const auto em = MakeExternal();
   EXPECT_EQ(ExternalDataLocations(em.model), std::vector<std::string>{"weights.bin"});

@@ -81,6 +81,43 @@ std::string ExternalDataNameProblem(std::string_view name);
 // problem.
 std::string NormalizeExternalDataName(std::string_view name);
 
+// A byte range of a file.
+struct ExternalRange {
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+  bool operator==(const ExternalRange&) const = default;
+};
+
+// Byte ranges of one external data file (by its normalized name).
+struct ExternalFileRanges {
+  std::string name;
+  std::uint64_t size = 0;
+  std::vector<ExternalRange> ranges;  // merged (MergeRanges)
+  bool operator==(const ExternalFileRanges&) const = default;
+};
+
+// Sorts `ranges` by offset, drops empty ones and merges those that overlap or touch.
+void MergeRanges(std::vector<ExternalRange>& ranges);
+
+// The parts of `needed` that are not inside `have` (both merged), merged.
+std::vector<ExternalRange> RangesMissing(const std::vector<ExternalRange>& needed,
+                                         const std::vector<ExternalRange>& have);
+
+// Why `ranges` (a client's list for a file of `size` bytes) is not a merged list of ranges inside
+// the file: empty when it is. Sorted by offset, each non-empty, inside the file, no two
+// overlapping or touching.
+std::string RangesProblem(const std::vector<ExternalRange>& ranges, std::uint64_t size);
+
+// The external-read key of a check: what its report depends on besides the options. sha256 of
+// "axqc-external-reads/1\n", the graph file's sha256 and, for every file of `files` in name
+// order, its name and size, then for each range of it in `reads` the offset, length and the
+// sha256 of those bytes (read through `files`). The same for every way the bytes reach the
+// checker (a full upload, a path, a ranged upload). Empty, with `*error` set, when a range lies
+// outside its file, names a file not in `files`, or cannot be read.
+std::string ExternalReadKey(std::string_view graph_sha256,
+                            const std::vector<ExternalFileRanges>& reads, const ExternalData& files,
+                            std::string* error);
+
 // The distinct `location` values of the external-data tensors of a serialized model, in order of
 // first appearance, read from the protobuf wire format without parsing the model (iterative, no
 // recursion; the bytes are not trusted). At most `max_locations` are returned; `*more` (optional)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "axqc/catalog.h"
+#include "axqc/external_data.h"
 
 namespace axqc {
 
@@ -231,6 +232,10 @@ struct Report {
   // The graph for pictures (CheckOptions::include_graph); null when not collected. Not part of
   // the JSON report; the service stores an excerpt with the report (axqc.v1.Report.graph).
   std::shared_ptr<const ModelGraph> graph;
+  // The byte ranges of the external data files the check read (per file, merged, by name), for a
+  // model checked from memory with its data files (CheckOptions::external_data); empty otherwise.
+  // Not part of the JSON report: the service keys reports by these bytes (ExternalReadKey).
+  std::vector<ExternalFileRanges> external_reads;
 };
 
 // One root cause of a report: the root findings (no `cause`) of one hint, or of one rule and kind
