@@ -342,5 +342,28 @@ TEST(Cli, JsonOutputAndRules) {
   EXPECT_EQ(jr["check_value"], true);
 }
 
+// `axqc rules ID...`: one rule's entry and its page (which exists); an unknown ID exits 2 naming
+// the closest known one.
+TEST(Cli, RulesIdPrintsTheRuleAndItsPage) {
+  std::string out;
+  ASSERT_EQ(Exec(Bin() + " rules qdq/scale-value", &out), 0);
+  EXPECT_EQ(out.rfind("qdq/scale-value  error  spec 3.1\n", 0), 0u) << out;
+  EXPECT_NE(out.find("\n  fix: "), std::string::npos) << out;
+  EXPECT_NE(out.find("\n  page: docs/rules/qdq--scale-value.md\n"), std::string::npos) << out;
+  EXPECT_TRUE(std::filesystem::exists(std::string(AXQC_SOURCE_DIR) +
+                                      "/docs/rules/qdq--scale-value.md"));
+  ASSERT_EQ(Exec(Bin() + " rules --format json role/weight-type qdq/scale-value", &out), 0);
+  const auto j = nlohmann::json::parse(out);
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["id"], "role/weight-type");
+  EXPECT_EQ(j[1]["section"], "3.1");
+  ASSERT_EQ(Exec("(" + Bin() + " rules qdq/scale-valu 2>&1)", &out), 2);
+  EXPECT_NE(out.find("unknown rule 'qdq/scale-valu' (did you mean 'qdq/scale-value'?)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(Exec("(" + Bin() + " rules completely-different-words 2>&1)", &out), 2);
+  EXPECT_EQ(out.find("did you mean"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace axqc::test

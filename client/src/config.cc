@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "axqc/catalog.h"
+
 namespace axqc::cli {
 
 namespace fs = std::filesystem;
@@ -106,6 +108,15 @@ class Parser {
       const std::string k(key.str());
       if (k == "rule") {
         w.rules = Strings(n, k);
+        // A rule ID without glob characters must be one of the catalog: a misspelt waiver would
+        // silently waive nothing.
+        for (const auto& r : w.rules) {
+          if (r.find_first_of("*?[") != std::string::npos || FindRule(r) != nullptr) continue;
+          const RuleInfo* near = ClosestRule(r);
+          Fail(n.source(), "unknown rule `" + r + "` in `rule`" +
+                               (near != nullptr ? " (did you mean `" + std::string(near->id) + "`?)"
+                                                : std::string(" (`axqc rules` lists them)")));
+        }
       } else if (k == "node") {
         w.nodes = Strings(n, k);
       } else if (k == "tensor") {

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "axqc/catalog.h"
 #include "axqc/checker.h"
@@ -12,6 +13,40 @@
 #include "cli.h"
 
 namespace axqc::cli {
+
+// `axqc rules ID...`: each rule's catalog entry; an unknown ID is an error naming the closest.
+int RunRuleIds(const std::vector<std::string>& ids, const std::string& format) {
+  nlohmann::json list = nlohmann::json::array();
+  std::ostringstream text;
+  for (const auto& id : ids) {
+    const RuleInfo* r = FindRule(id);
+    if (r == nullptr) {
+      const RuleInfo* near = ClosestRule(id);
+      std::cerr << "axqc: unknown rule '" << (id.size() > 80 ? id.substr(0, 80) + "..." : id)
+                << "'"
+                << (near != nullptr ? " (did you mean '" + std::string(near->id) + "'?)" : "")
+                << "; `axqc rules` lists them\n";
+      return kExitError;
+    }
+    if (format == "json") {
+      for (const auto& j : RulesToJson().at("rules")) {
+        if (j.at("id") == r->id) list.push_back(j);
+      }
+      continue;
+    }
+    text << r->id << "  " << SeverityName(r->severity) << (r->check_value ? " [cv]" : "")
+         << "  spec " << r->section << "\n  " << r->summary << "\n  fix: " << r->fix
+         << "\n  page: docs/rules/" << RulePageName(r->id) << ".md\n";
+    if (r->check_value) text << "  runs only with -c / --check-value (spec 2.5)\n";
+    text << "\n";
+  }
+  if (format == "json") {
+    std::cout << list.dump(2) << "\n";
+  } else {
+    std::cout << text.str();
+  }
+  return 0;
+}
 
 int RunRules(const std::string& format, bool operators) {
   if (operators) {
@@ -218,6 +253,10 @@ int Main(int argc, char** argv) {
   rules->add_option("--format", rules_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
   rules->add_flag("--operators", operators, "List the operator support matrix instead");
+  std::vector<std::string> rule_ids;
+  rules->add_option("ids", rule_ids,
+                    "Rule IDs: print these rules' entries (severity, spec section, summary, fix, "
+                    "page) instead of the catalog");
   AddRemoteOptions(rules, &rules_remote, false);
 
   TargetsArgs targets;
@@ -338,6 +377,14 @@ int Main(int argc, char** argv) {
   if (rules->parsed()) {
     if (!rules_remote.server.empty() && !operators)
       return RunRemoteRules(rules_remote, rules_format);
+    if (!rule_ids.empty()) {
+      if (operators || !rules_remote.server.empty()) {
+        std::cerr << "axqc: rules ID... prints this build's catalog entries; without --operators "
+                     "or --server\n";
+        return kExitError;
+      }
+      return RunRuleIds(rule_ids, rules_format);
+    }
     return RunRules(rules_format, operators);
   }
   if (targets_cmd->parsed()) return RunTargets(targets);

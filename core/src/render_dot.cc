@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "axqc/catalog.h"
 #include "axqc/render_graph.h"
 
 namespace axqc {
@@ -259,13 +260,7 @@ std::string_view NodeClass(const Report& report, const GraphNode& node) {
   return UnitClass(report.units[static_cast<std::size_t>(node.unit)]);
 }
 
-std::string RulePage(std::string_view rule) {
-  std::string page(rule);
-  for (std::size_t p = page.find('/'); p != std::string::npos; p = page.find('/', p + 2)) {
-    page.replace(p, 1, "--");
-  }
-  return page;
-}
+std::string RulePage(std::string_view rule) { return RulePageName(rule); }
 
 std::string BuildDot(const Report& report, const ModelGraph& g, std::span<const int> nodes,
                      const DotView& view) {

@@ -84,6 +84,7 @@ EXPECTED = {
         ("build/release/client/axqc check --explain model.onnx", 0),
         ("build/release/client/axqc check --format html -o report.html model.onnx", 0),
         ("build/release/client/axqc rules", 0),
+        ("build/release/client/axqc rules qdq/scale-value", 0),
         ("build/release/client/axqc check --write-baseline axqc-baseline.json b.onnx", 0),
         ("build/release/client/axqc check --baseline axqc-baseline.json b.onnx", 0),
         ("build/release/client/axqc fix model.onnx -o model.fixed.onnx", 0),

@@ -80,6 +80,21 @@ TEST(Config, FailOnNotApplicable) {
             "cfg/axqc.toml:2: `fail_on_not_applicable` must be true or false");
 }
 
+TEST(Config, AnUnknownRuleIdInAWaiverIsAnErrorNamingTheClosest) {
+  EXPECT_EQ(ErrorOf("[[waiver]]\nrule = \"qdq/scale-valu\"\nreason = \"r\"\n"),
+            "cfg/axqc.toml:2: unknown rule `qdq/scale-valu` in `rule` (did you mean "
+            "`qdq/scale-value`?)");
+  EXPECT_EQ(ErrorOf("[[waiver]]\nrule = [\"role/*\", \"nothing-like-it\"]\nreason = \"r\"\n"),
+            "cfg/axqc.toml:2: unknown rule `nothing-like-it` in `rule` (`axqc rules` lists them)");
+  // Globs and known IDs are taken as they are.
+  EXPECT_EQ(ParseConfig("[[waiver]]\nrule = [\"role/*\", \"qdq/scale-value\", \"target/*\"]\n"
+                        "reason = \"r\"\n",
+                        "axqc.toml")
+                .waivers.at(0)
+                .rules.size(),
+            3u);
+}
+
 TEST(Config, ErrorsNameTheLineAndTheProblem) {
   EXPECT_EQ(ErrorOf("[check]\nfail_on = \"info\"\n"),
             "cfg/axqc.toml:2: `fail_on` must be \"error\" or \"warn\", not \"info\"");
@@ -87,18 +102,18 @@ TEST(Config, ErrorsNameTheLineAndTheProblem) {
                 .find("cfg/axqc.toml:2: unknown key "
                       "`check_values` in [check]"),
             std::string::npos);
-  EXPECT_NE(ErrorOf("[[waiver]]\nrule = \"x\"\nreasons = \"typo\"\n")
+  EXPECT_NE(ErrorOf("[[waiver]]\nrule = \"op/*\"\nreasons = \"typo\"\n")
                 .find("cfg/axqc.toml:3: unknown key `reasons` in [[waiver]]"),
             std::string::npos);
-  EXPECT_NE(ErrorOf("[[waiver]]\nrule = \"x\"\n").find("cfg/axqc.toml:1: `reason` is required"),
+  EXPECT_NE(ErrorOf("[[waiver]]\nrule = \"op/*\"\n").find("cfg/axqc.toml:1: `reason` is required"),
             std::string::npos)
-      << ErrorOf("[[waiver]]\nrule = \"x\"\n");
+      << ErrorOf("[[waiver]]\nrule = \"op/*\"\n");
   EXPECT_NE(ErrorOf("[[waiver]]\nnode = \"n\"\nreason = \"r\"\n").find("needs `rule`"),
             std::string::npos);
-  EXPECT_NE(ErrorOf("[[waiver]]\nrule = \"x\"\nreason = \"r\"\nexpires = 2026-13-01\n")
+  EXPECT_NE(ErrorOf("[[waiver]]\nrule = \"op/*\"\nreason = \"r\"\nexpires = 2026-13-01\n")
                 .find("cfg/axqc.toml:4"),
             std::string::npos);
-  EXPECT_NE(ErrorOf("[[waiver]]\nrule = \"x\"\nreason = \"r\"\nexpires = \"soon\"\n")
+  EXPECT_NE(ErrorOf("[[waiver]]\nrule = \"op/*\"\nreason = \"r\"\nexpires = \"soon\"\n")
                 .find("cfg/axqc.toml:4: `expires` 'soon' is not a date"),
             std::string::npos);
   EXPECT_NE(ErrorOf("[[waiver]]\nrule = 3\nreason = \"r\"\n")
