@@ -949,7 +949,8 @@ class ModelChecks {
       any_conv = any_conv || conv;
       const auto& t = top.at(n);
       const NodeTypes types = m_.Types(n);
-      if (e.data_type && t[0] <= prio) {
+      // A data type on a data-movement operator is ignored whichever entry sets it.
+      if (e.data_type && (t[0] <= prio || s_.data_movement.contains(op))) {
         const std::string& dt = *e.data_type;
         if (s_.data_movement.contains(op)) {
           if (explicit_sel && (e.sel == Sel::kName || movement_reported.insert(op).second)) {
