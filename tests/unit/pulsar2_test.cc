@@ -478,6 +478,29 @@ TEST(Pulsar2Readings, SiluNamesTheSiluPattern) {
             "pulsar2/qdq-type-conflict", "quant.layer_configs[0].data_type");
 }
 
+// Reading: target_hardware accepts AX615 (the build command's help) besides the proto's values;
+// QuantONNX on it is a warning; AX637 has no documented value.
+TEST(Pulsar2Readings, TargetHardwareValues) {
+  const auto m = Mixed();
+  const Report r = CheckWith(m, R"({"model_type": "QuantONNX", "target_hardware": "AX615"})");
+  EXPECT_NO_P2(r, "pulsar2/field-value");
+  EXPECT_P2(r, "pulsar2/target-hardware", "target_hardware");
+  EXPECT_P2(CheckWith(m, R"({"model_type": "QuantONNX", "target_hardware": "AX637"})"),
+            "pulsar2/field-value", "target_hardware");
+}
+
+// Reading: the documentation's "LeayRelu" is LeakyRelu.
+TEST(Pulsar2Readings, LeakyReluIsOnTheFp32List) {
+  AB b;
+  b.Input("x", TP::FLOAT, {1, 4});
+  b.Node("LeakyRelu", {b.QDQ("x", "x", QParams::U8())}, {"l"}, {}, "leaky");
+  b.Output(b.QDQ("l", "l", QParams::U8()));
+  const Report r = CheckWith(b, "{" + kQuant + R"(, "quant": {"layer_configs": [
+        {"layer_name": "leaky", "data_type": "FP32"}]}})");
+  EXPECT_NO_P2(r, "pulsar2/fp32-unverified");
+  EXPECT_P2(r, "pulsar2/qdq-type-conflict", "quant.layer_configs[0].data_type");
+}
+
 // --------------------------------------------------------------------------------- verdict
 
 TEST(Pulsar2Verdict, NeverChangesTheSpecVerdict) {
