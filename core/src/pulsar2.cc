@@ -258,6 +258,25 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
+// Edit distance of two short names, or `bound` when it is at least that (keys are bounded by the
+// configuration's size; names longer than 64 characters are not compared).
+std::size_t Distance(std::string_view a, std::string_view b, std::size_t bound) {
+  if (a.size() > 64 || b.size() > 64) return bound;
+  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) >= bound) return bound;
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return std::min(row[b.size()], bound);
+}
+
 std::string KindName(const FieldSpec& f) {
   std::string k = f.kind == "message"  ? "object (" + f.ref + ")"
                   : f.kind == "struct" ? "object"
@@ -279,10 +298,13 @@ class SchemaWalk {
     const auto& fields = s_.messages.at(message);
     for (const auto& [key, value] : j.items()) {
       if (out_.full()) return;
-      const std::string where = path.empty() ? key : path + "." + key;
+      // A key is shown in full only when it is a documented field (an unknown one can be long).
       const auto it = fields.find(key);
+      const std::string shown =
+          it != fields.end() || key.size() <= 80 ? key : key.substr(0, 77) + "...";
+      const std::string where = path.empty() ? shown : path + "." + shown;
       if (it == fields.end()) {
-        Unknown(key, where, message, fields);
+        Unknown(key, shown, where, message, fields);
         continue;
       }
       if (value.is_null()) continue;  // protobuf's JSON form: null is the default
@@ -358,14 +380,21 @@ class SchemaWalk {
               .values = {{"value", Shown(v)}, {"expected", want}}});
   }
 
-  void Unknown(const std::string& key, const std::string& where, const std::string& message,
-               const std::map<std::string, FieldSpec>& fields) {
+  void Unknown(const std::string& key, const std::string& shown, const std::string& where,
+               const std::string& message, const std::map<std::string, FieldSpec>& fields) {
+    // The documented field the key most likely meant: equal but for case and underscores, else
+    // the closest within two edits (three for keys of 12 characters or more).
     std::string near;
+    std::size_t best = key.size() >= 12 ? 4 : 3;
     for (const auto& [name, f] : fields) {
-      if (Lower(name) == Lower(key)) near = name;
+      const std::size_t d = Lower(name) == Lower(key) ? 0 : Distance(name, key, best);
+      if (d < best) {
+        best = d;
+        near = name;
+      }
     }
     out_.Add({.rule = rules::kPulsar2UnknownField,
-              .message = where + ": " + message + " has no field " + Quoted(key) +
+              .message = where + ": " + message + " has no field " + Quoted(shown) +
                          (near.empty() ? "" : " (the documented field is " + Quoted(near) + ")"),
               .group_key = "a field the documented schema does not have",
               .field = where,

@@ -236,6 +236,9 @@ TEST(Pulsar2Rules, UnknownField) {
   EXPECT_P2(r, "pulsar2/unknown-field", "compiler.fast");
   EXPECT_P2(r, "pulsar2/unknown-field", "Input_Shapes");
   EXPECT_EQ(Value(*At(r, "pulsar2/unknown-field", "Input_Shapes"), "documented"), "input_shapes");
+  EXPECT_EQ(Value(*At(r, "pulsar2/unknown-field", "quant.calibrate_method"), "documented"),
+            "calibration_method");
+  EXPECT_EQ(Value(*At(r, "pulsar2/unknown-field", "compiler.fast"), "documented"), "");
   EXPECT_EQ(Pulsar2(r, "pulsar2/unknown-field").size(), 3u);
   EXPECT_NO_P2(CheckWith(m, "{" + kQuant + R"(, "quant": {"calibration_method": "MinMax"},
       "compiler": {"npu_perf": true}})"),
