@@ -63,6 +63,11 @@ struct CheckArgs {
   // --target CHIP (repeatable, "all"): chip targets judged beside the spec (docs/targets.md);
   // canonical chip names after validation. A model that does not fit one fails (exit 1).
   std::vector<std::string> targets;
+  // --pulsar2-config FILE: a Pulsar2 build configuration judged against each model
+  // (docs/pulsar2.md); `pulsar2_config_text` is its content, read once before the checks. A
+  // pulsar2 error finding fails the check (exit 1).
+  std::string pulsar2_config;
+  std::optional<std::string> pulsar2_config_text;
   // Remote only.
   RemoteArgs remote;
   std::vector<std::string> refs;              // --ref PATH|URL (server-side references)
@@ -90,6 +95,13 @@ struct TargetsArgs {
   std::vector<std::string> diff;  // --diff A B
   std::string format = "text";    // text | json
   bool check_value = false;
+};
+
+// `axqc pulsar2-config` (client/src/pulsar2.cc).
+struct Pulsar2ConfigArgs {
+  std::string model;
+  std::string target = "ax650";  // --target CHIP
+  std::string output;            // -o FILE ("" = stdout)
 };
 
 struct FixArgs {
@@ -144,6 +156,11 @@ int RunFix(const FixArgs& args);
 int RunFixList();
 int RunRules(const std::string& format, bool operators);
 int RunTargets(const TargetsArgs& args);
+int RunPulsar2Config(const Pulsar2ConfigArgs& args);
+// Reads the --pulsar2-config file into args.pulsar2_config_text; false (message printed) when it
+// cannot be read. A file beyond the size bound is read up to one byte more than the bound (the
+// checker reports it as pulsar2/config-invalid).
+bool ReadPulsar2Config(CheckArgs& args);
 // With --target: exit 1 for a model with a counted target error, unless a worse code stands.
 void ApplyTargetExitCodes(const CheckArgs& args, std::vector<ModelResult>& results);
 // --fail-on not_applicable: a not_applicable model exits 1 (its report is unchanged).

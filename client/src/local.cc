@@ -13,6 +13,7 @@
 
 #include "axqc/checker.h"
 #include "axqc/gate.h"
+#include "axqc/pulsar2.h"
 #include "axqc/render.h"
 #include "axqc/render_graph.h"
 #include "cli.h"
@@ -288,6 +289,7 @@ int RunLocalCheck(const CheckArgs& args, GateSetup& gate) {
   opts.max_locations = args.max_locations;
   opts.include_graph = args.format == "html" || args.format == "dot";
   opts.targets = args.targets;
+  opts.pulsar2_config = args.pulsar2_config_text;
   std::unique_ptr<IsolatedChecker> isolated;
   if (args.isolate) {
     try {
@@ -332,13 +334,13 @@ void ApplyNotApplicableExitCodes(const CheckArgs& args, std::vector<ModelResult>
 }
 
 void ApplyTargetExitCodes(const CheckArgs& args, std::vector<ModelResult>& results) {
-  if (args.targets.empty()) return;
+  if (args.targets.empty() && !args.pulsar2_config_text) return;
   for (auto& r : results) {
     if (!r.ok || Rank(r.exit_code) >= Rank(1)) continue;
     const bool blocked =
         std::any_of(r.report.findings.begin(), r.report.findings.end(), [](const Finding& f) {
-          return IsTargetRule(f.rule) && f.severity == Severity::kError &&
-                 f.state == FindingState::kCounted;
+          return (IsTargetRule(f.rule) || IsPulsar2Rule(f.rule)) &&
+                 f.severity == Severity::kError && f.state == FindingState::kCounted;
         });
     if (blocked) r.exit_code = 1;
   }

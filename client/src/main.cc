@@ -213,6 +213,11 @@ int Main(int argc, char** argv) {
                   "model that does not fit a requested chip fails (exit 1). docs/targets.md")
       ->allow_extra_args(false)
       ->type_name("CHIP");
+  cmd->add_option("--pulsar2-config", check.pulsar2_config,
+                  "Also judge a Pulsar2 build configuration (pulsar2 build --config) against the "
+                  "model and the documented schema (rules pulsar2/*); a pulsar2 error fails the "
+                  "check (exit 1). docs/pulsar2.md")
+      ->type_name("FILE");
   cmd->add_option("--progress", check.progress, "Remote: upload progress on stderr")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
@@ -277,6 +282,21 @@ int Main(int argc, char** argv) {
   targets_cmd->footer(
       "Exit codes: 0 every model fits every chip (possibly with notes); 1 a model does not fit "
       "a chip; 2 usage or input error.");
+
+  Pulsar2ConfigArgs p2c;
+  auto* p2c_cmd = app.add_subcommand(
+      "pulsar2-config",
+      "Write a Pulsar2 build configuration for a QDQ model: model_type QuantONNX, the target, "
+      "the model's inputs, its 16-bit regions and bias type (docs/pulsar2.md)");
+  p2c_cmd->add_option("model", p2c.model, "ONNX model file")->required();
+  p2c_cmd
+      ->add_option("--target", p2c.target,
+                   "Chip to build for (ax650, ax620e, ax615, m57 or an alias such as m76h)")
+      ->type_name("CHIP")
+      ->capture_default_str();
+  p2c_cmd->add_option("-o,--output", p2c.output, "Write the configuration here (default: stdout)")
+      ->type_name("FILE");
+  p2c_cmd->footer("Exit codes: 0 written; 2 usage or input error.");
 
   StatsArgs stats;
   std::vector<std::string> stats_labels;
@@ -358,6 +378,18 @@ int Main(int argc, char** argv) {
         return kExitError;
       }
     }
+    if (!check.pulsar2_config.empty()) {
+      if (!check.remote.server.empty()) {
+        std::cerr << "axqc: --pulsar2-config is judged locally; it is not available with --server "
+                     "yet\n";
+        return kExitError;
+      }
+      if (check.isolate) {
+        std::cerr << "axqc: --pulsar2-config is not available with --isolate yet\n";
+        return kExitError;
+      }
+      if (!ReadPulsar2Config(check)) return kExitError;
+    }
     auto gate = PrepareGate(check);
     if (!gate) return kExitError;
     return check.remote.server.empty() ? RunLocalCheck(check, *gate) : RunRemoteCheck(check, *gate);
@@ -388,6 +420,7 @@ int Main(int argc, char** argv) {
     return RunRules(rules_format, operators);
   }
   if (targets_cmd->parsed()) return RunTargets(targets);
+  if (p2c_cmd->parsed()) return RunPulsar2Config(p2c);
   if (stats_cmd->parsed()) {
     if (!ParseLabels(stats_labels, &stats.labels)) return kExitError;
     return RunRemoteStats(stats);

@@ -22,6 +22,7 @@
 #include "loader.h"
 #include "onnx_model_check.h"
 #include "pipeline.h"
+#include "pulsar2_eval.h"
 #include "stage_clock.h"
 #include "stdout_capture.h"
 #include "targets_eval.h"
@@ -641,6 +642,12 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
     chips = ResolveTargets(options.targets);
     primary.resize(report.findings.size());
     for (auto& f : EvaluateTargets(g, *m.proto, chips, &primary))
+      report.findings.push_back(std::move(f));
+  }
+  // The Pulsar2 build configuration: judged on every model, like the targets.
+  if (options.pulsar2_config) {
+    primary.resize(report.findings.size());
+    for (auto& f : EvaluatePulsar2Config(*options.pulsar2_config, g, q, units, chips, &primary))
       report.findings.push_back(std::move(f));
   }
   AssignFingerprints(&g, report.findings, primary);

@@ -6,6 +6,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "axqc/pulsar2.h"
+
 namespace axqc {
 
 std::string_view VerdictName(Verdict v) {
@@ -51,6 +53,8 @@ TargetVerdict TargetVerdictFromName(std::string_view name) {
 }
 
 bool IsTargetRule(std::string_view rule) { return rule.starts_with("target/"); }
+
+bool IsPulsar2Rule(std::string_view rule) { return rule.starts_with("pulsar2/"); }
 
 void SeverityCounts::Add(Severity s) {
   switch (s) {
@@ -134,7 +138,7 @@ void FinalizeReport(Report& report, std::size_t max_locations) {
     if (g.severity != Severity::kInfo) ++s.causes;
   }
   s.errors = s.warnings = s.infos = 0;
-  std::size_t spec_errors = 0;  // target findings never change the spec verdict
+  std::size_t spec_errors = 0;  // target and pulsar2 findings never change the spec verdict
   s.by_rule.clear();
   s.errors_by_op.clear();
   report.groups.clear();
@@ -145,7 +149,8 @@ void FinalizeReport(Report& report, std::size_t max_locations) {
       case Severity::kWarn: ++s.warnings; break;
       case Severity::kInfo: ++s.infos; break;
     }
-    if (f.severity == Severity::kError && !IsTargetRule(f.rule)) ++spec_errors;
+    if (f.severity == Severity::kError && !IsTargetRule(f.rule) && !IsPulsar2Rule(f.rule))
+      ++spec_errors;
     s.by_rule[f.rule]++;
     if (f.severity == Severity::kError && !f.op_type.empty()) s.errors_by_op[f.op_type]++;
     auto key = std::make_pair(f.rule, f.group_key);

@@ -309,6 +309,70 @@ inline constexpr std::array kCatalog{
              "(or whose shapes are unknown).",
              "Verify the limit with the Pulsar2 build for the chip.", "core/src/targets.cc",
              "tests/unit/targets_test.cc"},
+    // Pulsar2 build configuration (not the spec: judged only with CheckOptions::pulsar2_config,
+    // docs/pulsar2.md)
+    RuleInfo{"pulsar2/config-invalid", S::kError, kAlways, "pulsar2",
+             "The Pulsar2 build configuration cannot be read: not (lax) JSON, not an object, or "
+             "beyond the size or nesting bounds.",
+             "Write the configuration as a JSON object (comments and trailing commas are accepted, "
+             "as Pulsar2 accepts them).",
+             "core/src/pulsar2.cc", "tests/unit/pulsar2_test.cc"},
+    RuleInfo{
+        "pulsar2/unknown-field", S::kError, kAlways, "pulsar2",
+        "A field the documented configuration schema does not have (Pulsar2's proto definition).",
+        "Remove the field or correct its name (the finding suggests a documented one when the "
+        "spelling is close).",
+        "core/src/pulsar2.cc", "tests/unit/pulsar2_test.cc"},
+    RuleInfo{
+        "pulsar2/field-value", S::kError, kAlways, "pulsar2",
+        "A field's value has the wrong JSON type or is not one of the field's documented options.",
+        "Write a value of the field's type and one of its documented options (the finding lists "
+        "them).",
+        "core/src/pulsar2.cc", "tests/unit/pulsar2_test.cc"},
+    RuleInfo{"pulsar2/model-type", S::kError, kAlways, "pulsar2",
+             "model_type is not QuantONNX for a QDQ model (ONNX is the default), or QuantONNX for "
+             "a model without Q/DQ.",
+             "Set \"model_type\": \"QuantONNX\" for a QDQ model (axqc pulsar2-config writes it).",
+             "core/src/pulsar2.cc", "tests/unit/pulsar2_test.cc"},
+    RuleInfo{
+        "pulsar2/target-hardware", S::kWarn, kAlways, "pulsar2",
+        "target_hardware names a chip the chip profiles do not know, another chip than the one "
+        "checked with --target, or one the docs do not list for Quantized ONNX import.",
+        "Set target_hardware to the chip the model is built and checked for (axqc check --target).",
+        "core/src/pulsar2.cc", "tests/unit/pulsar2_test.cc"},
+    RuleInfo{"pulsar2/selector-no-match", S::kWarn, kAlways, "pulsar2",
+             "A layer_configs selector, tensor name or operator name of the configuration matches "
+             "nothing in the model: Pulsar2 ignores the entry silently.",
+             "Use the model's node names, op types and tensor names (or DEFAULT where documented).",
+             "core/src/pulsar2.cc", "tests/unit/pulsar2_test.cc"},
+    RuleInfo{"pulsar2/selector-conflict", S::kError, kAlways, "pulsar2",
+             "A layer_configs entry sets more than one of layer_name, op_type, layer_names and "
+             "op_types, or selects nothing.",
+             "Split the entry: one selector kind per entry (or start_tensor_names/end_tensor_names "
+             "for a subgraph).",
+             "core/src/pulsar2.cc", "tests/unit/pulsar2_test.cc"},
+    RuleInfo{"pulsar2/data-type-unsupported", S::kError, kAlways, "pulsar2",
+             "A data type the documented rules do not allow for the operator: FP32 data_type on "
+             "Conv, or output_data_type/weight_data_type on an entry that selects no Conv.",
+             "Use the documented form (Conv: data_type U8 with output_data_type FP32) or drop the "
+             "setting.",
+             "core/src/pulsar2.cc", "tests/unit/pulsar2_test.cc"},
+    RuleInfo{"pulsar2/fp32-unverified", S::kWarn, kAlways, "pulsar2",
+             "FP32 is requested for an operator outside the documented list of operators verified "
+             "with FP32.",
+             "Keep the operator quantized, or verify the FP32 build of it on the chip.",
+             "core/src/pulsar2.cc", "tests/unit/pulsar2_test.cc"},
+    RuleInfo{"pulsar2/data-movement-type", S::kWarn, kAlways, "pulsar2",
+             "A data type is set on a data-movement operator (Reshape, Transpose, ...): its "
+             "precision follows the neighbouring compute operators and the setting is ignored.",
+             "Remove the entry; set the type on the compute operators around it.",
+             "core/src/pulsar2.cc", "tests/unit/pulsar2_test.cc"},
+    RuleInfo{"pulsar2/qdq-type-conflict", S::kError, kAlways, "pulsar2",
+             "A setting contradicts the model's own Q/DQ types (a layer's activation, output or "
+             "weight type, or the Conv bias type).",
+             "Remove the setting (the model's Q/DQ decide the types of a QuantONNX build) or "
+             "re-export the model with the types wanted.",
+             "core/src/pulsar2.cc", "tests/unit/pulsar2_test.cc"},
 };
 
 }  // namespace axqc::detail
@@ -391,6 +455,17 @@ inline constexpr RuleId kTargetAttributeValue{"target/attribute-value"};
 inline constexpr RuleId kTargetInputConstraint{"target/input-constraint"};
 inline constexpr RuleId kTargetEfficiency{"target/efficiency"};
 inline constexpr RuleId kTargetNotChecked{"target/not-checked"};
+inline constexpr RuleId kPulsar2ConfigInvalid{"pulsar2/config-invalid"};
+inline constexpr RuleId kPulsar2UnknownField{"pulsar2/unknown-field"};
+inline constexpr RuleId kPulsar2FieldValue{"pulsar2/field-value"};
+inline constexpr RuleId kPulsar2ModelType{"pulsar2/model-type"};
+inline constexpr RuleId kPulsar2TargetHardware{"pulsar2/target-hardware"};
+inline constexpr RuleId kPulsar2SelectorNoMatch{"pulsar2/selector-no-match"};
+inline constexpr RuleId kPulsar2SelectorConflict{"pulsar2/selector-conflict"};
+inline constexpr RuleId kPulsar2DataTypeUnsupported{"pulsar2/data-type-unsupported"};
+inline constexpr RuleId kPulsar2Fp32Unverified{"pulsar2/fp32-unverified"};
+inline constexpr RuleId kPulsar2DataMovementType{"pulsar2/data-movement-type"};
+inline constexpr RuleId kPulsar2QdqTypeConflict{"pulsar2/qdq-type-conflict"};
 }  // namespace rules
 
 // Every handle, in catalog order: each row has exactly one.
@@ -449,6 +524,17 @@ inline constexpr std::array kAllRules{
     rules::kTargetInputConstraint,
     rules::kTargetEfficiency,
     rules::kTargetNotChecked,
+    rules::kPulsar2ConfigInvalid,
+    rules::kPulsar2UnknownField,
+    rules::kPulsar2FieldValue,
+    rules::kPulsar2ModelType,
+    rules::kPulsar2TargetHardware,
+    rules::kPulsar2SelectorNoMatch,
+    rules::kPulsar2SelectorConflict,
+    rules::kPulsar2DataTypeUnsupported,
+    rules::kPulsar2Fp32Unverified,
+    rules::kPulsar2DataMovementType,
+    rules::kPulsar2QdqTypeConflict,
 };
 static_assert(kAllRules.size() == detail::kCatalog.size(), "one handle per catalog row");
 static_assert(

@@ -32,7 +32,8 @@ from ._errors import Error, InputError, NonConformantError, ServiceError
 from ._fix import FixRefusedError, FixResult, RewriteInfo, RewriteOutcome, fix, rewrites
 from ._report import (Counts, Finding, FindingGroup, Hint, ModelFacts, ModelInput, Opset,
                       RemoteInfo, Report, Rule, Severity, TargetBlocker, TargetResult, Unit, Value,
-                      Verdict, check, rules, to_github, to_gitlab, to_junit, to_sarif)
+                      Verdict, check, pulsar2_config, rules, to_github, to_gitlab, to_junit,
+                      to_sarif)
 from ._version import __version__
 
 #: Version of the rule set (the ax quant spec rule catalog) of this checker; part of every
@@ -65,6 +66,6 @@ __all__ = [
     "ONNX_VERSION", "Opset", "RULE_SET_VERSION", "RemoteInfo", "Report", "RewriteInfo",
     "RewriteOutcome", "Rule", "RuleCount", "ServiceError", "Severity", "Stats", "TargetBlocker",
     "TargetResult", "Unit", "Value", "Verdict", "VerdictCounts",
-    "__version__", "check", "fix", "rewrites", "rules", "to_github", "to_gitlab", "to_junit",
+    "__version__", "check", "fix", "pulsar2_config", "rewrites", "rules", "to_github", "to_gitlab", "to_junit",
     "to_sarif",
 ]

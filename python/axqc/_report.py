@@ -568,9 +568,43 @@ def _targets(target: Union[None, str, Iterable[str]]) -> List[str]:
     return out
 
 
+# Bound of a Pulsar2 build configuration (axqc/pulsar2.h kMaxPulsar2ConfigBytes); one byte more is
+# read so that the checker reports a larger file as pulsar2/config-invalid.
+_PULSAR2_CONFIG_MAX = 1 << 20
+
+
+def _pulsar2_config(config: Union[None, str, "os.PathLike[str]", Mapping[str, Any]]
+                    ) -> Optional[str]:
+    if config is None:
+        return None
+    if isinstance(config, Mapping):
+        return json.dumps(config)
+    if isinstance(config, (str, os.PathLike)):
+        with open(config, "rb") as f:
+            return f.read(_PULSAR2_CONFIG_MAX + 1).decode("utf-8", errors="replace")
+    raise TypeError("pulsar2_config must be a path or a mapping, got "
+                    f"{type(config).__name__}")
+
+
+def pulsar2_config(model: Union[str, "os.PathLike[str]"], target: str = "ax650") -> Dict[str, Any]:
+    """A Pulsar2 build configuration for a QDQ model file (``axqc pulsar2-config``,
+    docs/pulsar2.md): ``model_type`` QuantONNX, ``target_hardware``, the model's inputs, its
+    16-bit regions as ``quant.layer_configs`` and its Conv bias type; nothing the model does not
+    decide. Raises :class:`InputError` for a model that cannot be read and ``ValueError`` for an
+    unknown chip."""
+    try:
+        text = _native.pulsar2_config(os.fspath(model), target)
+    except _native.InputError as e:
+        raise InputError(str(e)) from None
+    out: Dict[str, Any] = json.loads(text)
+    return out
+
+
 def check(model: ModelInput, *, check_value: bool = False, max_locations: int = 5,
           raise_on_error: bool = False, name: Optional[str] = None,
-          target: Union[None, str, Iterable[str]] = None) -> Report:
+          target: Union[None, str, Iterable[str]] = None,
+          pulsar2_config: Union[None, str, "os.PathLike[str]", Mapping[str, Any]] = None
+          ) -> Report:
     """Checks a quantized ONNX QDQ model against the ax quant spec, in this process.
 
     ``model`` is a path (``str`` or ``os.PathLike``; required for models with external data,
@@ -587,6 +621,9 @@ def check(model: ModelInput, *, check_value: bool = False, max_locations: int = 
     ``"all"``; one name or several): the model is also judged against each chip's documented NPU
     operator table (``axqc check --target``, docs/targets.md): ``target/*`` findings and
     :attr:`Report.targets`; the verdict stays the spec's. An unknown chip is a ``ValueError``.
+    ``pulsar2_config`` is a Pulsar2 build configuration (a path to ``config.json``, or the
+    configuration as a mapping) judged against the model and its documented schema (``axqc check
+    --pulsar2-config``, docs/pulsar2.md): ``pulsar2/*`` findings; the verdict stays the spec's.
 
     Raises :class:`InputError` when the model cannot be checked (not ONNX, unreadable, unsafe or
     missing external data). The GIL is released while the check runs: checks from several
@@ -594,14 +631,15 @@ def check(model: ModelInput, *, check_value: bool = False, max_locations: int = 
     """
     cv, locations = _check_options(check_value, max_locations)
     targets = _targets(target)
+    config = _pulsar2_config(pulsar2_config)
     path, data = _model_input(model)
     try:
         if path is not None:
-            native = _native.check_file(path, cv, locations, name or "", targets)
+            native = _native.check_file(path, cv, locations, name or "", targets, config)
         else:
             assert data is not None
             native = _native.check_bytes(data, name if name is not None else INLINE_NAME, cv,
-                                         locations, targets)
+                                         locations, targets, config)
     except _native.InputError as e:
         raise InputError(str(e)) from None
     report = Report(native)

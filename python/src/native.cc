@@ -26,6 +26,7 @@
 #include "axqc/checker.h"
 #include "axqc/fix.h"
 #include "axqc/render.h"
+#include "axqc/pulsar2.h"
 #include "axqc/targets.h"
 #include "axqc/report.h"
 
@@ -79,10 +80,13 @@ void MaybeRendezvous() {
 }
 
 axqc::CheckOptions Options(bool check_value, std::size_t max_locations,
-                           const std::vector<std::string>& targets) {
+                           const std::vector<std::string>& targets,
+                           const std::optional<std::string>& pulsar2_config) {
   axqc::CheckOptions o;
   o.check_value = check_value;
   o.max_locations = max_locations;
+  // The text of a Pulsar2 build configuration (docs/pulsar2.md), judged beside the spec.
+  o.pulsar2_config = pulsar2_config;
   // Chip targets (docs/targets.md): an unknown name is a ValueError before the check.
   if (!targets.empty()) {
     try {
@@ -95,8 +99,9 @@ axqc::CheckOptions Options(bool check_value, std::size_t max_locations,
 }
 
 ReportPtr CheckFile(const std::string& path, bool check_value, std::size_t max_locations,
-                    const std::string& name, const std::vector<std::string>& targets) {
-  const axqc::CheckOptions options = Options(check_value, max_locations, targets);
+                    const std::string& name, const std::vector<std::string>& targets,
+                    const std::optional<std::string>& pulsar2_config) {
+  const axqc::CheckOptions options = Options(check_value, max_locations, targets, pulsar2_config);
   py::gil_scoped_release release;
   MaybeRendezvous();
   axqc::Report report = axqc::CheckFile(path, options);
@@ -105,8 +110,9 @@ ReportPtr CheckFile(const std::string& path, bool check_value, std::size_t max_l
 }
 
 ReportPtr CheckBytes(const py::bytes& data, const std::string& name, bool check_value,
-                     std::size_t max_locations, const std::vector<std::string>& targets) {
-  const axqc::CheckOptions options = Options(check_value, max_locations, targets);
+                     std::size_t max_locations, const std::vector<std::string>& targets,
+                     const std::optional<std::string>& pulsar2_config) {
+  const axqc::CheckOptions options = Options(check_value, max_locations, targets, pulsar2_config);
   char* buffer = nullptr;
   Py_ssize_t size = 0;
   if (PyBytes_AsStringAndSize(data.ptr(), &buffer, &size) != 0) throw py::error_already_set();
@@ -235,13 +241,29 @@ PYBIND11_MODULE(_native, m) {
 
   m.def("check_file", &CheckFile, py::arg("path"), py::arg("check_value"), py::arg("max_locations"),
         py::arg("name") = std::string(), py::arg("targets") = std::vector<std::string>(),
+        py::arg("pulsar2_config") = py::none(),
         "Checks the model file at `path` (external data is resolved next to it); `name`, when "
-        "not empty, replaces the path in the report; `targets`: chip targets (docs/targets.md). "
-        "Raises InputError.");
+        "not empty, replaces the path in the report; `targets`: chip targets (docs/targets.md); "
+        "`pulsar2_config`: the text of a Pulsar2 build configuration (docs/pulsar2.md). Raises "
+        "InputError.");
   m.def("check_bytes", &CheckBytes, py::arg("data"), py::arg("name"), py::arg("check_value"),
         py::arg("max_locations"), py::arg("targets") = std::vector<std::string>(),
+        py::arg("pulsar2_config") = py::none(),
         "Checks a serialized ModelProto held in memory; `targets`: chip targets "
-        "(docs/targets.md). Raises InputError.");
+        "(docs/targets.md); `pulsar2_config`: the text of a Pulsar2 build configuration "
+        "(docs/pulsar2.md). Raises InputError.");
+  m.def(
+      "pulsar2_config",
+      [](const std::string& path, const std::string& target) {
+        try {
+          return axqc::GeneratePulsar2Config(path, target);
+        } catch (const std::invalid_argument& e) {
+          throw py::value_error(e.what());
+        }
+      },
+      py::arg("path"), py::arg("target"), py::call_guard<py::gil_scoped_release>(),
+      "A Pulsar2 build configuration for the model file (axqc pulsar2-config, docs/pulsar2.md). "
+      "Raises InputError and ValueError (unknown target).");
   m.def("report_from_json", &ReportFromJson, py::arg("text"),
         "Reads a report in the axqc.report/v1 JSON schema (e.g. from axqc-server).");
 

@@ -305,3 +305,25 @@ def test_target_that_does_not_fit():
     assert any(f.rule == "target/input-constraint" for f in r.findings)
     assert r.verdict == axqc.check(model).verdict
     assert json.loads(r.to_json())["targets"][0]["verdict"] == "does_not_fit"
+
+
+def test_pulsar2_config_beside_the_spec_verdict(conformant, tmp_path):
+    config = axqc.pulsar2_config(conformant, target="ax650")
+    assert config["model_type"] == "QuantONNX" and config["target_hardware"] == "AX650"
+    assert "input_configs" not in config.get("quant", {})
+    r = axqc.check(conformant, target="ax650", pulsar2_config=config)
+    assert r.verdict is axqc.Verdict.CONFORMANT
+    assert not [f for f in r.findings if f.rule.startswith("pulsar2/")]
+    bad = tmp_path / "config.json"
+    bad.write_text('{"quant": {"layer_configs": [{"layer_name": "Conv_0", "op_type": "Conv"}]},'
+                   ' // a comment, as Pulsar2 accepts\n}')
+    r = axqc.check(conformant, pulsar2_config=bad)
+    assert r.verdict is axqc.Verdict.CONFORMANT
+    rules = sorted(f.rule for f in r.findings if f.rule.startswith("pulsar2/"))
+    assert rules == ["pulsar2/model-type", "pulsar2/selector-conflict"]
+    (conflict,) = [f for f in r.findings if f.rule == "pulsar2/selector-conflict"]
+    assert ("field", "quant.layer_configs[0]") in [(v.name, v.value) for v in conflict.values]
+    with pytest.raises(ValueError, match="ax999"):
+        axqc.pulsar2_config(conformant, target="ax999")
+    with pytest.raises(TypeError):
+        axqc.check(conformant, pulsar2_config=3)  # type: ignore[arg-type]

@@ -4,7 +4,7 @@
     tests/docs/doc_commands_test.py [BUILD_DIR]      (default: build/release; ctest docs_commands)
 
 What is extracted:
-  * README.md, docs/ci.md, docs/api.md, docs/operations.md, docs/targets.md: every command of every ```sh block
+  * README.md, docs/ci.md, docs/api.md, docs/operations.md, docs/targets.md, docs/pulsar2.md: every command of every ```sh block
     (a command ends where bash's own parser says it is complete, so continuation lines, quotes and
     { ...; } groups are one command);
   * examples/ci/github-actions.yml: every `run:` step; examples/ci/gitlab-ci.yml: every `script:`
@@ -263,6 +263,18 @@ EXPECTED["docs/targets.md"] = [
     ("axqc targets ax620e", 0),
     ("axqc targets --diff ax650 ax620e", 0),
     ("axqc check --server 127.0.0.1:50051 --target ax620e model.onnx", 0),
+]
+
+EXPECTED["docs/pulsar2.md"] = [
+    ("axqc pulsar2-config model.onnx --target ax650 -o config.json", 0),
+    ("axqc check --target ax650 --pulsar2-config config.json model.onnx", 0),
+    ("axqc fix model.onnx -o model.fixed.onnx", 0),
+    ("axqc check --target ax650 model.fixed.onnx", 0),
+    ("axqc pulsar2-config model.fixed.onnx --target ax650 -o config.json", 0),
+    ("axqc check --target ax650 --pulsar2-config config.json model.fixed.onnx", 0),
+    ("printf '%s' '{\"quant\": {\"layer_configs\": [{\"layer_name\": \"Conv_0\", \"data_type\": \"U16\"}, "
+     "{\"layer_name\": \"flatten\", \"data_type\": \"U16\"}]}}' > bad.json", 0),
+    ("axqc check --target ax650 --pulsar2-config bad.json model.onnx", 1),
 ]
 
 # Documents whose first server command starts the server their other commands talk to; the test
@@ -781,7 +793,8 @@ def main():
         if shutil.which(tool) is None:
             print(f"[docs] SKIP: {tool} is missing (scripts/setup installs it)")
             return 77
-    for doc in ("README.md", "docs/ci.md", "docs/api.md", "docs/operations.md", "docs/targets.md"):
+    for doc in ("README.md", "docs/ci.md", "docs/api.md", "docs/operations.md", "docs/targets.md",
+                "docs/pulsar2.md"):
         run_markdown(doc)
     check_yaml_excerpts("docs/ci.md", ["examples/ci/github-actions.yml", "examples/ci/gitlab-ci.yml"])
     run_github("examples/ci/github-actions.yml")

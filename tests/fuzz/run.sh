@@ -20,6 +20,8 @@
 # and tests/fuzz/dot_regressions, working corpus build/fuzz/dot-corpus, findings in
 # build/fuzz/dot-artifacts/, kept in tests/fuzz/dot_regressions/ (replayed by
 # tests/unit/dot_fuzz_regressions_test.cc).
+# TARGET pulsar2_config: fuzz_pulsar2_config (config.json bytes -> the Pulsar2 configuration reader
+# and checks, docs/pulsar2.md); dictionary tests/fuzz/pulsar2.dict, corpus build/fuzz/pulsar2-config-corpus.
 # TARGETs hook_hf, hook_mlflow, json_body: fuzz_hook_hf, fuzz_hook_mlflow, fuzz_json_body (JSON
 # from the network -> the server's bounded, typed parsing: Hugging Face and MLflow webhook bodies,
 # MLflow's get-download-uri answer and artifact URIs, POST /v1/check JSON bodies; see
@@ -42,9 +44,9 @@ set -euo pipefail
 SECONDS_TO_RUN="${1:-600}"
 TARGET="${2:-check}"
 case "$TARGET" in
-  check | upload | dot | http_query | hook_hf | hook_mlflow | json_body) ;;
+  check | upload | dot | http_query | hook_hf | hook_mlflow | json_body | pulsar2_config) ;;
   *)
-    echo "run.sh: unknown target '$TARGET' (check, upload, dot, http_query, hook_hf, hook_mlflow or json_body)" >&2
+    echo "run.sh: unknown target '$TARGET' (check, upload, dot, http_query, hook_hf, hook_mlflow, json_body or pulsar2_config)" >&2
     exit 2
     ;;
 esac
@@ -98,6 +100,21 @@ if [ "$TARGET" = http_query ]; then
     -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
     -dict="$ROOT/tests/fuzz/http_query.dict" \
     -artifact_prefix="$BUILD/http-query-artifacts/" -print_final_stats=1 ${AXQC_FUZZ_ARGS:-}
+fi
+if [ "$TARGET" = pulsar2_config ]; then
+  # A Pulsar2 build configuration against a built-in model: the generator's output is the seed.
+  cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_pulsar2_config
+  mkdir -p "$BUILD/pulsar2-config-corpus" "$BUILD/pulsar2-config-artifacts"
+  printf '{"model_type": "QuantONNX", "target_hardware": "AX650", "quant": {"layer_configs": [{"layer_names": ["sig"], "data_type": "U16"}]}, "input_processors": [{"tensor_name": "x"}]}' \
+    >"$BUILD/pulsar2-config-corpus/seed.json"
+  export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0:detect_stack_use_after_return=0"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  cd "$BUILD"
+  # shellcheck disable=SC2086
+  exec "$BUILD/tests/fuzz/fuzz_pulsar2_config" "$BUILD/pulsar2-config-corpus" \
+    -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -max_len=16384 -timeout=10 \
+    -dict="$ROOT/tests/fuzz/pulsar2.dict" \
+    -artifact_prefix="$BUILD/pulsar2-config-artifacts/" -print_final_stats=1 ${AXQC_FUZZ_ARGS:-}
 fi
 case "$TARGET" in
   hook_hf | hook_mlflow | json_body)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,9 @@ struct CheckOptions {
   // Chip targets to judge the model against (axqc/targets.h): chip names or aliases, or "all"
   // (ResolveTargets). Empty: none; the report is then what it was without targets.
   std::vector<std::string> targets{};
+  // The text of a Pulsar2 build configuration (axqc/pulsar2.h, docs/pulsar2.md) to judge against
+  // the model (rules pulsar2/*, never part of the spec verdict). nullopt: none.
+  std::optional<std::string> pulsar2_config{};
 };
 
 // Checks the model file at `path`. External data is resolved inside the model's directory only.
