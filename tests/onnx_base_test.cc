@@ -350,8 +350,8 @@ TEST(Cli, RulesIdPrintsTheRuleAndItsPage) {
   EXPECT_EQ(out.rfind("qdq/scale-value  error  spec 3.1\n", 0), 0u) << out;
   EXPECT_NE(out.find("\n  fix: "), std::string::npos) << out;
   EXPECT_NE(out.find("\n  page: docs/rules/qdq--scale-value.md\n"), std::string::npos) << out;
-  EXPECT_TRUE(std::filesystem::exists(std::string(AXQC_SOURCE_DIR) +
-                                      "/docs/rules/qdq--scale-value.md"));
+  EXPECT_TRUE(
+      std::filesystem::exists(std::string(AXQC_SOURCE_DIR) + "/docs/rules/qdq--scale-value.md"));
   ASSERT_EQ(Exec(Bin() + " rules --format json role/weight-type qdq/scale-value", &out), 0);
   const auto j = nlohmann::json::parse(out);
   ASSERT_EQ(j.size(), 2u);

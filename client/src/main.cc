@@ -22,8 +22,7 @@ int RunRuleIds(const std::vector<std::string>& ids, const std::string& format) {
     const RuleInfo* r = FindRule(id);
     if (r == nullptr) {
       const RuleInfo* near = ClosestRule(id);
-      std::cerr << "axqc: unknown rule '" << (id.size() > 80 ? id.substr(0, 80) + "..." : id)
-                << "'"
+      std::cerr << "axqc: unknown rule '" << (id.size() > 80 ? id.substr(0, 80) + "..." : id) << "'"
                 << (near != nullptr ? " (did you mean '" + std::string(near->id) + "'?)" : "")
                 << "; `axqc rules` lists them\n";
       return kExitError;

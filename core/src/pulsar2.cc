@@ -19,6 +19,7 @@
 
 #include "axqc/errors.h"
 #include "axqc/targets.h"
+#include "edit_distance.h"
 #include "loader.h"
 #include "onnx_util.h"
 #include "optable.h"
@@ -258,25 +259,6 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-// Edit distance of two short names, or `bound` when it is at least that (keys are bounded by the
-// configuration's size; names longer than 64 characters are not compared).
-std::size_t Distance(std::string_view a, std::string_view b, std::size_t bound) {
-  if (a.size() > 64 || b.size() > 64) return bound;
-  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) >= bound) return bound;
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return std::min(row[b.size()], bound);
-}
-
 std::string KindName(const FieldSpec& f) {
   std::string k = f.kind == "message"  ? "object (" + f.ref + ")"
                   : f.kind == "struct" ? "object"
@@ -387,7 +369,7 @@ class SchemaWalk {
     std::string near;
     std::size_t best = key.size() >= 12 ? 4 : 3;
     for (const auto& [name, f] : fields) {
-      const std::size_t d = Lower(name) == Lower(key) ? 0 : Distance(name, key, best);
+      const std::size_t d = Lower(name) == Lower(key) ? 0 : BoundedEditDistance(name, key, best);
       if (d < best) {
         best = d;
         near = name;

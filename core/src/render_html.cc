@@ -467,6 +467,66 @@ nlohmann::json ExplorerData(const Report& r, const ModelGraph& g,
           {"preds", std::move(preds)}, {"bad", std::move(bad)}};
 }
 
+// The precision a compute node runs at: the quantized type of its first quantized input (the
+// activation comes first in every ONNX operator the spec covers), "float" without one. The type is
+// the first word of the feeding Q/DQ's description ("U8 per-tensor scale=..." -> "U8").
+std::string NodePrecision(const ModelGraph& g, const GraphNode& node) {
+  for (int t : node.inputs) {
+    if (t < 0 || static_cast<std::size_t>(t) >= g.tensors.size()) continue;
+    const int u = g.tensors[static_cast<std::size_t>(t)].producer;
+    if (u < 0 || static_cast<std::size_t>(u) >= g.nodes.size()) continue;
+    const auto& prod = g.nodes[static_cast<std::size_t>(u)];
+    if (prod.op_type != "DequantizeLinear" || prod.quant.empty()) continue;
+    return prod.quant.substr(0, prod.quant.find(' '));
+  }
+  return "float";
+}
+
+// The precision map (docs/report-html.md): the compute nodes by the quantized type they run at,
+// with their op types and first names, so that the regions of U16 or float stand out.
+void PrecisionMap(std::ostream& os, const Report& r) {
+  if (!r.graph || r.model.q_count + r.model.dq_count == 0) return;
+  struct Region {
+    std::size_t nodes = 0;
+    std::map<std::string, std::size_t> ops;
+    std::vector<std::string> names;
+  };
+  std::map<std::string, Region> regions;
+  for (const auto& node : r.graph->nodes) {
+    if (IsQdq(node)) continue;
+    Region& reg = regions[NodePrecision(*r.graph, node)];
+    ++reg.nodes;
+    ++reg.ops[node.op_type];
+    if (reg.names.size() < 8) reg.names.push_back(node.name);
+  }
+  if (regions.empty()) return;
+  os << "<section id=\"precision\"><h2>Precision map</h2>\n<p class=\"small\">The compute "
+        "nodes by the quantized type of their first quantized input (the type they run at on "
+        "the NPU); <code>float</code>: no quantized input."
+     << (r.graph->complete ? ""
+                           : " Counted over the graph excerpt this report carries (" +
+                                 std::to_string(r.graph->nodes.size()) + " of " +
+                                 std::to_string(r.graph->model_nodes) + " nodes).")
+     << "</p>\n<table><thead><tr><th>precision</th><th>nodes</th><th>op types</th>"
+        "<th>first nodes</th></tr></thead><tbody>\n";
+  for (const auto& [precision, reg] : regions) {
+    os << "<tr data-precision=\"" << Esc(precision) << "\"><td>" << Esc(precision) << "</td><td>"
+       << reg.nodes << "</td><td>";
+    bool first = true;
+    for (const auto& [op, n] : reg.ops) {
+      os << (first ? "" : ", ") << Esc(op) << " " << n;
+      first = false;
+    }
+    os << "</td><td>";
+    for (std::size_t i = 0; i < reg.names.size(); ++i) {
+      os << (i ? ", " : "") << "<code>" << Esc(reg.names[i]) << "</code>";
+    }
+    if (reg.nodes > reg.names.size()) os << ", ...";
+    os << "</td></tr>\n";
+  }
+  os << "</tbody></table></section>\n";
+}
+
 // JSON inside <script>: no '<' at all ("</script>" would end the element, "<!--" would change how
 // the parser looks for its end); in JSON it only occurs inside strings, where \u003c is the same.
 std::string ScriptSafe(const std::string& s) {
@@ -615,6 +675,8 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
     }
     os << "</tbody></table></section>\n";
   }
+
+  PrecisionMap(os, r);
 
   // Finding groups with their graph views.
   const auto seeds = GroupSeeds(r);

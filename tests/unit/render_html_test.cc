@@ -13,6 +13,7 @@
 
 #include "axqc/checker.h"
 #include "axqc/render_graph.h"
+#include "modelgen/model_builder.h"
 
 namespace axqc::test {
 namespace {
@@ -171,6 +172,53 @@ TEST(RenderHtml, RealExportHighlightsTheOffendingNodeInItsNeighbourhood) {
   std::size_t whole = 0;
   for (const auto& e : groups) whole += e.id.starts_with("m-node-") ? 1 : 0;
   EXPECT_EQ(whole, r.model.node_count);
+}
+
+// The precision map: each compute node under the type of its first quantized input.
+TEST(RenderHtml, PrecisionMapGroupsTheNodesByTheTypeTheyRunAt) {
+  using modelgen::ModelBuilder;
+  using modelgen::QParams;
+  ModelBuilder b(21, 10, "mixed");
+  b.Input("x", onnx::TensorProto::FLOAT, {1, 8});
+  const std::string x = b.QDQ("x", "x", QParams::U8());
+  b.Node("Relu", {x}, {"r_out"}, {}, "relu8");
+  const std::string r = b.QDQ("r_out", "r", QParams::U16());
+  b.Node("Sigmoid", {r}, {"s_out"}, {}, "sig16");
+  const std::string s = b.QDQ("s_out", "s", QParams::U16());
+  b.Node("Softmax", {"x"}, {"f_out"}, {}, "soft_float");
+  b.Output(s);
+  b.Output("f_out");
+  std::string bytes;
+  b.Build().SerializeToString(&bytes);
+  CheckOptions o;
+  o.include_graph = true;
+  const Report rep = CheckBytes(bytes, "mixed.onnx", o);
+  const std::string html = RenderHtml(rep, HtmlOptions{});
+  const auto at = html.find("<section id=\"precision\">");
+  ASSERT_NE(at, std::string::npos);
+  const std::string sec = html.substr(at, html.find("</section>", at) - at);
+  EXPECT_NE(
+      sec.find(
+          "<tr data-precision=\"U8\"><td>U8</td><td>1</td><td>Relu 1</td><td><code>relu8</code>"),
+      std::string::npos)
+      << sec;
+  EXPECT_NE(sec.find("<tr data-precision=\"U16\"><td>U16</td><td>1</td><td>Sigmoid "
+                     "1</td><td><code>sig16</code>"),
+            std::string::npos)
+      << sec;
+  EXPECT_NE(sec.find("<tr data-precision=\"float\"><td>float</td><td>1</td><td>Softmax "
+                     "1</td><td><code>soft_float</code>"),
+            std::string::npos)
+      << sec;
+  // Before the findings; a model without Q/DQ has no map.
+  EXPECT_LT(at, html.find("id=\"findings\""));
+  ModelBuilder f(21, 10, "float");
+  f.Input("x", onnx::TensorProto::FLOAT, {1, 8});
+  f.Node("Relu", {"x"}, {"y"}, {}, "relu");
+  f.Output("y");
+  f.Build().SerializeToString(&bytes);
+  EXPECT_EQ(RenderHtml(CheckBytes(bytes, "float.onnx", o), HtmlOptions{}).find("id=\"precision\""),
+            std::string::npos);
 }
 
 TEST(RenderHtml, IsSelfContained) {

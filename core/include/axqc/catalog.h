@@ -30,7 +30,8 @@ const RuleInfo* FindRule(std::string_view id);
 // The known rule whose ID is closest to an unknown `id` (a misspelling: at most a third of its
 // characters differ, at least 2), for "did you mean"; nullptr when none is that close.
 const RuleInfo* ClosestRule(std::string_view id);
-// The name of a rule's page under docs/rules, without ".md": "qdq/scale-value" -> "qdq--scale-value".
+// The name of a rule's page under docs/rules, without ".md": "qdq/scale-value" ->
+// "qdq--scale-value".
 std::string RulePageName(std::string_view id);
 
 // Version of the rule set; part of every cache key and report.
