@@ -28,8 +28,9 @@ int RunRuleIds(const std::vector<std::string>& ids, const std::string& format) {
       return kExitError;
     }
     if (format == "json") {
-      for (const auto& j : RulesToJson().at("rules")) {
-        if (j.at("id") == r->id) list.push_back(j);
+      const nlohmann::json catalog = RulesToJson();
+      for (const auto& j : catalog.at("rules")) {
+        if (j.at("id").get<std::string>() == r->id) list.push_back(j);
       }
       continue;
     }
