@@ -19,6 +19,7 @@
 
 #include "axqc/errors.h"
 #include "check_helpers.h"
+#include "cli_run.h"
 
 namespace axqc::test {
 namespace {
@@ -632,23 +633,6 @@ TEST(Pulsar2Generate, EveryExampleAndRealExportRoundTrips) {
 }
 
 // ------------------------------------------------------------------------------------- CLI
-
-struct CliRun {
-  int code = -1;
-  std::string out;
-};
-
-CliRun Axqc(const std::string& args) {
-  const std::string cmd = std::string(AXQC_BIN_PATH) + " " + args + " 2>&1";
-  CliRun r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
 
 TEST(Pulsar2Cli, GenerateThenCheck) {
   if (!fs::exists(AXQC_BIN_PATH)) GTEST_SKIP() << "axqc not built";
