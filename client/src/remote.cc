@@ -597,6 +597,18 @@ int ExitCodeForStatus(const grpc::Status& s) {
   }
 }
 
+// The metadata of an Upload of the model file at `path` (full or ranged): name, labels, options,
+// the graph file's size and sha256.
+void FillUploadMetadata(const CheckArgs& a, const std::string& path,
+                        const v1::CheckOptions& options, std::uint64_t size,
+                        const std::string& graph_sha256, v1::UploadMetadata* md) {
+  md->set_file_name(path);
+  for (const auto& [k, v] : a.labels) (*md->mutable_labels())[k] = v;
+  *md->mutable_options() = options;
+  md->set_size_bytes(size);
+  md->set_sha256(graph_sha256);
+}
+
 v1::CheckOptions ProtoOptions(const CheckArgs& a) {
   v1::CheckOptions o;
   o.set_check_value(a.check_value);
@@ -771,11 +783,7 @@ ModelResult CheckRanged(const Connection& c, v1::Checker::Stub& stub, const Chec
           auto writer = stub.Upload(ctx, &resp);
           v1::UploadRequest first;
           auto* md = first.mutable_metadata();
-          md->set_file_name(path);
-          for (const auto& [k, v] : a.labels) (*md->mutable_labels())[k] = v;
-          *md->mutable_options() = options;
-          md->set_size_bytes(size);
-          md->set_sha256(graph_sha256);
+          FillUploadMetadata(a, path, options, size, graph_sha256, md);
           md->set_ranged_data(true);
           for (std::size_t i = 0; i < files.size(); ++i) {
             auto* d = md->add_data_files();
@@ -955,11 +963,7 @@ ModelResult CheckLocalFile(const Connection& c, v1::Checker::Stub& stub, const C
         auto writer = stub.Upload(ctx, &resp);
         v1::UploadRequest first;
         auto* md = first.mutable_metadata();
-        md->set_file_name(path);
-        for (const auto& [k, v] : a.labels) (*md->mutable_labels())[k] = v;
-        *md->mutable_options() = options;
-        md->set_size_bytes(size);
-        md->set_sha256(graph_sha256);
+        FillUploadMetadata(a, path, options, size, graph_sha256, md);
         for (const auto& f : data_files) {
           auto* d = md->add_data_files();
           d->set_name(f.name);
