@@ -9,16 +9,19 @@
 #include <cerrno>
 #include <cstring>
 
+#include "axqc/pulsar2.h"
+
 namespace axqc::isolate {
 
 namespace {
 
 // Record tags: a record of one kind is never decoded as another.
-constexpr std::uint32_t kTagReady = 0x41585201;     // "AXR" 1
-constexpr std::uint32_t kTagRequest = 0x41585202;   // "AXR" 2
-constexpr std::uint32_t kTagResult = 0x41585203;    // "AXR" 3
-constexpr std::uint32_t kTagAccepted = 0x41585204;  // "AXR" 4
-constexpr std::uint32_t kTagDataFile = 0x41585205;  // "AXR" 5
+constexpr std::uint32_t kTagReady = 0x41585201;          // "AXR" 1
+constexpr std::uint32_t kTagRequest = 0x41585202;        // "AXR" 2
+constexpr std::uint32_t kTagResult = 0x41585203;         // "AXR" 3
+constexpr std::uint32_t kTagAccepted = 0x41585204;       // "AXR" 4
+constexpr std::uint32_t kTagDataFile = 0x41585205;       // "AXR" 5
+constexpr std::uint32_t kTagPulsar2Config = 0x41585206;  // "AXR" 6
 constexpr std::uint32_t kMaxString = 16 * 1024;
 
 class Writer {
@@ -151,6 +154,8 @@ std::string Encode(const CheckRequestMsg& m) {
   }
   w.U32(static_cast<std::uint32_t>(m.targets.size()));
   for (const auto& t : m.targets) w.Str(t);
+  w.U8(m.pulsar2_config_bytes ? 1 : 0);
+  w.U32(m.pulsar2_config_bytes.value_or(0));
   return w.Take();
 }
 
@@ -159,6 +164,18 @@ std::string Encode(const DataFileMsg& m) {
   w.U32(kTagDataFile);
   w.U32(m.index);
   return w.Take();
+}
+
+std::string Encode(const Pulsar2ConfigMsg& /*m*/) {
+  Writer w;
+  w.U32(kTagPulsar2Config);
+  return w.Take();
+}
+
+std::optional<Pulsar2ConfigMsg> DecodePulsar2Config(std::string_view data) {
+  Reader r(data);
+  if (!r.Tag(kTagPulsar2Config) || !r.AtEnd()) return std::nullopt;
+  return Pulsar2ConfigMsg{};
 }
 
 std::optional<DataFileMsg> DecodeDataFile(std::string_view data) {
@@ -241,6 +258,13 @@ std::optional<CheckRequestMsg> DecodeRequest(std::string_view data) {
     if (!r.Str(&t)) return std::nullopt;
     m.targets.push_back(std::move(t));
   }
+  bool has_config = false;
+  std::uint32_t config_bytes = 0;
+  if (!r.Bool(&has_config) || !r.U32(&config_bytes) || config_bytes > kMaxPulsar2ConfigBytes ||
+      (!has_config && config_bytes != 0)) {
+    return std::nullopt;
+  }
+  if (has_config) m.pulsar2_config_bytes = config_bytes;
   if (!r.AtEnd()) return std::nullopt;
   return m;
 }

@@ -20,7 +20,7 @@ namespace axqc::isolate {
 // 4: AcceptedMsg (the worker took the request before it checks)
 // 5: CheckRequestMsg.task and .html (the worker lays out the HTML report of a report)
 // 6: CheckRequestMsg.data_files and DataFileMsg (external data files as descriptors)
-inline constexpr std::uint32_t kProtocolVersion = 7;
+inline constexpr std::uint32_t kProtocolVersion = 8;
 // Most external data files of one check: their names (at most axqc::kMaxExternalDataNameBytes
 // each) travel in the request, which must fit in kMaxMessageBytes.
 inline constexpr std::uint32_t kMaxDataFiles = 32;
@@ -81,6 +81,10 @@ struct CheckRequestMsg {
   std::vector<DataFile> data_files;
   // Chip targets of the check (CheckOptions::targets): resolved chip names, at most kMaxTargets.
   std::vector<std::string> targets;
+  // A Pulsar2 build configuration to judge (CheckOptions::pulsar2_config): its size in bytes, at
+  // most axqc::kMaxPulsar2ConfigBytes. The text follows the request (after the data files) as a
+  // Pulsar2ConfigMsg carrying a sealed memfd of exactly this size. nullopt: none.
+  std::optional<std::uint32_t> pulsar2_config_bytes;
   // The model comes with its data files (possibly none of them, when every location the model
   // names is one the checker refuses): external data resolves among `data_files` only.
   bool external_data = false;
@@ -90,6 +94,10 @@ struct CheckRequestMsg {
 struct DataFileMsg {
   std::uint32_t index = 0;
 };
+
+// Parent -> worker, after the data files of a CheckRequestMsg with pulsar2_config_bytes: the
+// descriptor of the configuration's text.
+struct Pulsar2ConfigMsg {};
 
 // Worker -> parent, once per request, as soon as the request was received and decoded (before the
 // check starts). A worker that dies before this message never looked at the model: the parent
@@ -123,11 +131,13 @@ std::string Encode(const CheckRequestMsg& m);
 std::string Encode(const CheckResultMsg& m);
 std::string Encode(const AcceptedMsg& m);
 std::string Encode(const DataFileMsg& m);
+std::string Encode(const Pulsar2ConfigMsg& m);
 std::optional<ReadyMsg> DecodeReady(std::string_view data);
 std::optional<CheckRequestMsg> DecodeRequest(std::string_view data);
 std::optional<CheckResultMsg> DecodeResult(std::string_view data);
 std::optional<AcceptedMsg> DecodeAccepted(std::string_view data);
 std::optional<DataFileMsg> DecodeDataFile(std::string_view data);
+std::optional<Pulsar2ConfigMsg> DecodePulsar2Config(std::string_view data);
 
 // Largest message on the control socket (no bulk data travels there).
 inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;

@@ -11,12 +11,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "axqc/checker.h"
-#include "axqc/render_graph.h"
 #include "axqc/external_data.h"
+#include "axqc/render_graph.h"
 #include "axqc/sha256.h"
 #include "axqc/threads.h"
 #include "protocol.h"
@@ -158,7 +160,8 @@ std::string RenderReport(std::string_view bytes, const HtmlSettings& settings) {
 }
 
 CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, const std::vector<int>& data_fds,
-                        int* report_fd, const TestHook& hook) {
+                        std::optional<std::string> pulsar2_config, int* report_fd,
+                        const TestHook& hook) {
   const double cpu_start = ProcessCpuSeconds();
   CheckResultMsg result;
   CheckOptions options;
@@ -167,6 +170,7 @@ CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, const std::vec
   options.include_graph = req.include_graph;
   options.max_locations = req.max_locations;
   options.targets = req.targets;
+  options.pulsar2_config = std::move(pulsar2_config);
   result.timings.thread_cpu = req.timings_cpu;
   options.timings = &result.timings;
   // The parent hashed these bytes itself (the protocol never carries a client's claim): the
@@ -287,7 +291,8 @@ int RunWorker(int argc, char** argv, const TestHook& hook) {
     const auto req = DecodeRequest(payload);
     if (!req || (model_fd < 0 && req->path.empty()) || (model_fd < 0 && req->external_data) ||
         (!req->external_data && !req->data_files.empty()) ||
-        (req->task == Task::kRenderHtml && (model_fd < 0 || req->external_data))) {
+        (req->task == Task::kRenderHtml &&
+         (model_fd < 0 || req->external_data || req->pulsar2_config_bytes))) {
       if (model_fd >= 0) ::close(model_fd);
       return kExitProtocol;
     }
@@ -309,6 +314,27 @@ int RunWorker(int argc, char** argv, const TestHook& hook) {
       }
       data_fds.push_back(fd);
     }
+    // Then the Pulsar2 build configuration, when the check judges one: a sealed memfd of the
+    // declared size.
+    std::optional<std::string> pulsar2_config;
+    if (req->pulsar2_config_bytes) {
+      int fd = -1;
+      const RecvStatus cst = RecvMessage(sock, &payload, &fd, 30'000);
+      const bool framed = cst == RecvStatus::kMessage && DecodePulsar2Config(payload) && fd >= 0;
+      struct stat config_stat {};
+      std::string text;
+      const bool received =
+          framed && ::fstat(fd, &config_stat) == 0 && S_ISREG(config_stat.st_mode) &&
+          static_cast<std::uint64_t>(config_stat.st_size) == *req->pulsar2_config_bytes &&
+          ReadAll(fd, *req->pulsar2_config_bytes, &text);
+      if (fd >= 0) ::close(fd);
+      if (!received) {
+        close_data();
+        if (model_fd >= 0) ::close(model_fd);
+        return kExitProtocol;
+      }
+      pulsar2_config = std::move(text);
+    }
     // Taken: from here on a death of this process is the check's (worker_pool.h).
     AcceptedMsg accepted;
     accepted.pid = static_cast<std::int32_t>(::getpid());
@@ -318,7 +344,8 @@ int RunWorker(int argc, char** argv, const TestHook& hook) {
       return kExitOk;
     }
     int report_fd = -1;
-    const CheckResultMsg result = RunCheck(*req, model_fd, data_fds, &report_fd, hook);
+    const CheckResultMsg result =
+        RunCheck(*req, model_fd, data_fds, std::move(pulsar2_config), &report_fd, hook);
     if (model_fd >= 0) ::close(model_fd);
     close_data();
     const bool sent = SendMessage(sock, Encode(result), report_fd);

@@ -19,6 +19,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "axqc/pulsar2.h"
+
 namespace axqc::isolate {
 
 namespace {
@@ -410,6 +412,16 @@ CheckResult WorkerPool::Exchange(Worker& w, const CheckInput& input) {
   req.max_locations =
       static_cast<std::uint32_t>(std::min<std::size_t>(input.options.max_locations, UINT32_MAX));
   req.targets = input.options.targets;
+  if (input.options.pulsar2_config) {
+    if (input.options.pulsar2_config->size() > kMaxPulsar2ConfigBytes) {
+      out.failure = Failure::kProtocol;
+      out.not_started = true;
+      out.error = "the Pulsar2 configuration is larger than " +
+                  std::to_string(kMaxPulsar2ConfigBytes) + " bytes";
+      return out;
+    }
+    req.pulsar2_config_bytes = static_cast<std::uint32_t>(input.options.pulsar2_config->size());
+  }
   req.cpu_seconds = options_.cpu_seconds;
   req.task = input.task;
   req.html = input.html;
@@ -457,6 +469,11 @@ CheckResult WorkerPool::Exchange(Worker& w, const CheckInput& input) {
     DataFileMsg file;
     file.index = static_cast<std::uint32_t>(i);
     sent = SendMessage(w.sock, Encode(file), input.data_files->fd(i));
+  }
+  if (sent && req.pulsar2_config_bytes) {
+    const int config_fd = SealedMemfd("axqc-pulsar2-config", *input.options.pulsar2_config);
+    sent = config_fd >= 0 && SendMessage(w.sock, Encode(Pulsar2ConfigMsg{}), config_fd);
+    if (config_fd >= 0) ::close(config_fd);
   }
   const int send_errno = errno;
   if (own_fd) ::close(fd);

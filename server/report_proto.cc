@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "axqc/render_graph.h"
+#include "axqc/sha256.h"
 #include "axqc/targets.h"
 
 namespace axqc::service {
@@ -357,6 +358,7 @@ CheckOptions CoreOptions(const v1::CheckOptions& options) {
     const std::vector<std::string> requested(options.targets().begin(), options.targets().end());
     out.targets = ResolveTargets(requested);  // throws on an unknown chip (ValidateOptions first)
   }
+  if (options.has_pulsar2_config()) out.pulsar2_config = options.pulsar2_config();
   return out;
 }
 
@@ -371,6 +373,8 @@ std::string OptionsKey(const v1::CheckOptions& options) {
       key += (i ? "," : "") + core.targets[i];
     }
   }
+  // The configuration by its sha256 (an empty one is a configuration too: pulsar2/config-invalid).
+  if (core.pulsar2_config) key += ";p2=" + Sha256Hex(*core.pulsar2_config);
   return key;
 }
 

@@ -19,7 +19,9 @@
 #include <string_view>
 #include <vector>
 
+#include "axqc/pulsar2.h"
 #include "axqc/targets.h"
+#include "axqc/utf8.h"
 #include "axqc/v1/axqc.pb.h"
 #include "report_proto.h"
 
@@ -94,45 +96,10 @@ inline std::string Clip(std::string_view s, std::size_t max = kMaxEchoBytes) {
   return std::string(s.substr(0, n)) + "...(" + std::to_string(s.size()) + " bytes)";
 }
 
-// Well-formed UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF). Strings of the
-// axqc.v1 messages must be: a label or name that is not would be stored, then served in
-// responses that gRPC clients cannot parse. gRPC and JSON requests cannot carry such bytes; a
-// percent-decoded query string can.
-inline bool ValidUtf8(std::string_view s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = 0;
-    std::uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + n >= s.size()) return false;  // truncated sequence
-    for (std::size_t k = 1; k <= n; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += n + 1;
-  }
-  return true;
-}
+// Well-formed UTF-8 (axqc/utf8.h). Strings of the axqc.v1 messages must be: a label or name that
+// is not would be stored, then served in responses that gRPC clients cannot parse. gRPC and JSON
+// requests cannot carry such bytes; a percent-decoded query string can.
+using ::axqc::ValidUtf8;
 
 // `field` holds at most `max` bytes.
 inline grpc::Status ValidateLength(std::string_view value, const char* field, std::size_t max) {
@@ -191,6 +158,13 @@ inline grpc::Status ValidateOptions(const v1::CheckOptions& o) {
       return Invalid("options.targets: a chip name is 1-" + std::to_string(kMaxTargetBytes) +
                      " characters of [A-Za-z0-9_-]");
     }
+  }
+  if (o.has_pulsar2_config()) {
+    if (o.pulsar2_config().size() > kMaxPulsar2ConfigBytes) {
+      return Invalid("options.pulsar2_config: at most " + std::to_string(kMaxPulsar2ConfigBytes) +
+                     " bytes");
+    }
+    if (!ValidUtf8(o.pulsar2_config())) return Invalid("options.pulsar2_config is not valid UTF-8");
   }
   if (!o.targets().empty()) {
     try {

@@ -378,18 +378,7 @@ int Main(int argc, char** argv) {
         return kExitError;
       }
     }
-    if (!check.pulsar2_config.empty()) {
-      if (!check.remote.server.empty()) {
-        std::cerr << "axqc: --pulsar2-config is judged locally; it is not available with --server "
-                     "yet\n";
-        return kExitError;
-      }
-      if (check.isolate) {
-        std::cerr << "axqc: --pulsar2-config is not available with --isolate yet\n";
-        return kExitError;
-      }
-      if (!ReadPulsar2Config(check)) return kExitError;
-    }
+    if (!check.pulsar2_config.empty() && !ReadPulsar2Config(check)) return kExitError;
     auto gate = PrepareGate(check);
     if (!gate) return kExitError;
     return check.remote.server.empty() ? RunLocalCheck(check, *gate) : RunRemoteCheck(check, *gate);

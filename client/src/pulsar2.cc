@@ -8,6 +8,7 @@
 #include <string>
 
 #include "axqc/errors.h"
+#include "axqc/utf8.h"
 #include "cli.h"
 #include "exit_codes.h"
 
@@ -27,6 +28,19 @@ bool ReadPulsar2Config(CheckArgs& args) {
     return false;
   }
   text.resize(static_cast<std::size_t>(in.gcount()));
+  // Locally an oversized or non-text file is a pulsar2/config-invalid finding; a server and the
+  // sandboxed worker take at most kMaxPulsar2ConfigBytes of UTF-8 text (docs/pulsar2.md).
+  const bool remote = !args.remote.server.empty();
+  if ((remote || args.isolate) && text.size() > kMaxPulsar2ConfigBytes) {
+    std::cerr << "axqc: --pulsar2-config: " << args.pulsar2_config << " is larger than "
+              << kMaxPulsar2ConfigBytes << " bytes\n";
+    return false;
+  }
+  if (remote && !ValidUtf8(text)) {
+    std::cerr << "axqc: --pulsar2-config: " << args.pulsar2_config
+              << " is not UTF-8 text (a Pulsar2 configuration is JSON)\n";
+    return false;
+  }
   args.pulsar2_config_text = std::move(text);
   return true;
 }

@@ -616,6 +616,7 @@ v1::CheckOptions ProtoOptions(const CheckArgs& a) {
       static_cast<std::uint32_t>(std::min<std::size_t>(a.max_locations, service::kMaxLocations)));
   o.set_format(v1::REPORT_FORMAT_PROTOBUF);
   for (const auto& t : a.targets) o.add_targets(t);
+  if (a.pulsar2_config_text) o.set_pulsar2_config(*a.pulsar2_config_text);
   return o;
 }
 

@@ -22,7 +22,7 @@ from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Opti
 
 from ._errors import InputError, ServiceError
 from ._report import (INLINE_NAME, ModelInput, RemoteInfo, Report, Rule, _check_options,
-                      _model_input, _targets)
+                      _model_input, _pulsar2_config, _targets)
 from ._version import __version__
 
 _CHUNK = 1 << 20  # Upload chunk, as the command line
@@ -231,10 +231,17 @@ class Client:
         return ServiceError(msg, code=name, request_id=request_id or None)
 
     def _options(self, check_value: bool, max_locations: int,
-                 target: Union[None, str, Iterable[str]] = None) -> Any:
+                 target: Union[None, str, Iterable[str]] = None,
+                 pulsar2_config: Union[None, str, "os.PathLike[str]", Mapping[str, Any]] = None
+                 ) -> Any:
         cv, locations = _check_options(check_value, max_locations)
-        return self._pb.CheckOptions(check_value=cv, max_locations=min(locations, 1000),
-                                     format=self._pb.REPORT_FORMAT_JSON, targets=_targets(target))
+        options = self._pb.CheckOptions(check_value=cv, max_locations=min(locations, 1000),
+                                        format=self._pb.REPORT_FORMAT_JSON,
+                                        targets=_targets(target))
+        config = _pulsar2_config(pulsar2_config)
+        if config is not None:
+            options.pulsar2_config = config
+        return options
 
     def _report(self, response: Any, request_id: str, uploaded: bool) -> Report:
         report = Report.from_json(response.report_json)
@@ -248,7 +255,9 @@ class Client:
               check_value: bool = False, max_locations: int = 5, name: Optional[str] = None,
               record: bool = True, raise_on_error: bool = False,
               target: Union[None, str, Iterable[str]] = None,
-              full_upload: bool = False) -> Report:
+              full_upload: bool = False,
+              pulsar2_config: Union[None, str, "os.PathLike[str]", Mapping[str, Any]] = None
+              ) -> Report:
         """Checks a model on the server, like ``axqc check --server``: hash first, upload on a
         miss.
 
@@ -261,11 +270,13 @@ class Client:
         (:meth:`stats`), e.g. ``{"project": "detector"}``. ``record=False`` makes the hash lookup
         a plain lookup that is not counted as a check (``--no-record``). ``report.remote`` says
         whether the model was uploaded and where the report came from. ``target`` names chip
-        targets as in :func:`axqc.check` (judged by the server; part of its cache key). Raises
-        :class:`InputError` (the server refused the model), :class:`ServiceError` (no verdict),
-        and with ``raise_on_error`` :class:`NonConformantError`.
+        targets as in :func:`axqc.check` (judged by the server; part of its cache key), and
+        ``pulsar2_config`` a Pulsar2 build configuration (a path or a mapping, as in
+        :func:`axqc.check`; sent as text of at most 1 MiB, its sha256 part of the cache key).
+        Raises :class:`InputError` (the server refused the model or an option),
+        :class:`ServiceError` (no verdict), and with ``raise_on_error`` :class:`NonConformantError`.
         """
-        options = self._options(check_value, max_locations, target)
+        options = self._options(check_value, max_locations, target, pulsar2_config)
         path, data = _model_input(model)
         data_files: List[Tuple[str, str, int, str]] = []
         graph_sha = ""
@@ -392,13 +403,17 @@ class Client:
                   check_value: bool = False, max_locations: int = 5,
                   expected_sha256: Optional[str] = None, name: Optional[str] = None,
                   raise_on_error: bool = False,
-                  target: Union[None, str, Iterable[str]] = None) -> Report:
+                  target: Union[None, str, Iterable[str]] = None,
+                  pulsar2_config: Union[None, str, "os.PathLike[str]", Mapping[str, Any]] = None
+                  ) -> Report:
         """Checks a model the server reads itself (``axqc check --ref``): a path under its
         allowed roots (``file://`` prefix optional) or an http(s) URL of an allowlisted host.
-        ``expected_sha256`` pins the exact bytes."""
+        ``expected_sha256`` pins the exact bytes; ``target`` and ``pulsar2_config`` as in
+        :meth:`check`."""
         pb = self._pb
         req = pb.CheckRequest(name=name if name is not None else ref, labels=dict(labels or {}),
-                              options=self._options(check_value, max_locations, target),
+                              options=self._options(check_value, max_locations, target,
+                                                    pulsar2_config),
                               expected_sha256=expected_sha256 or "")
         if ref.startswith(("http://", "https://")):
             req.url = ref
@@ -413,13 +428,15 @@ class Client:
 
     def get_report(self, sha256: str, *, check_value: bool = False, max_locations: int = 5,
                    name: str = "",
-                   target: Union[None, str, Iterable[str]] = None) -> Optional[Report]:
+                   target: Union[None, str, Iterable[str]] = None,
+                   pulsar2_config: Union[None, str, "os.PathLike[str]", Mapping[str, Any]] = None
+                   ) -> Optional[Report]:
         """The stored report of the model with this sha256 (checked before with the same
         options under the server's current rule set), or ``None`` when the server does not know
         it. A plain lookup: not recorded as a check."""
         req = self._pb.GetReportRequest(sha256=sha256.lower(),
                                         options=self._options(check_value, max_locations,
-                                                              target),
+                                                              target, pulsar2_config),
                                         name=name)
         try:
             response, request_id = self._call(

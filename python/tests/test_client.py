@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import shutil
 import socket
 import subprocess
@@ -280,3 +281,30 @@ def test_targets_are_judged_by_the_server(client, conformant):
     groups = client.stats(group_by="axqc.target").groups
     assert set(groups) >= {"ax650,ax620e", "ax650,ax620e,ax615,ax637,m57"}
     assert groups["ax650,ax620e"].requests >= 2
+
+
+def test_pulsar2_config_is_judged_by_the_server(client, conformant, workdir):
+    config = axqc.pulsar2_config(conformant, target="ax650")
+    del config["model_type"]  # the default, ONNX, is wrong for a QDQ model
+    config["quant"]["layer_configs"] = [{"layer_name": "no_such_node", "data_type": "U16"}]
+    path = workdir / "pulsar2_bad.json"
+    path.write_text(json.dumps(config))
+    remote = client.check(conformant, pulsar2_config=path)
+    local = axqc.check(conformant, pulsar2_config=path)
+    assert remote.to_json() == local.to_json()
+    assert sorted(f.rule for f in remote.findings if f.rule.startswith("pulsar2/")) == [
+        "pulsar2/model-type", "pulsar2/selector-no-match"]
+    assert remote.verdict == axqc.Verdict.CONFORMANT
+    # The same text as a file or a mapping is one key; another configuration is another.
+    again = client.check(conformant, pulsar2_config=path)
+    assert not again.remote.uploaded and again.to_json() == remote.to_json()
+    sha = hashlib.sha256(conformant.read_bytes()).hexdigest()
+    assert client.get_report(sha, pulsar2_config=path) is not None
+    assert client.get_report(sha, pulsar2_config={"model_type": "QuantONNX"}) is None
+    ref = client.check_ref(conformant.name, pulsar2_config={"model_type": "QuantONNX"})
+    assert not [f for f in ref.findings if f.rule == "pulsar2/model-type"]
+    big = workdir / "pulsar2_big.json"
+    big.write_text('{"x": "' + "a" * (1 << 20) + '"}')
+    with pytest.raises(axqc.InputError) as e:
+        client.check(conformant, pulsar2_config=big)
+    assert e.value.code == "INVALID_ARGUMENT" and "pulsar2_config: at most 1048576" in str(e.value)

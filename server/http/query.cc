@@ -138,6 +138,9 @@ grpc::Status ParseCheckOptionsQuery(const Request& request, v1::CheckOptions& op
     }
     options.set_max_locations(n);
   }
+  // pulsar2_config=<the configuration's text, URL-encoded> (curl --url-query pulsar2_config@FILE);
+  // validated with the other options.
+  if (auto v = request.Query("pulsar2_config")) options.set_pulsar2_config(*v);
   // target=ax650&target=ax620e or target=ax650,ax620e; validated with the other options.
   for (const auto& [k, v] : request.query) {
     if (k != "target") continue;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -174,6 +175,67 @@ TEST(ClientRemote, TargetsGiveTheLocalReportsAndExitCodes) {
   Proc unknown = Client(dir, "check --server " + Addr(server) + " --target ax999 " + model);
   EXPECT_EQ(unknown.rc, 2);
   EXPECT_NE(unknown.err.find("unknown target 'ax999'"), std::string::npos) << unknown.err;
+}
+
+// --pulsar2-config with --server and --isolate: the configuration travels with the check (the
+// server's and the worker's reports are the local ones, exit codes too), each configuration is its
+// own cache key, and what a server cannot take is refused before anything is sent.
+TEST(ClientRemote, Pulsar2ConfigGivesTheLocalReportsAndExitCodes) {
+  TempDir dir;
+  TestServer server(dir);
+  WriteFile(dir / "work/ok.onnx", ConformantModel("p2-remote"));
+  const std::string model = Quote((dir / "work/ok.onnx").string());
+  // model_type ONNX for a QDQ model (an error) and a layer_name that is no node (a warning).
+  WriteFile(dir / "work/bad.json",
+            R"({"model_type": "ONNX", "target_hardware": "AX650",
+                "quant": {"layer_configs": [{"layer_name": "no_such_node", "data_type": "U16"}]}})");
+  WriteFile(dir / "work/good.json", R"({"model_type": "QuantONNX", "target_hardware": "AX650"})");
+  const std::string bad = Quote((dir / "work/bad.json").string());
+  const std::string good = Quote((dir / "work/good.json").string());
+  for (const auto& [config, rc] : {std::pair{bad, 1}, std::pair{good, 0}}) {
+    for (const std::string format : {"text", "json", "sarif"}) {
+      const std::string args = "--pulsar2-config " + config + " --format " + format + " " + model;
+      Proc local = Client(dir, "check " + args);
+      Proc remote = Client(dir, "check --server " + Addr(server) + " " + args);
+      Proc isolated = Client(dir, "check --isolate " + args);
+      EXPECT_EQ(local.rc, rc) << config << format << local.err;
+      EXPECT_EQ(remote.rc, rc) << config << format << remote.err;
+      EXPECT_EQ(isolated.rc, rc) << config << format << isolated.err;
+      EXPECT_EQ(remote.out, local.out) << config << format;
+      EXPECT_EQ(isolated.out, local.out) << config << format;
+    }
+  }
+  Proc json = Client(dir, "check --format json --server " + Addr(server) + " --pulsar2-config " +
+                              bad + " " + model);
+  const auto report = nlohmann::json::parse(json.out);
+  std::map<std::string, std::string> rules;  // rule -> first field or node
+  for (const auto& f : report.at("findings")) {
+    const std::string rule = f.at("rule");
+    if (rule.rfind("pulsar2/", 0) == 0) rules[rule] = f.at("severity");
+  }
+  EXPECT_EQ(rules["pulsar2/model-type"], "error") << json.out;
+  EXPECT_EQ(rules["pulsar2/selector-no-match"], "warn") << json.out;
+  EXPECT_EQ(report.at("verdict"), "conformant");  // the spec's verdict is the model's alone
+  // One upload per configuration; the formats and the repeated runs were hits.
+  Scrape m = server.Metrics();
+  EXPECT_EQ(m.Value("axqc_requests_total", {{"method", "Upload"}, {"code", "OK"}}), 2);
+  // Over 1 MiB or not UTF-8: refused with exit 2 before an upload (locally a finding).
+  WriteFile(dir / "work/big.json", "{\"x\": \"" + std::string(1 << 20, 'a') + "\"}");
+  WriteFile(dir / "work/latin1.json", "{\"model_type\": \"QuantONNX\xe9\"}");
+  Proc big = Client(dir, "check --server " + Addr(server) + " --pulsar2-config " +
+                             Quote((dir / "work/big.json").string()) + " " + model);
+  EXPECT_EQ(big.rc, 2);
+  EXPECT_NE(big.err.find("larger than 1048576 bytes"), std::string::npos) << big.err;
+  Proc latin1 = Client(dir, "check --server " + Addr(server) + " --pulsar2-config " +
+                                Quote((dir / "work/latin1.json").string()) + " " + model);
+  EXPECT_EQ(latin1.rc, 2);
+  EXPECT_NE(latin1.err.find("not UTF-8 text"), std::string::npos) << latin1.err;
+  Proc local_big = Client(
+      dir, "check --pulsar2-config " + Quote((dir / "work/big.json").string()) + " " + model);
+  EXPECT_EQ(local_big.rc, 1);
+  EXPECT_NE(local_big.out.find("pulsar2/config-invalid"), std::string::npos) << local_big.out;
+  EXPECT_EQ(server.Metrics().Value("axqc_requests_total", {{"method", "Upload"}, {"code", "OK"}}),
+            2);
 }
 
 // --fail-on not_applicable: a model that is not a QDQ model (a float export) fails with 1 instead

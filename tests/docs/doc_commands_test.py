@@ -179,14 +179,16 @@ EXPECTED = {
         # The HTTP/JSON API and the webhooks (the session's server has --http-listen, both webhook
         # secrets and the stub registry; tests/server/http asserts the answers in detail).
         ("curl -s --data-binary @model.onnx 'http://127.0.0.1:8080/v1/check?name=model.onnx&label.project=detector'", 0),
-        ("curl -s --data-binary @model.onnx 'http://127.0.0.1:8080/v1/check?name=model.onnx&target=ax650&target=ax620e'", 0),
-        ("curl -s 'http://127.0.0.1:8080/v1/stats?group_by=axqc.target'", 0),
         ("""curl -s -H 'Content-Type: application/json' \\
   -d '{"path": "detector/yolo-int8.onnx", "labels": {"project": "detector"}, "options": {"check_value": true}}' \\
   http://127.0.0.1:8080/v1/check""", 0),
         ("""tar --format=ustar -cf - model.onnx model.onnx_data |
   curl -s -H 'Content-Type: application/x-tar' --data-binary @- \\
     'http://127.0.0.1:8080/v1/check?label.project=llm'""", skip(SKIP_EXTDATA)),
+        ("curl -s --data-binary @model.onnx 'http://127.0.0.1:8080/v1/check?name=model.onnx&target=ax650&target=ax620e'", 0),
+        ("curl -s 'http://127.0.0.1:8080/v1/stats?group_by=axqc.target'", 0),
+        ("""curl -s --data-binary @model.onnx --url-query pulsar2_config@config.json \\
+  'http://127.0.0.1:8080/v1/check?name=model.onnx&target=ax650'""", 0),
         ('curl -s "http://127.0.0.1:8080/v1/reports/$sha"', 0),
         ('curl -s "http://127.0.0.1:8080/v1/reports/$sha/html" -o report.html', 0),
         ("curl -s http://127.0.0.1:8080/v1/rules", 0),
@@ -275,6 +277,7 @@ EXPECTED["docs/pulsar2.md"] = [
     ("printf '%s' '{\"quant\": {\"layer_configs\": [{\"layer_name\": \"Conv_0\", \"data_type\": \"U16\"}, "
      "{\"layer_name\": \"flatten\", \"data_type\": \"U16\"}]}}' > bad.json", 0),
     ("axqc check --target ax650 --pulsar2-config bad.json model.onnx", 1),
+    ("axqc check --server 127.0.0.1:50051 --target ax650 --pulsar2-config config.json model.onnx", 0),
 ]
 
 # Documents whose first server command starts the server their other commands talk to; the test
@@ -450,6 +453,9 @@ class Session:
         shutil.copy(os.path.join(EXAMPLES, "broken_two_defects.onnx"),
                     os.path.join(d, "broken_two_defects.onnx"))
         shutil.copy(ok, os.path.join(d, "model.onnx"))
+        # A Pulsar2 build configuration of model.onnx (docs/pulsar2.md, docs/api.md).
+        with open(os.path.join(d, "config.json"), "w") as f:
+            f.write('{"model_type": "QuantONNX", "target_hardware": "AX650"}\n')
         shutil.copy(ok, os.path.join(d, "a.onnx"))
         shutil.copy(bad, os.path.join(d, "b.onnx"))
         os.makedirs(os.path.join(d, "models"))
@@ -593,6 +599,12 @@ def check_sync(doc, found):
     for c in want:
         if key(c) not in found_keys:
             fail(f"{doc}: expected command no longer in the document: {c!r}")
+    if found_keys != want_keys and sorted(found_keys) == sorted(want_keys):
+        for i, (f, w) in enumerate(zip(found_keys, want_keys)):
+            if f != w:
+                fail(f"{doc}: command #{i + 1} is {' '.join(f)[:80]!r} in the document but "
+                     f"{' '.join(w)[:80]!r} in {os.path.basename(__file__)}: keep the order")
+                break
     return found_keys == want_keys
 
 

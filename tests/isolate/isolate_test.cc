@@ -16,6 +16,7 @@
 #include <thread>
 #include <tuple>
 
+#include "axqc/pulsar2.h"
 #include "axqc/render.h"
 #include "axqc/render_graph.h"
 #include "axqc/sha256.h"
@@ -86,10 +87,11 @@ TEST(IsolateProtocol, RequestRoundTripsEveryField) {
   EXPECT_EQ(back->html.whole_model_max_edges, 601u);
   EXPECT_EQ(back->html.layout_seconds, 2.5);
   // A task the worker does not know is a malformed request (the task byte: before the HTML
-  // settings and the external data flag and file count).
+  // settings, the external data flag and file count, the target count and the Pulsar2
+  // configuration's flag and size).
   std::string unknown = isolate::Encode(m);
   const std::size_t task_at =
-      unknown.size() - 4 - (1 + 4) - 8 - 5 * 4 - (4 + 4) - (4 + 1) - (4 + 27) - 1;
+      unknown.size() - (1 + 4) - 4 - (1 + 4) - 8 - 5 * 4 - (4 + 4) - (4 + 1) - (4 + 27) - 1;
   ASSERT_EQ(static_cast<std::uint8_t>(unknown[task_at]), 1);
   unknown[task_at] = 2;
   EXPECT_FALSE(isolate::DecodeRequest(unknown).has_value());
@@ -114,6 +116,20 @@ TEST(IsolateProtocol, RequestRoundTripsEveryField) {
   m.targets.assign(isolate::kMaxTargets + 1, "ax650");
   EXPECT_FALSE(isolate::DecodeRequest(isolate::Encode(m)).has_value());
   m.targets.clear();
+  // A Pulsar2 configuration (protocol 8): its size travels in the request, its text after it.
+  EXPECT_FALSE(with_targets->pulsar2_config_bytes.has_value());
+  m.pulsar2_config_bytes = 0;  // an empty configuration is one (pulsar2/config-invalid)
+  const auto empty_config = isolate::DecodeRequest(isolate::Encode(m));
+  ASSERT_TRUE(empty_config.has_value());
+  EXPECT_EQ(empty_config->pulsar2_config_bytes, 0u);
+  m.pulsar2_config_bytes = static_cast<std::uint32_t>(kMaxPulsar2ConfigBytes);
+  EXPECT_EQ(isolate::DecodeRequest(isolate::Encode(m))->pulsar2_config_bytes,
+            kMaxPulsar2ConfigBytes);
+  m.pulsar2_config_bytes = static_cast<std::uint32_t>(kMaxPulsar2ConfigBytes + 1);
+  EXPECT_FALSE(isolate::DecodeRequest(isolate::Encode(m)).has_value());
+  m.pulsar2_config_bytes.reset();
+  EXPECT_TRUE(isolate::DecodePulsar2Config(isolate::Encode(isolate::Pulsar2ConfigMsg{})));
+  EXPECT_FALSE(isolate::DecodePulsar2Config(isolate::Encode(isolate::DataFileMsg{})));
   isolate::DataFileMsg f;
   f.index = 7;
   const auto fb = isolate::DecodeDataFile(isolate::Encode(f));
@@ -419,6 +435,57 @@ TEST(WorkerPool, ChipTargetsAreJudgedInTheWorkerLikeInProcess) {
   // The proto round trip keeps what the JSON report says about the chips.
   const Report back = service::FromProto(got);
   EXPECT_EQ(RenderJson(back), RenderJson(CheckBytes(bytes, "gs.onnx", in.options)));
+}
+
+// The Pulsar2 configuration travels to the worker as a sealed memfd; the report is the in-process
+// one, from the model bytes and from a model file, and a second check on the same worker without a
+// configuration has no pulsar2/* findings.
+TEST(WorkerPool, Pulsar2ConfigIsJudgedInTheWorkerLikeInProcess) {
+  PoolOptions options = Options(AXQC_WORKER_BIN, 1);
+  options.allow_read = true;  // the file form, as the command line's --isolate
+  WorkerPool pool(options);
+  const std::string bytes = ConformantModel("p2-worker");
+  // Beyond one control message (64 KiB): the text must come through the descriptor.
+  const std::string config = R"({"model_type": "ONNX", "quant": {"layer_configs": [)" +
+                             std::string(100000, ' ') +
+                             R"({"layer_name": "no_such_node", "data_type": "U16"}]}})";
+  CheckInput in;
+  in.bytes = bytes;
+  in.name = "p2.onnx";
+  in.options.include_graph = true;
+  in.options.pulsar2_config = config;
+  const CheckResult r = pool.Check(in);
+  ASSERT_EQ(r.failure, Failure::kNone) << r.error;
+  ASSERT_EQ(r.kind, ResultKind::kReport) << r.error;
+  const Report local = CheckBytes(bytes, "p2.onnx", in.options);
+  EXPECT_EQ(RenderJson(service::FromProto(ParseReport(r))), RenderJson(local));
+  std::vector<std::string> rules;
+  for (const auto& f : local.findings) {
+    if (f.rule.rfind("pulsar2/", 0) == 0) rules.push_back(f.rule);
+  }
+  EXPECT_EQ(rules, (std::vector<std::string>{"pulsar2/model-type", "pulsar2/selector-no-match"}));
+  // The file form (the CLI's --isolate) takes it too.
+  TempDir dir;
+  WriteFile(dir / "p2.onnx", bytes);
+  CheckInput file;
+  file.path = (dir / "p2.onnx").string();
+  file.name = "p2.onnx";
+  file.options = in.options;
+  const CheckResult rf = pool.Check(file);
+  ASSERT_EQ(rf.kind, ResultKind::kReport) << rf.error << rf.report;
+  EXPECT_EQ(RenderJson(service::FromProto(ParseReport(rf))),
+            RenderJson(CheckFile(file.path, file.options)));
+  // The next check on the same worker has no configuration.
+  in.options.pulsar2_config.reset();
+  const CheckResult plain = pool.Check(in);
+  ASSERT_EQ(plain.kind, ResultKind::kReport) << plain.error;
+  const v1::Report plain_report = ParseReport(plain);
+  for (const auto& f : plain_report.findings()) {
+    EXPECT_NE(f.rule().rfind("pulsar2/", 0), 0u) << f.rule();
+  }
+  // One worker served all three (the configuration did not cost it its life).
+  EXPECT_EQ(rf.worker, r.worker);
+  EXPECT_EQ(plain.worker, r.worker);
 }
 
 ModelBuffer SealedBuffer(const std::string& bytes) {

@@ -189,26 +189,7 @@ TEST(ServerTargets, HttpTakesTargetsAsAQueryParameterAndAJsonField) {
   ASSERT_EQ(a.status, 200) << a.body;
   EXPECT_EQ(a.Header("X-Axqc-Cache"), "memory_hit");
   // The JSON request's options.
-  const std::string b64 = [&] {
-    static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    std::size_t i = 0;
-    for (; i + 2 < model.size(); i += 3) {
-      const unsigned v = (static_cast<unsigned char>(model[i]) << 16) |
-                         (static_cast<unsigned char>(model[i + 1]) << 8) |
-                         static_cast<unsigned char>(model[i + 2]);
-      out += {k[(v >> 18) & 63], k[(v >> 12) & 63], k[(v >> 6) & 63], k[v & 63]};
-    }
-    if (i + 1 == model.size()) {
-      const unsigned v = static_cast<unsigned char>(model[i]) << 16;
-      out += {k[(v >> 18) & 63], k[(v >> 12) & 63], '=', '='};
-    } else if (i + 2 == model.size()) {
-      const unsigned v = (static_cast<unsigned char>(model[i]) << 16) |
-                         (static_cast<unsigned char>(model[i + 1]) << 8);
-      out += {k[(v >> 18) & 63], k[(v >> 12) & 63], k[(v >> 6) & 63], '='};
-    }
-    return out;
-  }();
+  const std::string b64 = Base64(model);
   a = HttpCall(
       port, "POST", "/v1/check",
       R"({"content": ")" + b64 + R"(", "name": "gs.onnx", "options": {"targets": ["ax615"]}})",

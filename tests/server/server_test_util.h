@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -589,6 +591,43 @@ inline HttpAnswer HttpCall(int port, const std::string& method, const std::strin
   a.head = out.substr(0, end);
   if (end != std::string::npos) a.body = out.substr(end + 4);
   return a;
+}
+
+// Standard base64 with padding: the proto3 JSON mapping of `bytes` (CheckRequest.content).
+inline std::string Base64(const std::string& bytes) {
+  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  const auto at = [&](std::size_t j) {
+    return static_cast<unsigned>(static_cast<unsigned char>(bytes[j]));
+  };
+  for (; i + 2 < bytes.size(); i += 3) {
+    const unsigned v = (at(i) << 16) | (at(i + 1) << 8) | at(i + 2);
+    out += {k[(v >> 18) & 63], k[(v >> 12) & 63], k[(v >> 6) & 63], k[v & 63]};
+  }
+  if (i + 1 == bytes.size()) {
+    const unsigned v = at(i) << 16;
+    out += {k[(v >> 18) & 63], k[(v >> 12) & 63], '=', '='};
+  } else if (i + 2 == bytes.size()) {
+    const unsigned v = (at(i) << 16) | (at(i + 1) << 8);
+    out += {k[(v >> 18) & 63], k[(v >> 12) & 63], k[(v >> 6) & 63], '='};
+  }
+  return out;
+}
+
+// `s` percent-encoded for a query string (every byte but the unreserved ones).
+inline std::string UrlEncode(std::string_view s) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(ch);
+    } else {
+      out += {'%', hex[c >> 4], hex[c & 15]};
+    }
+  }
+  return out;
 }
 
 inline std::string ErrorField(const HttpAnswer& a, const char* key) {
