@@ -12,12 +12,18 @@
 #           moved by AXQC_LISTEN/AXQC_METRICS_LISTEN, which win over the file), `axqc health` and
 #           `axqc check --server` (upload; verdicts and exit codes as locally), the store written as
 #           axqc, a clean SIGTERM stop; `systemd-analyze verify` of the unit; purge
+#   systemd the same packages in a container booted with systemd (Debian's systemd package on the
+#           base image, `podman run --systemd=always`): the postinst enables and starts
+#           axqc-server.service with the unit's hardening, `axqc check --server` against it,
+#           `systemctl stop` drains and exits 0, an upgrade (reinstall) restarts it, `apt-get
+#           remove` stops it. A drop-in moves the ports and lowers LimitNOFILE to the
+#           container's hard limit (16384)
 #   wheel   apt-get install python3-pip, `pip install --break-system-packages` of the wheel into
 #           /usr/bin/python3: axqc.check on the examples; then, with Debian's python3-grpcio and the
 #           server package, axqc.Client against a running axqc-server; pip uninstall
 #
-#   deploy/docker/test-packages.sh [cli|server|wheel|all]      (default all; as root or with a
-#                                                               working rootless podman)
+#   deploy/docker/test-packages.sh [cli|server|systemd|wheel|all]   (default all; as root or with
+#                                                                    a working rootless podman)
 # Environment:
 #   AXQC_PACKAGE_OUT   the artifacts (default out/packages); missing ones are built with
 #                      scripts/package first (AXQC_REBUILD=1: always)
@@ -33,7 +39,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 WHAT=${1:-all}
-case "$WHAT" in cli | server | wheel | all) ;; *) echo "usage: $0 [cli|server|wheel|all]" >&2; exit 2 ;; esac
+case "$WHAT" in cli | server | systemd | wheel | all) ;; *) echo "usage: $0 [cli|server|systemd|wheel|all]" >&2; exit 2 ;; esac
 OUT=${AXQC_PACKAGE_OUT:-$ROOT/out/packages}
 EXAMPLES=${AXQC_EXAMPLES_DIR:-$ROOT/build/package/examples}
 WORK=${AXQC_IMAGE_WORK:-/var/tmp/axqc-packages}
@@ -55,11 +61,11 @@ have() { compgen -G "$OUT/$1" >/dev/null; }
 need_deb=0 need_wheel=0
 case "$WHAT" in
   cli) have 'axqc_*.deb' || need_deb=1 ;;
-  server) { have 'axqc_*.deb' && have 'axqc-server_*.deb'; } || need_deb=1 ;;
+  server | systemd) { have 'axqc_*.deb' && have 'axqc-server_*.deb'; } || need_deb=1 ;;
   wheel) { have 'axqc_*.deb' && have 'axqc-server_*.deb'; } || need_deb=1; have 'axqc-*.whl' || need_wheel=1 ;;
   all) { have 'axqc_*.deb' && have 'axqc-server_*.deb'; } || need_deb=1; have 'axqc-*.whl' || need_wheel=1 ;;
 esac
-[ "${AXQC_REBUILD:-0}" = 1 ] && need_deb=1 && { [ "$WHAT" = cli ] || [ "$WHAT" = server ] || need_wheel=1; }
+[ "${AXQC_REBUILD:-0}" = 1 ] && need_deb=1 && { [ "$WHAT" = wheel ] || [ "$WHAT" = all ]; } && need_wheel=1
 [ -f "$EXAMPLES/conformant_cnn.onnx" ] || need_deb=1
 if [ "$need_deb" = 1 ]; then log "scripts/package deb"; AXQC_PACKAGE_OUT=$OUT "$ROOT/scripts/package" deb; fi
 if [ "$need_wheel" = 1 ]; then log "scripts/package wheel"; AXQC_PACKAGE_OUT=$OUT "$ROOT/scripts/package" wheel; fi
@@ -196,6 +202,68 @@ say "apt-get purge: binary and conffile gone; the user axqc and the store stay"
 EOF
 }
 
+# ---- systemd -----------------------------------------------------------------------------------
+test_systemd() {
+  local image=localhost/axqc-test-systemd:bookworm name=axqc-pkg-test-systemd-$$ g m rc=0
+  log "systemd: image $image ($BASE + Debian's systemd)"
+  mkdir -p "$WORK/systemd"
+  printf '%s\n' "FROM $BASE" \
+    'RUN apt-get update && apt-get install -y --no-install-recommends systemd systemd-sysv dbus && apt-get clean && rm -rf /var/lib/apt/lists/*' \
+    'CMD ["/lib/systemd/systemd"]' >"$WORK/systemd/Containerfile"
+  podman build --runtime runc --network host --ulimit nofile=1024:1024 --ulimit nproc=4096:4096 \
+    -t "$image" "$WORK/systemd" >"$WORK/systemd/build.log" 2>&1 ||
+    { tail "$WORK/systemd/build.log" >&2; fail "systemd image (log: $WORK/systemd/build.log)"; }
+  g=$(free_port) m=$(free_port)
+  podman run -d --name "$name" --runtime runc --network host --ulimit nofile=16384:16384 \
+    --ulimit nproc=4096:4096 --systemd=always -v "$OUT:/pkgs:ro" -v "$WORK/m:/m:ro" "$image" >/dev/null
+  podman exec -i -e DEBIAN_FRONTEND=noninteractive -e GRPC_PORT="$g" -e METRICS_PORT="$m" "$name" \
+    bash -s >"$WORK/systemd.log" 2>&1 <<EOF || rc=$?
+$PRELUDE
+$(cat <<'INNER'
+for _ in $(seq 1 30); do
+  case "$(systemctl is-system-running 2>/dev/null)" in running | degraded) break ;; esac; sleep 1
+done
+say "systemd $(systemctl --version | head -1 | cut -d' ' -f2) as PID 1: $(systemctl is-system-running || true)"
+mkdir -p /etc/systemd/system/axqc-server.service.d
+printf '[Service]\nEnvironment=AXQC_LISTEN=127.0.0.1:%s AXQC_METRICS_LISTEN=127.0.0.1:%s\nLimitNOFILE=16384\n' \
+  "$GRPC_PORT" "$METRICS_PORT" >/etc/systemd/system/axqc-server.service.d/test.conf
+apt_install /pkgs/axqc_*.deb /pkgs/axqc-server_*.deb
+S=127.0.0.1:$GRPC_PORT
+serving() { for _ in $(seq 1 30); do axqc health --server $S >/dev/null 2>&1 && return 0; sleep 1; done; return 1; }
+serving || { journalctl -u axqc-server --no-pager | tail; die "not SERVING after the installation"; }
+[ "$(systemctl is-enabled axqc-server)" = enabled ] && systemctl is-active --quiet axqc-server ||
+  { systemctl status axqc-server --no-pager; die "not enabled and active after the installation"; }
+pid1=$(systemctl show -p MainPID --value axqc-server)
+say "postinst: axqc-server.service enabled and active (pid $pid1, user $(stat -c %U /proc/$pid1)), SERVING on $S"
+expect_rc 1 "check --server" axqc check --server $S /m/broken_weight_per_tensor.onnx
+grep -q role/weight-type /tmp/out.txt || die "no role/weight-type"
+expect_rc 0 "check --server" axqc check --server $S /m/conformant_cnn.onnx
+say "axqc check --server: broken_weight_per_tensor 1 (role/weight-type), conformant_cnn 0 (sandboxed axqc-worker processes under the unit's hardening)"
+systemctl stop axqc-server
+[ "$(systemctl show -p Result --value axqc-server)" = success ] &&
+  [ "$(systemctl show -p ExecMainStatus --value axqc-server)" = 0 ] ||
+  die "stop: $(systemctl show -p Result -p ExecMainStatus axqc-server)"
+journalctl -u axqc-server --no-pager | grep -q 'shutdown complete' || die "no 'shutdown complete' in the journal"
+say "systemctl stop: result success, exit status 0, 'shutdown complete' in the journal"
+systemctl start axqc-server
+serving || die "not SERVING after systemctl start"
+pid2=$(systemctl show -p MainPID --value axqc-server)
+apt-get install -y -qq --reinstall /pkgs/axqc-server_*.deb >/dev/null 2>&1 || die "reinstall"
+serving || die "not SERVING after the upgrade"
+pid3=$(systemctl show -p MainPID --value axqc-server)
+[ "$pid3" != "$pid2" ] && [ "$pid3" != 0 ] || die "upgrade: not restarted ($pid2 -> $pid3)"
+say "upgrade (reinstall): restarted (pid $pid2 -> $pid3), SERVING"
+apt-get remove -y -qq axqc-server >/dev/null 2>&1 || die "apt-get remove"
+! systemctl is-active --quiet axqc-server || die "still active after apt-get remove"
+say "apt-get remove: service stopped"
+INNER
+)
+EOF
+  podman rm -f -t 0 "$name" >/dev/null 2>&1 || true
+  if [ "$rc" != 0 ]; then tail -40 "$WORK/systemd.log" >&2; fail "systemd (exit $rc; log: $WORK/systemd.log)"; fi
+  grep '^\[in-container\]' "$WORK/systemd.log" | sed 's/^/  /'
+}
+
 # ---- wheel -------------------------------------------------------------------------------------
 test_wheel() {
   log "wheel: pip install into a clean $BASE's /usr/bin/python3"
@@ -244,8 +312,10 @@ T0=$(now)
 case "$WHAT" in
   cli) test_cli ;;
   server) test_server ;;
+  systemd) test_systemd ;;
   wheel) test_wheel ;;
   all) test_cli; T1=$(now); log "cli passed ($((T1 - T0)) s)"; test_server; T2=$(now)
-       log "server passed ($((T2 - T1)) s)"; test_wheel; log "wheel passed ($(($(now) - T2)) s)" ;;
+       log "server passed ($((T2 - T1)) s)"; test_systemd; T3=$(now)
+       log "systemd passed ($((T3 - T2)) s)"; test_wheel; log "wheel passed ($(($(now) - T3)) s)" ;;
 esac
 log "PASSED ($WHAT, $(($(now) - T0)) s)"
