@@ -145,6 +145,7 @@ gh_step() {  # gh_step SCRIPT: the step's exit code
   printf '%s\n' "$1" >"$GH/temp/$f"
   podman exec -w /__w/repo/repo "$NAME" bash --noprofile --norc -eo pipefail "/__w/_temp/$f"
 }
+# shellcheck disable=SC2016  # expanded by the step's shell in the container
 expect_rc 0 "GitHub step: user and file commands" gh_step '
 test "$(id -u)" = 0
 echo "verdict=conformant" >> "$GITHUB_OUTPUT"
