@@ -26,6 +26,13 @@
   overlay (patch of the base Deployment, store secret shared with the StatefulSet, Service port;
   rendered with `kubectl kustomize` when kubectl is installed); the server accepts the configs
   with a postgresql:// store.
+* Debian packages (deploy/debian, cmake/Packaging.cmake): the package's server.conf is accepted and
+  listens on loopback only, its store lies in the unit's StateDirectory; the unit starts
+  /usr/bin/axqc-server with the conffile CPack installs, as the user the postinst creates, in its
+  state directory, and gives the drain more time than shutdown delay + grace period; the
+  maintainer scripts are executable and parse (sh -n).
+* Dockerfile.cli: FROM a slim Debian image, installs the axqc .deb with apt, no ENTRYPOINT (CI
+  runners hand the job's script to the image's shell), no USER (root, for GitHub container jobs).
 """
 import json
 import os
@@ -293,6 +300,69 @@ def validate_compose(root, image_cfg):
 def image_cfg_seconds(cfg):
     return float(cfg["shutdown-delay-seconds"]) + float(cfg["grace-period-seconds"])
 
+
+# ------------------------------------------------------------------------------------------------
+# Debian packages and the CLI image
+
+def unit_settings(path):
+    """Key -> value of a systemd unit file (the last one wins; no continuation lines)."""
+    out = {}
+    for line in open(path):
+        line = line.strip()
+        if line and not line.startswith(("#", ";", "[")) and "=" in line:
+            k, _, v = line.partition("=")
+            out[k.strip()] = v.strip()
+    return out
+
+
+def validate_debian(root, server_bin):
+    d = os.path.join(root, "deploy/debian")
+    cfg = server_config(server_bin, os.path.join(d, "server.conf"))
+    check(True, "axqc-server accepts deploy/debian/server.conf")
+    for key in ("listen", "metrics-listen", "http-listen"):
+        addr = cfg.get(key, "")
+        check(not addr or addr.startswith(("127.0.0.1:", "[::1]:", "localhost:")),
+              "the package's %s is loopback only (%r)" % (key, addr))
+    unit = unit_settings(os.path.join(d, "axqc-server.service"))
+    argv = shlex.split(unit.get("ExecStart", ""))
+    conffiles = open(os.path.join(d, "axqc-server/conffiles")).read().split()
+    cmake = open(os.path.join(root, "cmake/Packaging.cmake")).read()
+    installed = re.search(r'install\(FILES "\$\{_axqc_deb_dir\}/server\.conf" DESTINATION (\S+)', cmake)
+    conf_path = (installed.group(1) + "/server.conf") if installed else None
+    check(argv[:1] == ["/usr/bin/axqc-server"], "the unit starts /usr/bin/axqc-server (%r)" % argv)
+    check("--config" in argv and argv[argv.index("--config") + 1:][:1] == [conf_path],
+          "the unit's --config is the installed server.conf (%s)" % conf_path)
+    check(conffiles == [conf_path], "conffiles lists %s (%r)" % (conf_path, conffiles))
+    state = "/var/lib/" + unit.get("StateDirectory", "?")
+    check(cfg.get("store-path", "").startswith(state + "/") and cfg.get("store", "") == "",
+          "the package's store %s is in the unit's StateDirectory %s" % (cfg.get("store-path"), state))
+    check(unit.get("WorkingDirectory") == state, "the unit works in %s" % state)
+    # Continuation lines joined.
+    postinst = re.sub(r"\\\n\s*", " ", open(os.path.join(d, "axqc-server/postinst")).read())
+    user = unit.get("User")
+    check(user and re.search(r"adduser --system .*--home %s .*\b%s$" % (re.escape(state), user),
+                             postinst, re.M) is not None,
+          "the postinst creates the unit's user %s with home %s" % (user, state))
+    check(re.search(r"addgroup --system .*\b%s$" % unit.get("Group"), postinst, re.M) is not None,
+          "the postinst creates the unit's group %s" % unit.get("Group"))
+    check(seconds(unit.get("TimeoutStopSec", "90")) > image_cfg_seconds(cfg),
+          "the unit's TimeoutStopSec %s > shutdown delay + grace period (%gs)" % (
+              unit.get("TimeoutStopSec"), image_cfg_seconds(cfg)))
+    for script in ("postinst", "prerm", "postrm"):
+        path = os.path.join(d, "axqc-server", script)
+        check(os.access(path, os.X_OK), "deploy/debian/axqc-server/%s is executable" % script)
+        check(subprocess.run(["sh", "-n", path]).returncode == 0, "sh -n %s" % script)
+        check(("axqc-server/%s" % script) in cmake, "cmake/Packaging.cmake ships %s" % script)
+
+    ins = dockerfile_instructions(os.path.join(root, "deploy/docker/Dockerfile.cli"))
+    words = [w for w, _ in ins]
+    froms = [a for w, a in ins if w == "FROM"]
+    check(len(froms) == 1 and froms[0].split()[0].endswith("-slim"),
+          "Dockerfile.cli: one stage FROM a slim Debian image (%r)" % froms)
+    check("ENTRYPOINT" not in words, "Dockerfile.cli: no ENTRYPOINT")
+    check("USER" not in words, "Dockerfile.cli: no USER (root)")
+    check(any(w == "RUN" and "apt-get install" in a and "axqc_*.deb" in a for w, a in ins),
+          "Dockerfile.cli: installs axqc_*.deb with apt-get")
 
 # ------------------------------------------------------------------------------------------------
 # Kubernetes
@@ -812,6 +882,7 @@ def main(argv):
     validate_k8s_layout(root)
     validate_compose_postgres(root, server_bin, image_cfg)
     validate_k8s_postgres(root, server_bin, tmpdir)
+    validate_debian(root, server_bin)
     print("deploy/ static checks: %d passed, %d failed" % (len(OKS), len(FAILURES)))
     return 1 if FAILURES else 0
 

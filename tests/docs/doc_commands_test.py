@@ -4,7 +4,8 @@
     tests/docs/doc_commands_test.py [BUILD_DIR]      (default: build/release; ctest docs_commands)
 
 What is extracted:
-  * README.md, docs/ci.md, docs/api.md, docs/operations.md, docs/targets.md, docs/pulsar2.md: every command of every ```sh block
+  * README.md, docs/ci.md, docs/api.md, docs/operations.md, docs/install.md, docs/targets.md,
+    docs/pulsar2.md: every command of every ```sh block
     (a command ends where bash's own parser says it is complete, so continuation lines, quotes and
     { ...; } groups are one command);
   * examples/ci/github-actions.yml: every `run:` step; examples/ci/gitlab-ci.yml: every `script:`
@@ -62,6 +63,9 @@ SKIP_EXTDATA = ("needs a model with external data files, which the documentation
                 "generator for; tests/server/server_external_data_test.cc makes the same requests "
                 "(path, Upload, tar stream, URL, webhooks) through the real binary")
 SKIP_ACTION = "a GitHub action (uses:), run by GitHub only"
+SKIP_PACKAGE = ("builds the Debian packages and the wheel (scripts/package), installs them with apt or "
+                "builds the CLI image: deploy/docker/test-packages.sh and test-cli-image.sh install "
+                "and run them in clean containers, by hand (docs/install.md)")
 SKIP_PIP = ("installs the Python package from the source tree; ctest python_pip_install runs "
             "`pip install ./python` offline in fresh venvs and a prefix, and ctest python runs the "
             "README's Python example (python/tests/test_docs.py)")
@@ -101,6 +105,9 @@ EXPECTED = {
         ("curl -s http://127.0.0.1:9464/metrics | grep '^axqc_checks_total'", 0),
         ("/usr/bin/python3 -m venv --system-site-packages .venv && .venv/bin/pip install --no-index ./python",
          skip(SKIP_PIP)),
+        ("scripts/package", skip(SKIP_PACKAGE)),
+        ("apt-get install ./out/packages/axqc_0.1.0-1_amd64.deb", skip(SKIP_PACKAGE)),
+        ("docker build -f deploy/docker/Dockerfile.cli -t axqc-cli out/packages", skip(SKIP_PACKAGE)),
     ],
     "docs/ci.md": [
         ("export AXQC_SERVER=axqc.internal:50051", 0),
@@ -256,6 +263,24 @@ EXPECTED = {
     ],
 }
 
+EXPECTED["docs/install.md"] = [
+    ("scripts/package", skip(SKIP_PACKAGE)),
+    ("scripts/package deb", skip(SKIP_PACKAGE)),
+    ("scripts/package wheel", skip(SKIP_PACKAGE)),
+    ("apt-get install ./out/packages/axqc_0.1.0-1_amd64.deb", skip(SKIP_PACKAGE)),
+    ("axqc check model.onnx", 0),
+    ("apt-get install ./out/packages/axqc_0.1.0-1_amd64.deb "
+     "./out/packages/axqc-server_0.1.0-1_amd64.deb", skip(SKIP_PACKAGE)),
+    ("systemctl status axqc-server", skip("the service of the installed package: deploy/docker/"
+                                          "test-packages.sh systemd runs it under systemd")),
+    ("axqc health --server 127.0.0.1:50051", 0),
+    ("pip install out/packages/axqc-0.1.0-cp311-cp311-linux_x86_64.whl", skip(SKIP_PACKAGE)),
+    ("scripts/package deb", skip(SKIP_PACKAGE)),
+    ("docker build -f deploy/docker/Dockerfile.cli -t axqc-cli out/packages", skip(SKIP_PACKAGE)),
+    ("""docker run --rm -v "$PWD:/w" -w /w axqc-cli axqc check model.onnx""", skip(SKIP_DOCKER)),
+    ("deploy/docker/test-packages.sh", skip(SKIP_PACKAGE)),
+    ("deploy/docker/test-cli-image.sh", skip(SKIP_PACKAGE)),
+]
 EXPECTED["docs/targets.md"] = [
     ("axqc check --target ax620e model.onnx", 0),
     ("axqc check --target ax650 --target ax620e --format json -o report.json model.onnx", 0),
@@ -805,8 +830,8 @@ def main():
         if shutil.which(tool) is None:
             print(f"[docs] SKIP: {tool} is missing (scripts/setup installs it)")
             return 77
-    for doc in ("README.md", "docs/ci.md", "docs/api.md", "docs/operations.md", "docs/targets.md",
-                "docs/pulsar2.md"):
+    for doc in ("README.md", "docs/ci.md", "docs/api.md", "docs/operations.md", "docs/install.md",
+                "docs/targets.md", "docs/pulsar2.md"):
         run_markdown(doc)
     check_yaml_excerpts("docs/ci.md", ["examples/ci/github-actions.yml", "examples/ci/gitlab-ci.yml"])
     run_github("examples/ci/github-actions.yml")
