@@ -21,7 +21,7 @@
 # external-data model (a 1000-node graph whose data file holds AXQC_BENCH_EXTERNAL_GB, default 4,
 # GiB more as a sparse hole; AXQC_BENCH_EXTERNAL_WIDTH, default 32, its channel width): wall time and peak RSS of `axqc check` on it, and of axqc-server
 # checking it by path, by Upload of the whole data file (--full-upload) and by ranged Upload (the
-# graph and the bytes the check reads; also with -c) -> <date>-<host>-external.json; it also runs at the end of the
+# graph and the bytes the check reads; also with -c) -> <date>-<host>-external[-<GB>g][-w<WIDTH>].json; it also runs at the end of the
 # full benchmark unless AXQC_BENCH_EXTERNAL=0.
 set -euo pipefail
 
@@ -142,7 +142,11 @@ external_bench() {
   kill -TERM "$pid"
   wait "$pid" || true
   local out
-  out=$root/bench/results/$(date +%F)-$(hostname -s)-external.json
+  # Sizes other than the default 4 GiB (and widths other than 32) get a file of their own.
+  local suffix=""
+  if ((gb != 4)); then suffix+="-${gb}g"; fi
+  if ((width != 32)); then suffix+="-w$width"; fi
+  out=$root/bench/results/$(date +%F)-$(hostname -s)-external$suffix.json
   cat >"$out" <<JSON
 {"model": {"graph_bytes": $graph_bytes, "data_bytes": $data_bytes, "data_disk_kib": $data_disk_kb,
   "nodes": 1000, "generator": "axqc-bench-gen --nodes 1000 --width $width --external model.onnx.data --pad-external $((gb << 30))"},

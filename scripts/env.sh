@@ -15,7 +15,17 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$AXQC_ROOT}
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 
-axqc_build() {  # axqc_build PRESET
-  cmake --preset "$1" -DCMAKE_PREFIX_PATH="$AXQC_ONNX_PREFIX" >/dev/null
-  cmake --build --preset "$1"
+# axqc_build PRESET [CMAKE_ARGS...] [-- TARGETS...]: configure (the arguments before `--`) and
+# build the preset (only TARGETS when given).
+axqc_build() {
+  local preset=$1 configure=() targets=()
+  shift
+  while (($#)) && [ "$1" != -- ]; do configure+=("$1"); shift; done
+  if (($#)); then shift; targets=("$@"); fi
+  cmake --preset "$preset" -DCMAKE_PREFIX_PATH="$AXQC_ONNX_PREFIX" "${configure[@]}" >/dev/null
+  if ((${#targets[@]})); then
+    cmake --build --preset "$preset" --target "${targets[@]}"
+  else
+    cmake --build --preset "$preset"
+  fi
 }
