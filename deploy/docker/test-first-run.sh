@@ -68,7 +68,8 @@ if [ "$FULL" = 1 ]; then
 fi'
 mkdir -p "$WORK/out"
 log "scripts/run-examples in a clean $BASE (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
-podman run --rm --runtime runc --network host "${mounts[@]}" -v "$WORK/out:/src/out" \
+podman run --rm --runtime runc --network host --ulimit nofile=1024:1024 \
+  --ulimit nproc=4096:4096 "${mounts[@]}" -v "$WORK/out:/src/out" \
   "${envs[@]}" -e FULL="$FULL" "$BASE" bash -c "apt-get update -q >/dev/null &&
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends bc git \
       ca-certificates >/dev/null && $script" | tee "$WORK/times.txt"
