@@ -16,6 +16,7 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -25,6 +26,7 @@
 #include "axqc/external_data.h"
 #include "axqc/sha256.h"
 #include "beside.h"
+#include "lfs_pointer.h"
 #include "stage_clock.h"
 
 namespace axqc::detail {
@@ -41,6 +43,17 @@ double StageNow(const StageTimings& t) {
 }
 
 namespace {
+
+// "; the file is a Git LFS pointer file ..." when the data file at `path` (`size` bytes) is one:
+// a clone without Git LFS leaves pointers in place of the weights.
+std::string LfsPointerNote(const fs::path& path, std::uint64_t size) {
+  if (size > 1024) return {};
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) return {};
+  const auto pointer = ParseLfsPointer(bytes);
+  return pointer ? "; the file is " + LfsPointerMessage(*pointer) : std::string();
+}
 
 // protobuf's 2 GiB limit: CodedInputStream takes an int size.
 constexpr std::uint64_t kMaxModelBytes = INT_MAX;
@@ -206,7 +219,7 @@ class DirExternalReader final : public ExternalDataReader {
         throw InputError(model_name + ": external data of tensor '" + t.name() + "' (offset " +
                          std::to_string(offset) + ", length " + std::to_string(len) +
                          ") lies past the end of '" + location + "' (" + std::to_string(size) +
-                         " bytes)");
+                         " bytes)" + LfsPointerNote(fs::path(dir_) / location, size));
       }
     };
     ForEachTensor(g, [&](const onnx::TensorProto& t, const TensorSite&) { check(t); });
@@ -343,6 +356,9 @@ void ParseInto(std::string_view bytes, const std::string& name, onnx::ModelProto
       throw InputError(name + ": protobuf messages nested more than " +
                        std::to_string(kMaxMessageDepth) +
                        " levels deep (nested subgraphs or types); rejected as a recursion bomb");
+    }
+    if (const auto pointer = ParseLfsPointer(bytes)) {
+      throw InputError(name + ": " + LfsPointerMessage(*pointer));
     }
     throw InputError(name + ": not an ONNX model (protobuf parse failed: truncated, corrupt or " +
                      "another file type)");

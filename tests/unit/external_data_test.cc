@@ -195,6 +195,52 @@ TEST(ExternalDataInMemory, HostileLocationsOffsetsAndFiles) {
   EXPECT_EQ(MemError(dotted.model, &good), "");
 }
 
+// A clone without Git LFS: the model or its data file is the pointer text. The input error says
+// so and how to get the file, through the path check and from memory.
+TEST(GitLfsPointer, ModelAndDataFilePointersSayToRunGitLfsPull) {
+  const std::string oid = "sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393";
+  const std::string pointer =
+      "version https://git-lfs.github.com/spec/v1\noid " + oid + "\nsize 12345678\n";
+  TempDir d;
+  WriteFile(d.path() / "model.onnx", pointer);
+  std::string err;
+  try {
+    CheckFile((d.path() / "model.onnx").string(), CheckOptions{});
+  } catch (const InputError& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find("model.onnx: a Git LFS pointer file, not the file itself (the real file is "
+                     "12345678 bytes, sha256:4d7a214614ab...)"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("run `git lfs pull`"), std::string::npos) << err;
+  EXPECT_NE(MemError(pointer, nullptr).find("a Git LFS pointer file"), std::string::npos);
+  // The model is real, its data file a pointer.
+  const auto em = MakeExternal();
+  WriteFile(d.path() / "real.onnx", em.model);
+  WriteFile(d.path() / "weights.bin", pointer);
+  err.clear();
+  try {
+    CheckFile((d.path() / "real.onnx").string(), CheckOptions{});
+  } catch (const InputError& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find("lies past the end of 'weights.bin' (" + std::to_string(pointer.size()) +
+                     " bytes); the file is a Git LFS pointer file"),
+            std::string::npos)
+      << err;
+  // Text that only looks like one is not a pointer: the usual parse error.
+  for (const std::string& other : std::vector<std::string>{
+           "version https://git-lfs.github.com/spec/v1\nsize 12\n",           // no oid
+           "version https://example.com/spec/v1\noid " + oid + "\nsize 1\n",  // other spec
+           "version https://git-lfs.github.com/spec/v1\noid " + oid + "\nsize 1x\n",
+           "version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 1\n"}) {
+    const std::string e = MemError(other, nullptr);
+    EXPECT_EQ(e.find("Git LFS"), std::string::npos) << e;
+    EXPECT_NE(e.find("not an ONNX model"), std::string::npos) << e;
+  }
+}
+
 TEST(ExternalDataInMemory, NamesAreValidated) {
   ExternalDataMap files;
   const std::vector<std::string> bads = {"",
