@@ -44,11 +44,28 @@ def _grpc_modules() -> Tuple[Any, Any, Any]:
 
         from .v1 import axqc_pb2, axqc_pb2_grpc
     except ImportError as e:
-        raise ImportError(
-            f"axqc.Client needs the grpcio and protobuf Python packages ({e}). On Debian: "
-            "apt-get install python3-grpcio python3-protobuf; in a virtual environment, create "
-            "it with --system-site-packages to see them.") from e
+        raise ImportError(_missing_module_message("axqc.Client", "the grpcio and protobuf",
+                                                  "grpcio protobuf",
+                                                  "python3-grpcio python3-protobuf", e)) from e
     return grpc, axqc_pb2, axqc_pb2_grpc
+
+
+def _missing_module_message(what: str, packages: str, pip_names: str, debian_names: str,
+                            error: ImportError) -> str:
+    """Says which interpreter lacks the packages and how to install them for that one: Debian's
+    packages serve only Debian's /usr/bin/python3 (and venvs made with --system-site-packages);
+    pyenv, conda and plain venvs need pip in that interpreter."""
+    import sys  # noqa: PLC0415
+
+    exe = sys.executable or "python3"
+    debian = exe.startswith("/usr/bin/python3") and sys.prefix == sys.base_prefix
+    how = (f"apt-get install {debian_names}" if debian else
+           f"{exe} -m pip install {pip_names} (this interpreter is not Debian's /usr/bin/python3, "
+           f"so Debian's {debian_names} do not reach it"
+           + ("; or recreate the virtual environment with --system-site-packages"
+              if sys.prefix != sys.base_prefix else "") + ")")
+    return (f"{what} needs {packages} Python packages, which {exe} cannot import ({error}): "
+            f"{how}")
 
 
 def _read_pem(value: Union[None, str, bytes, "os.PathLike[str]"], what: str) -> Optional[bytes]:

@@ -84,7 +84,13 @@ class FixResult:
 
     def to_onnx(self) -> Any:
         """The fixed model as an ``onnx.ModelProto`` (needs the ``onnx`` package)."""
-        import onnx  # noqa: PLC0415 - optional dependency
+        try:
+            import onnx  # noqa: PLC0415 - optional dependency
+        except ImportError as e:
+            from ._client import _missing_module_message  # noqa: PLC0415
+
+            raise ImportError(_missing_module_message("FixResult.to_onnx()", "the onnx", "onnx",
+                                                      "python3-onnx", e)) from e
 
         if self.model is not None:
             return onnx.load_model_from_string(self.model)

@@ -5,6 +5,7 @@ C++ renderers as the ``axqc`` command line."""
 from __future__ import annotations
 
 import enum
+import html
 import json
 import os
 from dataclasses import dataclass
@@ -503,6 +504,45 @@ class Report:
         if self._native.verdict == Verdict.NON_CONFORMANT.value:
             raise NonConformantError(self)
         return self
+
+    def _repr_html_(self) -> str:
+        """A compact summary for notebooks (Jupyter, VS Code): the verdict, the finding groups
+        with their first locations, the chip targets. Every name is escaped: node names come
+        from the model. The HTML report with graph views is ``axqc check --format html``."""
+        esc = html.escape
+        colors = {"conformant": "#1a7f37", "non_conformant": "#cf222e",
+                  "not_applicable": "#6e7781"}
+        verdict = self.verdict.value
+        counts = self.counts
+        out = [
+            '<div class="axqc-report" style="font-family:sans-serif;font-size:13px">',
+            f'<div><b>{esc(self.file)}</b>: <span style="color:#fff;background:'
+            f'{colors.get(verdict, "#6e7781")};padding:1px 6px;border-radius:3px">'
+            f'{esc(verdict.upper())}</span> {counts.errors} error'
+            f'{"" if counts.errors == 1 else "s"}, {counts.warnings} warning'
+            f'{"" if counts.warnings == 1 else "s"}, {counts.infos} info</div>',
+        ]
+        if self.groups:
+            out.append('<table style="border-collapse:collapse;margin-top:4px">'
+                       '<tr style="text-align:left"><th>severity</th><th>rule</th><th>count</th>'
+                       '<th>first location</th><th>message</th></tr>')
+            for g in self.groups:
+                first = g.first[0] if g.first else None
+                where = ""
+                if first is not None:
+                    where = ", ".join(first.nodes[:2] or first.tensors[:2])
+                message = first.message if first is not None else g.summary
+                out.append(
+                    f'<tr><td>{esc(g.severity.value)}</td><td><code>{esc(g.rule)}</code></td>'
+                    f'<td style="text-align:right">{g.count}</td><td><code>{esc(where)}</code></td>'
+                    f'<td>{esc(message)}</td></tr>')
+            out.append('</table>')
+        for t in self.targets:
+            blocking = ", ".join(f"{b.op_type} '{b.node}'" for b in t.blocking[:3])
+            out.append(f'<div>{esc(t.name)}: {esc(t.verdict)}'
+                       f'{" (" + esc(blocking) + ")" if blocking else ""}</div>')
+        out.append('</div>')
+        return "".join(out)
 
     def __repr__(self) -> str:
         return f"<axqc.Report {self._native.headline()}>"

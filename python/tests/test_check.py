@@ -327,3 +327,42 @@ def test_pulsar2_config_beside_the_spec_verdict(conformant, tmp_path):
         axqc.pulsar2_config(conformant, target="ax999")
     with pytest.raises(TypeError):
         axqc.check(conformant, pulsar2_config=3)  # type: ignore[arg-type]
+
+
+def test_notebook_summary_escapes_names_and_lists_the_groups(broken, conformant):
+    text = axqc.check(broken)._repr_html_()
+    assert "NON_CONFORMANT" in text and "<code>role/weight-type</code>" in text
+    assert "conv1" in text
+    ok = axqc.check(conformant, target="ax650")._repr_html_()
+    assert "CONFORMANT" in ok and "<table" not in ok and "AX650: fits" in ok
+    # A hostile display name reaches the page only escaped.
+    hostile = axqc.check(broken.read_bytes(), name="<img src=x onerror=alert(1)>.onnx")
+    page = hostile._repr_html_()
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;.onnx" in page
+
+
+def test_a_missing_grpcio_names_the_interpreter_and_its_fix(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['grpc'] = None\n"
+            "import axqc\n"
+            "try:\n"
+            "    axqc.Client('127.0.0.1:1')\n"
+            "except ImportError as e:\n"
+            "    print(e)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    debian = subprocess.run(["/usr/bin/python3", "-c", code], env=env, capture_output=True,
+                            text=True, check=True).stdout
+    assert "/usr/bin/python3 cannot import" in debian
+    assert "apt-get install python3-grpcio python3-protobuf" in debian
+    # A virtual environment without the system's site packages (as pyenv, conda and plain venvs
+    # are): pip for that interpreter, not apt.
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(tmp_path / "venv")],
+                   check=True)
+    venv_python = str(tmp_path / "venv" / "bin" / "python3")
+    venv = subprocess.run([venv_python, "-c", code], env=env, capture_output=True, text=True,
+                          check=True).stdout
+    assert f"{venv_python} -m pip install grpcio protobuf" in venv, venv
+    assert "--system-site-packages" in venv, venv
