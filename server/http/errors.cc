@@ -2,7 +2,9 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <cctype>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "request_validation.h"
 #include "json_input.h"
@@ -71,13 +73,81 @@ Response JsonResponse(std::string json, const std::string& request_id, unsigned 
   return r;
 }
 
+namespace {
+
+using OrderedJson = nlohmann::ordered_json;
+namespace pb = google::protobuf;
+
+// "CacheResult" -> "CACHE_RESULT_": the prefix of its values' names.
+std::string EnumPrefix(const pb::EnumDescriptor& e) {
+  std::string out;
+  for (const char c : e.name()) {
+    if (std::isupper(static_cast<unsigned char>(c)) && !out.empty()) out += '_';
+    out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return out + "_";
+}
+
+// One value of `field` as the HTTP API writes it (see ToJson).
+void NormalizeValue(const pb::FieldDescriptor& field, OrderedJson& v);
+
+void NormalizeMessage(const pb::Descriptor& d, OrderedJson& j) {
+  if (!j.is_object() || d.full_name().starts_with("google.protobuf.")) return;
+  for (int i = 0; i < d.field_count(); ++i) {
+    const pb::FieldDescriptor& f = *d.field(i);
+    const auto it = j.find(f.name());
+    if (it == j.end()) continue;
+    if (f.is_map()) {
+      if (!it->is_object()) continue;
+      for (auto& [key, value] : it->items()) NormalizeValue(*f.message_type()->map_value(), value);
+    } else if (f.is_repeated()) {
+      if (!it->is_array()) continue;
+      for (auto& value : *it) NormalizeValue(f, value);
+    } else {
+      NormalizeValue(f, *it);
+    }
+  }
+}
+
+void NormalizeValue(const pb::FieldDescriptor& field, OrderedJson& v) {
+  switch (field.cpp_type()) {
+    case pb::FieldDescriptor::CPPTYPE_INT64:
+      if (v.is_string()) v = std::stoll(v.get<std::string>());
+      break;
+    case pb::FieldDescriptor::CPPTYPE_UINT64:
+      if (v.is_string()) v = std::stoull(v.get<std::string>());
+      break;
+    case pb::FieldDescriptor::CPPTYPE_ENUM:
+      if (v.is_string()) {
+        std::string name = v.get<std::string>();
+        const std::string prefix = EnumPrefix(*field.enum_type());
+        if (name.starts_with(prefix)) name.erase(0, prefix.size());
+        for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        v = name;
+      }
+      break;
+    case pb::FieldDescriptor::CPPTYPE_MESSAGE:
+      NormalizeMessage(*field.message_type(), v);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
 std::string ToJson(const google::protobuf::Message& message) {
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
   options.always_print_primitive_fields = true;
   std::string out;
   (void)google::protobuf::util::MessageToJsonString(message, &out, options);
-  return out;
+  // proto3's JSON mapping writes 64-bit integers as strings and enum values by their full names;
+  // the HTTP API answers counts as numbers and names enum values as the reports do.
+  OrderedJson j = OrderedJson::parse(out, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return out;
+  NormalizeMessage(*message.GetDescriptor(), j);
+  return j.dump();
 }
 
 grpc::Status FromJson(const std::string& json, google::protobuf::Message* message) {

@@ -21,7 +21,10 @@ Response ErrorResponse(const grpc::Status& status, const std::string& request_id
 // A JSON response with body `json`.
 Response JsonResponse(std::string json, const std::string& request_id, unsigned status = 200);
 
-// The proto3 JSON mapping with the proto's field names and zero values printed.
+// The proto3 JSON mapping with the proto's field names and zero values printed, except that 64-bit
+// integers are JSON numbers (not strings) and enum values are named as in the reports: without
+// their enum's prefix, lowercase (SEVERITY_ERROR -> "error", VERDICT_NON_CONFORMANT ->
+// "non_conformant").
 std::string ToJson(const google::protobuf::Message& message);
 
 // Parses `json` into `message` (proto3 JSON mapping; unknown fields are refused). INVALID_ARGUMENT

@@ -191,6 +191,10 @@ def main():
     check(st == 200 and h.get("x-request-id") == "rules-req-1", "a valid X-Request-Id is echoed")
     ids = [r["id"] for r in j["rules"]]
     check("role/weight-type" in ids and j["rule_set_version"], "/v1/rules lists role/weight-type")
+    # The severity names of the reports, not the proto enum's.
+    sev = {r["id"]: r["severity"] for r in j["rules"]}
+    check(sev.get("role/weight-type") == "error" and set(sev.values()) == {"error", "warn", "info"},
+          f"/v1/rules names severities as the reports do (got {sorted(set(sev.values()))})")
 
     # --- check: raw bytes ---
     st, h, j = api.call("POST", "/v1/check?name=cnn.onnx&label.project=detector", body=read(ok),
@@ -340,11 +344,11 @@ def main():
     st, _, j = api.get(f"/v1/stats?since={since}&until={hour + 3600}&step=1h&label.project=detector")
     check(st == 200, f"/v1/stats: 200 (got {st} {j})")
     total = j["total"]
-    check(total["requests"] == "4" and total["conformant"] == "1" and total["non_conformant"] == "3",
+    check(total["requests"] == 4 and total["conformant"] == 1 and total["non_conformant"] == 3,
           f"project detector: 4 requests, 1 conformant, 3 non_conformant (got {total})")
     check(abs(total["pass_rate"] - 0.25) < 1e-9, "pass rate 0.25")
     rule = [r for r in j["top_failing_rules"] if r["rule"] == "role/weight-type"]
-    check(rule and rule[0]["requests"] == "3" and rule[0]["models"] == "1",
+    check(rule and rule[0]["requests"] == 3 and rule[0]["models"] == 1,
           f"role/weight-type failed 3 requests of 1 model (got {rule})")
     series = j["series"]
     starts = [s["start"] for s in series]
@@ -352,11 +356,11 @@ def main():
             for k in (-2, -1, 0)]
     check(starts == want, f"series: 3 hourly buckets {want} (got {starts})")
     check(sum(int(s["counts"]["requests"]) for s in series) == 4, "series buckets add up to the total")
-    check(series[0]["counts"]["requests"] == "0" and "pass_rate" not in series[0]["counts"],
+    check(series[0]["counts"]["requests"] == 0 and "pass_rate" not in series[0]["counts"],
           "an empty bucket has zero counts and no pass rate")
     st, _, j = api.get("/v1/stats?window=1d&group_by=project")
     groups = {g["label_value"]: g["counts"]["requests"] for g in j["groups"]}
-    check(groups.get("detector") == "4" and groups.get("other") == "1",
+    check(groups.get("detector") == 4 and groups.get("other") == 1,
           f"group_by=project: detector 4, other 1 (got {groups})")
     st, _, j = api.get("/v1/stats?step=10ms")
     check(st == 400 and error_code(j) == "INVALID_ARGUMENT", f"step below 1s: 400 (got {st})")
@@ -370,6 +374,9 @@ def main():
     got = {m["sha256"]: (m["verdict"], m["name"]) for m in j["models"]}
     check(got == {sha(ok): ("conformant", "cnn.onnx"), sha(bad): ("non_conformant", "detector/yolo-int8.onnx")},
           f"/v1/models?label.project=detector: the latest verdict of 2 models (got {got})")
+    check(all(isinstance(m["errors"], int) and isinstance(m["warnings"], int) for m in j["models"])
+          and {m["errors"] for m in j["models"]} == {0, 1},
+          f"/v1/models: counts are JSON numbers (got {[(m['errors'], m['warnings']) for m in j['models']]})")
 
     # --- the same metrics and request log as gRPC ---
     conn = http.client.HTTPConnection("127.0.0.1", ports["metrics_port"], timeout=30)
