@@ -64,16 +64,21 @@ def substitute(expr, window="1m"):
 
 
 # ------------------------------------------------------------------------------------------------
-# Expected results. prometheus_test.sh runs two phases of checks against one server:
+# Expected results. prometheus_test.sh runs two phases of checks against one server (started with
+# --worker-max-checks 1: every check that runs recycles its worker, cause max_checks):
 #   phase 1 (creates every series; Prometheus' increase()/rate() cannot count the increment that
 #            creates a series): conformant c0 (miss), non-conformant b0 (miss), c0 again (memory
-#            hit), a missing path (NOT_FOUND);
+#            hit), a missing path (NOT_FOUND), a hash-first GetReport of an unknown sha256
+#            (NOT_FOUND: a lookup miss), a Hugging Face webhook delivery that is ignored;
 #   phase 2 (what the windows measure): conformant c1 (miss), c1 again (memory hit),
-#            non-conformant b1 (miss; same rules as b0), a missing path (NOT_FOUND).
+#            non-conformant b1 (miss; same rules as b0), a missing path (NOT_FOUND), the same
+#            lookup miss and ignored delivery.
 # The expressions are evaluated over a window that starts after phase 1 was scraped and ends now
 # ($__range and $__rate_interval are both set to it), so every series has samples over the whole
 # window. Over the window the increments are: conformant +2, non_conformant +1, memory_hit +1,
-# miss +2, Check/OK +3, Check/NOT_FOUND +1. Series scraped together share their sample
+# miss +2, Check/OK +3, Check/NOT_FOUND +1, GetReport/NOT_FOUND +1, HuggingFaceWebhook/OK +1,
+# worker restarts max_checks +2, worker checks ok +2, webhook deliveries huggingface/ignored +1.
+# Series scraped together share their sample
 # timestamps, so increase()'s extrapolation factor cancels in every ratio: the ratios are exact.
 
 def one_value(result):
@@ -176,10 +181,101 @@ def expect_rpc_codes(result, ctx):
     return "Check OK %.4g/s, Check NOT_FOUND %.4g/s (ratio 3)" % (ok, nf)
 
 
+def expect_zero(result, ctx):
+    v = one_value(result)
+    assert v == 0, "value %r, expected 0" % v
+    return "0"
+
+
+def expect_between(lo, hi):
+    def check(result, ctx):
+        v = one_value(result)
+        assert math.isfinite(v) and lo < v < hi, "value %r, expected in (%g, %g)" % (v, lo, hi)
+        return "%.4g in (%g, %g)" % (v, lo, hi)
+    return check
+
+
+def expect_outcome(name, ratio_to_ok):
+    """RPC outcome classes over the window: OK = Check 3 + webhook 1; one lookup miss (GetReport
+    NOT_FOUND) and one client refusal (Check NOT_FOUND of a missing path) per 4 OK; no
+    cancellations and no server faults. A lookup miss counted as a refusal or a fault breaks it."""
+    def check(result, ctx):
+        v = one_value(result)
+        outcomes = ctx.setdefault("outcomes", {})
+        outcomes[name] = v
+        if name == "ok":
+            assert math.isfinite(v) and v > 0, "OK rate %r" % v
+            return "%.4g/s" % v
+        assert "ok" in outcomes, "the OK series is evaluated first"
+        assert close(v / outcomes["ok"], ratio_to_ok), "%s / OK = %r, expected %g" % (
+            name, v / outcomes["ok"], ratio_to_ok)
+        return "%.4g/s (%g x OK)" % (v, ratio_to_ok)
+    return check
+
+
+def expect_one_instance_positive(result, ctx):
+    assert len(result) == 1, "expected one instance, got %s" % result
+    v = float(result[0]["value"][1])
+    assert math.isfinite(v) and v > 0, "value %r" % v
+    return "%s %.4g" % (result[0]["metric"].get("instance", "?"), v)
+
+
+def expect_one_instance_nonnegative(result, ctx):
+    assert len(result) == 1, "expected one instance, got %s" % result
+    v = float(result[0]["value"][1])
+    assert math.isfinite(v) and v >= 0, "value %r" % v
+    return "%s %.4g" % (result[0]["metric"].get("instance", "?"), v)
+
+
+def expect_one_instance_zero(result, ctx):
+    assert len(result) == 1, "expected one instance, got %s" % result
+    v = float(result[0]["value"][1])
+    assert v == 0, "value %r, expected 0 (idle)" % v
+    return "%s 0" % result[0]["metric"].get("instance", "?")
+
+
+def expect_worker_rss(stat):
+    def check(result, ctx):
+        v = one_value(result)
+        assert math.isfinite(v) and v >= 0, "worker RSS %s = %r" % (stat, v)
+        rss = ctx.setdefault("worker_rss", {})
+        rss[stat] = v
+        if len(rss) == 2:
+            assert rss["max"] <= rss["sum"], "largest worker %r > all workers %r" % (
+                rss["max"], rss["sum"])
+        return "%s %.4g bytes" % (stat, v)
+    return check
+
+
+def expect_restarts(result, ctx):
+    v = by_label(result, "cause")
+    assert set(v) == {"max_checks"}, "restart causes %s, expected only max_checks" % sorted(v)
+    assert v["max_checks"] > 0, "max_checks rate %r" % v["max_checks"]
+    ctx["restart_rate"] = v["max_checks"]
+    return "max_checks %.4g/s" % v["max_checks"]
+
+
+def expect_worker_checks(result, ctx):
+    v = by_label(result, "outcome")
+    assert set(v) == {"ok"}, "worker check outcomes %s, expected only ok" % sorted(v)
+    want = ctx.get("restart_rate")
+    assert want is not None and close(v["ok"], want), (
+        "ok %r/s, expected the max_checks restart rate %r/s (--worker-max-checks 1)" % (v["ok"], want))
+    return "ok %.4g/s (= restarts)" % v["ok"]
+
+
+def expect_deliveries(result, ctx):
+    got = {(r["metric"].get("source"), r["metric"].get("outcome")): float(r["value"][1])
+           for r in result}
+    assert set(got) == {("huggingface", "ignored")}, "deliveries %s" % got
+    assert got[("huggingface", "ignored")] > 0, "ignored rate %r" % got
+    return "huggingface ignored %.4g/s" % got[("huggingface", "ignored")]
+
+
 EXPECTED = {
     ("Pass rate", "A"): expect_close(2 / 3),
     ("Checks", "A"): expect_positive,
-    ("Failed RPCs per second", "A"): expect_positive,
+    ("Server faults per second", "A"): expect_zero,
     ("Replicas by version", "A"): expect_version,
     ("Checks per second by verdict", "A"): expect_verdict_rates,
     ("Pass rate over time", "A"): expect_close(2 / 3),
@@ -196,6 +292,34 @@ EXPECTED = {
     ("Queue depth and busy workers", "C"): expect_equal_config("workers"),
     ("Queue depth and busy workers", "D"): expect_equal_config("queue_capacity"),
     ("RPCs per second by method and code", "A"): expect_rpc_codes,
+    ("RPC outcomes per second", "A"): expect_outcome("ok", None),
+    ("RPC outcomes per second", "B"): expect_outcome("lookup misses", 0.25),
+    ("RPC outcomes per second", "C"): expect_outcome("client refusals", 0.25),
+    ("RPC outcomes per second", "D"): expect_outcome("cancelled", 0.0),
+    ("RPC outcomes per second", "E"): expect_outcome("server faults", 0.0),
+    ("Server fault ratio", "A"): expect_zero,
+    ("Memory", "A"): expect_one_instance_positive,
+    ("Memory", "B"): expect_one_instance_nonnegative,
+    ("Memory", "C"): expect_one_instance_positive,
+    ("Memory", "D"): expect_one_instance_zero,
+    ("Worker memory", "A"): expect_worker_rss("max"),
+    ("Worker memory", "B"): expect_worker_rss("sum"),
+    ("Worker restarts by cause", "A"): expect_restarts,
+    ("Worker checks by outcome", "A"): expect_worker_checks,
+    ("File descriptors in use", "A"): expect_between(0, 1),
+    ("Store errors per second", "A"): expect_zero,
+    ("Store write time (p95)", "A"): expect_positive,
+    ("Shared store (PostgreSQL) claims", "A"): expect_zero,
+    ("Shared store (PostgreSQL) claims", "B"): expect_zero,
+    ("Webhook deliveries by source and outcome", "A"): expect_deliveries,
+    ("Failed webhook deliveries", "A"): expect_zero,
+    ("Upload bytes per second", "A"): expect_zero,
+    ("Bytes in flight", "A"): expect_zero,
+    ("Bytes in flight", "B"): expect_zero,
+    ("Requests in progress", "A"): expect_zero,
+    ("Requests in progress", "B"): expect_zero,
+    ("Requests in progress", "C"): expect_zero,
+    ("Requests in progress", "D"): expect_zero,
 }
 
 

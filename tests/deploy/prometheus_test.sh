@@ -132,9 +132,15 @@ rc=0; "$CLIENT_BIN" check "$MODELS/b1.onnx" >/dev/null || rc=$?
 [ $rc -eq 1 ] || die "b1.onnx: CLI exit code $rc, expected 1 (non_conformant)"
 
 # ------------------------------------------------------------------ axqc-server
+# --worker-max-checks 1: every check that runs recycles its worker process (cause max_checks), so
+# the worker panels have series and the recycling is seen not to fire AxqcWorkersFailing. The
+# HTTP port takes a Hugging Face webhook delivery that is ignored (a dataset repo) per phase.
+printf 'deploy-test-secret' >"$WORK/hf-secret"
 "$SERVER_BIN" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --ready-file "$WORK/ready.json" \
   --store-path "$WORK/store.sqlite3" --allowed-root "$MODELS" --workers $WORKERS \
   --queue-capacity $QUEUE_CAPACITY --shutdown-delay-seconds 2 --grace-period-seconds 5 \
+  --worker-max-checks 1 --http-listen 127.0.0.1:0 \
+  --huggingface-webhook-secret-file "$WORK/hf-secret" \
   >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 200); do
@@ -145,6 +151,7 @@ done
 [ -s "$WORK/ready.json" ] || die "axqc-server did not become ready in 20 s"
 GRPC_PORT=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["grpc_port"])' "$WORK/ready.json")
 METRICS_PORT=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["metrics_port"])' "$WORK/ready.json")
+HTTP_PORT=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["http_port"])' "$WORK/ready.json")
 VERSION=$("$SERVER_BIN" --version | awk '{print $2}')
 log "axqc-server $VERSION (pid $SERVER_PID): gRPC 127.0.0.1:$GRPC_PORT, metrics 127.0.0.1:$METRICS_PORT"
 
@@ -187,6 +194,20 @@ check_missing() {
   grpc_call axqc.v1.Checker/Check axqc.v1.CheckRequest axqc.v1.CheckResponse 'path: "missing.onnx"'
   [ "$GRPC_STATUS" = 5 ] || die "Check missing.onnx: grpc-status '$GRPC_STATUS', expected 5 (NOT_FOUND)"
   log "Check missing.onnx: NOT_FOUND"
+}
+lookup_missing() {  # a hash-first lookup of a model the server has never seen: NOT_FOUND
+  grpc_call axqc.v1.Checker/GetReport axqc.v1.GetReportRequest axqc.v1.CheckResponse \
+    "sha256: \"$(printf '0%.0s' $(seq 64))\" record_check: true"
+  [ "$GRPC_STATUS" = 5 ] || die "GetReport of an unknown sha256: grpc-status '$GRPC_STATUS', expected 5 (NOT_FOUND)"
+  log "GetReport of an unknown sha256: NOT_FOUND (a lookup miss)"
+}
+webhook_ignored() {  # a Hugging Face delivery about a dataset: answered 200, counted as ignored
+  local body
+  body=$(curl -sS --max-time 10 -X POST "http://127.0.0.1:$HTTP_PORT/v1/hooks/huggingface" \
+    -H 'X-Webhook-Secret: deploy-test-secret' -H 'Content-Type: application/json' \
+    -d '{"event":{"action":"update","scope":"repo.content"},"repo":{"type":"dataset","name":"org/data"}}')
+  case $body in *'"status":"ignored"'*) ;; *) die "Hugging Face delivery of a dataset: $body, expected ignored" ;; esac
+  log "Hugging Face delivery of a dataset: ignored"
 }
 health_status() {  # prints the grpc.health.v1 status number (1 SERVING, 2 NOT_SERVING)
   printf '\0\0\0\0\0' >"$WORK/health.bin"
@@ -269,20 +290,29 @@ check c0.onnx VERDICT_CONFORMANT CACHE_RESULT_MISS
 check b0.onnx VERDICT_NON_CONFORMANT CACHE_RESULT_MISS
 check c0.onnx VERDICT_CONFORMANT CACHE_RESULT_MEMORY_HIT
 check_missing
+lookup_missing
+webhook_ignored
 wait_value 'sum(axqc_checks_total)' "$CHECKS"
+wait_value 'sum(axqc_worker_restarts_total{cause="max_checks"})' 2
+wait_value 'sum(axqc_webhook_deliveries_total{outcome="ignored"})' 1
 wait_scrapes 2
 # The measured window starts here: every series has samples with its phase-1 value after it.
 WINDOW_START=$(date +%s%3N)
 wait_scrapes 2
 
 # ------------------------------------------------------------------ checks, phase 2
-log "phase 2 (measured): 2 conformant + 1 non-conformant, 1 memory hit, 1 NOT_FOUND"
+log "phase 2 (measured): 2 conformant + 1 non-conformant, 1 memory hit, 1 NOT_FOUND, 1 lookup miss, 1 ignored delivery"
 check c1.onnx VERDICT_CONFORMANT CACHE_RESULT_MISS
 check c1.onnx VERDICT_CONFORMANT CACHE_RESULT_MEMORY_HIT
 check b1.onnx VERDICT_NON_CONFORMANT CACHE_RESULT_MISS
 check_missing
+lookup_missing
+webhook_ignored
 wait_value 'sum(axqc_checks_total)' "$CHECKS"
-wait_value 'sum(axqc_requests_total{code="NOT_FOUND"})' 2
+wait_value 'sum(axqc_requests_total{method="Check",code="NOT_FOUND"})' 2
+wait_value 'sum(axqc_requests_total{method="GetReport",code="NOT_FOUND"})' 2
+wait_value 'sum(axqc_worker_restarts_total{cause="max_checks"})' 4
+wait_value 'sum(axqc_webhook_deliveries_total{outcome="ignored"})' 2
 wait_scrapes 3
 
 # ------------------------------------------------------------------ the dashboard's expressions

@@ -3,6 +3,7 @@
 
   validate_deploy.py ROOT SERVER_BIN CLIENT_BIN TMPDIR
   validate_deploy.py --k8s-layout ROOT      (only the Kubernetes layout checks below; no binaries)
+  validate_deploy.py --monitoring ROOT SERVER_BIN TMPDIR   (only the monitoring checks below)
 
 * The image's and the ConfigMap's server config files are accepted by the real axqc-server
   (`--config FILE --print-config`); ports, store path and shutdown timings are read from there.
@@ -31,6 +32,14 @@
   /usr/bin/axqc-server with the conffile CPack installs, as the user the postinst creates, in its
   state directory, and gives the drain more time than shutdown delay + grace period; the
   maintainer scripts are executable and parse (sh -n).
+* Monitoring (deploy/grafana, deploy/prometheus/alerts.yml): the real axqc-server is started and
+  scraped; every metric name of the dashboard's and the alert rules' PromQL is one it exports (or a
+  family of server/metrics.cc without series yet), every label is one of that family, every label
+  value selected on is one the server produces (read from the sources that make them: gRPC codes,
+  worker restart causes and outcomes, webhook outcomes and sources, methods); no panel counts
+  every non-OK code as a failure; every alert has severity, summary, description and a runbook
+  section of docs/operations.md; `promtool check rules` and `promtool test rules
+  tests/deploy/alerts_test.yml` when promtool is installed.
 * Dockerfile.cli: FROM a slim Debian image, installs the axqc .deb with apt, no ENTRYPOINT (CI
   runners hand the job's script to the image's shell), no USER (root, for GitHub container jobs).
 """
@@ -42,7 +51,11 @@ import shutil
 import subprocess
 import sys
 
-import yaml
+try:
+    import yaml
+except ImportError:  # Debian: python3-yaml
+    print("SKIP: PyYAML is not installed (apt-get install python3-yaml)")
+    sys.exit(77)
 
 FAILURES = []
 OKS = []
@@ -862,11 +875,293 @@ def validate_k8s_postgres(root, server_bin, tmpdir):
           "claim-lease-seconds from the overlay's environment (%s)" % cfg["claim-lease-seconds"])
 
 
+# ------------------------------------------------------------------------------------------------
+# Monitoring: the Grafana dashboard and the Prometheus alert rules against what the server exports
+
+# PromQL functions, aggregations and keywords the expressions may use (anything else that is not a
+# metric name fails: add it here when an expression needs a new function).
+PROMQL_FUNCTIONS = {
+    "sum", "min", "max", "avg", "count", "topk", "bottomk", "quantile", "stddev", "count_values",
+    "group", "rate", "irate", "increase", "delta", "idelta", "deriv", "resets", "changes",
+    "histogram_quantile", "absent", "absent_over_time", "vector", "scalar", "label_replace",
+    "clamp_min", "clamp_max", "clamp", "abs", "ceil", "floor", "round", "time", "timestamp",
+    "avg_over_time", "max_over_time", "min_over_time", "sum_over_time", "count_over_time",
+    "last_over_time", "predict_linear",
+}
+PROMQL_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "or", "and",
+                   "unless", "bool", "offset", "inf", "nan"}
+# Series Prometheus adds to every scrape target.
+SCRAPE_SERIES = {"up", "scrape_duration_seconds", "scrape_samples_scraped",
+                 "scrape_samples_post_metric_relabeling", "scrape_series_added"}
+TARGET_LABELS = {"job", "instance"}
+
+
+def cxx_sources(root, dirs=("server", "isolate", "src")):
+    for d in dirs:
+        for base, _, files in os.walk(os.path.join(root, d)):
+            for f in files:
+                if f.endswith((".cc", ".h")):
+                    yield os.path.join(base, f)
+
+
+def metrics_cc_families(root):
+    """{family: (type, {label names})} from server/metrics.cc (prometheus-cpp builders)."""
+    text = open(os.path.join(root, "server/metrics.cc")).read()
+    fams, member_of = {}, {}
+    for m in re.finditer(r"(?:(\w+)\s*=\s*&?\s*|auto&\s*(\w+)\s*=\s*)?prometheus::Build(\w+)\(\)"
+                         r"\s*\.Name\(\"([a-z_:][a-z0-9_:]*)\"\)", text):
+        member, typ, name = m.group(1) or m.group(2), m.group(3).lower(), m.group(4)
+        fams[name] = (typ, set())
+        if member:
+            member_of[member] = name
+        # Labels given where the family is built (.Add({{"label", ...}}) in the same statement).
+        stmt = text[m.end():text.find(";", m.end())]
+        fams[name][1].update(re.findall(r"\{\"(\w+)\",", stmt))
+    for m in re.finditer(r"(\w+)(?:->|\.)Add\(\{((?:\{\"\w+\",[^}]*\},?\s*)+)\}", text):
+        if m.group(1) in member_of:
+            fams[member_of[m.group(1)]][1].update(re.findall(r"\{\"(\w+)\",", m.group(2)))
+    return fams
+
+
+def scrape_server(server_bin, tmpdir):
+    """Families (# TYPE lines) and sample names of the real server's /metrics."""
+    import signal
+    import time
+    import urllib.request
+    ready = os.path.join(tmpdir, "monitoring-ready.json")
+    if os.path.exists(ready):
+        os.remove(ready)
+    log = open(os.path.join(tmpdir, "monitoring-server.log"), "w")
+    proc = subprocess.Popen([server_bin, "--listen", "127.0.0.1:0", "--metrics-listen",
+                             "127.0.0.1:0", "--ready-file", ready, "--store-path", ":memory:"],
+                            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 20
+        while not (os.path.exists(ready) and os.path.getsize(ready) > 0):
+            if proc.poll() is not None or time.time() > deadline:
+                raise SystemExit("FAIL: axqc-server did not start (see %s)" % log.name)
+            time.sleep(0.05)
+        time.sleep(0.05)  # the ready file is written whole, but give the writer its close()
+        port = json.load(open(ready))["metrics_port"]
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+            body = r.read().decode()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", body, re.M))
+    samples = set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)[{ ]", body, re.M))
+    return types, samples
+
+
+def allowed_label_values(root):
+    """{(family, label): set of values the server can export} for the labels whose values the
+    alerts and panels select on, each read from the code that produces it."""
+    def read(rel):
+        return open(os.path.join(root, rel)).read()
+
+    codes = set(re.findall(r"return \"([A-Z_]+)\";", read("server/status_name.cc")))
+    pool = read("isolate/worker_pool.cc")
+    fn = lambda name: pool[pool.find("const char* %s(" % name):]  # noqa: E731
+    body = lambda name: fn(name)[:fn(name).find("\n}\n")]  # noqa: E731
+    failures = set(re.findall(r"return \"(\w+)\";", body("FailureName"))) - {"none", "unknown"}
+    causes = failures | set(re.findall(r"return \"(\w+)\";", body("RestartCauseName")))
+    worker_outcomes = failures | {lit for f in cxx_sources(root, ("server",))
+                                  for lit in re.findall(r"CountWorkerCheck\(\"(\w+)\"\)", open(f).read())}
+    query = read("server/http/query.cc")
+    m = re.search(r"one_of\(\"outcome\",\s*\{([^}]*)\}", query)
+    hook_outcomes = set(re.findall(r"\"(\w+)\"", m.group(1))) if m else set()
+    hook_sources = set()
+    for f in cxx_sources(root, ("server",)):
+        t = open(f).read()
+        hook_outcomes |= set(re.findall(r"CountWebhookDelivery\([^,]+,\s*\"(\w+)\"\)", t))
+        hook_sources |= set(re.findall(r"\bregistry = \"(\w+)\";", t))
+    methods = set(re.findall(r"^\s*rpc (\w+)\(", read("proto/axqc/v1/axqc.proto"), re.M))
+    for f in cxx_sources(root, ("server",)):
+        methods |= set(re.findall(r"\"(\w+Webhook|List\w+)\"", open(f).read()))
+    return {
+        ("axqc_requests_total", "code"): codes,
+        ("axqc_requests_total", "method"): methods,
+        ("axqc_request_duration_seconds_bucket", "method"): methods,
+        ("axqc_worker_restarts_total", "cause"): causes,
+        ("axqc_worker_checks_total", "outcome"): worker_outcomes,
+        ("axqc_webhook_deliveries_total", "outcome"): hook_outcomes,
+        ("axqc_webhook_deliveries_total", "source"): hook_sources,
+    }
+
+
+def cxx_string_literals(root):
+    out = set()
+    for f in cxx_sources(root):
+        out |= set(re.findall(r"\"([a-z_][a-z0-9_]*)\"", open(f).read()))
+    return out
+
+
+def promql_parts(expr):
+    """(metric names, [(metric or None, label, op, value)], [unknown words]) of a PromQL expr."""
+    matchers = []
+    # Selectors with label matchers: NAME{...} or {...}.
+    for m in re.finditer(r"([a-zA-Z_:][a-zA-Z0-9_:]*)?\s*\{([^}]*)\}", expr):
+        for lm in re.finditer(r"(\w+)\s*(=~|!~|!=|=)\s*\"((?:[^\"\\]|\\.)*)\"", m.group(2)):
+            matchers.append((m.group(1), lm.group(1), lm.group(2), lm.group(3)))
+    s = re.sub(r"\{[^}]*\}", " ", expr)
+    s = re.sub(r"\"(?:[^\"\\]|\\.)*\"", " ", s)          # label_replace arguments, ...
+    s = re.sub(r"\[[^\]]*\]", " ", s)                     # range selectors
+    s = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", s)
+    names, unknown = set(), []
+    for m in re.finditer(r"(?<![\w.])([a-zA-Z_:][a-zA-Z0-9_:]*)(\s*\()?", s):
+        word, call = m.group(1), m.group(2)
+        if call:
+            if word not in PROMQL_FUNCTIONS:
+                unknown.append(word)
+        elif word not in PROMQL_KEYWORDS and not re.fullmatch(r"\d\w*", word):
+            names.add(word)
+    return names, matchers, unknown
+
+
+def github_anchors(md_text):
+    anchors = set()
+    for line in md_text.splitlines():
+        m = re.match(r"#{1,6}\s+(.*)", line)
+        if m:
+            a = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+            anchors.add(a)
+    return anchors
+
+
+def validate_monitoring(root, server_bin, tmpdir):
+    dashboard_path = os.path.join(root, "deploy/grafana/dashboards/axqc-server.json")
+    alerts_path = os.path.join(root, "deploy/prometheus/alerts.yml")
+    docs = open(os.path.join(root, "docs/operations.md")).read()
+
+    # What the server exports: the real binary's /metrics (families without any series yet, e.g.
+    # labelled counters nothing incremented, are not in a fresh scrape: server/metrics.cc has them).
+    types, samples = scrape_server(server_bin, tmpdir)
+    fams = metrics_cc_families(root)
+    check(len(fams) >= 20 and "axqc_requests_total" in fams and "axqc_worker_restarts_total" in fams,
+          "server/metrics.cc: %d metric families read" % len(fams))
+    for name, typ in sorted(types.items()):
+        if name.startswith("axqc_"):
+            check(name in fams and fams[name][0] == typ,
+                  "scraped family %s (%s) is built in server/metrics.cc as a %s" % (
+                      name, typ, fams.get(name, ("nothing",))[0]))
+    check("process_resident_memory_bytes" in types and "process_max_fds" in types,
+          "the scrape has the process_* metrics")
+    exported = set(samples) | SCRAPE_SERIES
+    labels_of = {}
+    for name, (typ, labels) in fams.items():
+        if typ == "histogram":
+            for suffix, extra in (("_bucket", {"le"}), ("_sum", set()), ("_count", set())):
+                exported.add(name + suffix)
+                labels_of[name + suffix] = labels | extra
+        else:
+            exported.add(name)
+            labels_of[name] = labels
+
+    values = allowed_label_values(root)
+    for key, vals in sorted(values.items()):
+        check(len(vals) >= 2, "label values of %s{%s} read from the sources: %s" % (
+            key[0], key[1], ",".join(sorted(vals))))
+    literals = cxx_string_literals(root)
+
+    def check_expr(where, expr):
+        names, matchers, unknown = promql_parts(expr)
+        check(not unknown, "%s: PromQL functions known (%s)" % (where, ",".join(unknown) or "all"))
+        check(bool(names), "%s: references a metric" % where)
+        for n in sorted(names):
+            check(n in exported, "%s: metric %s is exported by axqc-server" % (where, n))
+        for metric, label, op, value in matchers:
+            if label in TARGET_LABELS or label == "__name__" or metric is None:
+                continue
+            if metric in labels_of:
+                check(label in labels_of[metric],
+                      "%s: %s has a label %s (it has %s)" % (
+                          where, metric, label, ",".join(sorted(labels_of[metric])) or "none"))
+            alts = value.split("|") if op in ("=~", "!~") else [value]
+            if op in ("=~", "!~") and not all(re.fullmatch(r"[\w]+", a) for a in alts):
+                check(False, "%s: %s{%s%s\"%s\"} is not a list of values a|b|c" % (
+                    where, metric, label, op, value))
+                continue
+            allowed = values.get((metric, label))
+            for a in alts:
+                if allowed is not None:
+                    check(a in allowed, "%s: %s{%s=\"%s\"} is a value the server exports" % (
+                        where, metric, label, a))
+                else:
+                    check(a in literals or a.lower() in literals,
+                          "%s: %s{%s=\"%s\"} is a string of the server's sources" % (
+                              where, metric, label, a))
+
+    # The dashboard's targets, with Grafana's variables as the deploy test substitutes them.
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import deploy_check  # noqa: E402 - the dashboard helpers of prometheus_test.sh
+    dashboard = json.load(open(dashboard_path))
+    n_targets = 0
+    for title, ref, expr in deploy_check.targets(dashboard):
+        n_targets += 1
+        check_expr("dashboard %r %s" % (title, ref), deploy_check.substitute(expr))
+    titles = [p.get("title") for p in deploy_check.walk_panels(dashboard["panels"])]
+    check("Failed RPCs per second" not in titles,
+          "the dashboard has no 'Failed RPCs per second' (a GetReport NOT_FOUND is no failure)")
+    for p in deploy_check.walk_panels(dashboard["panels"]):
+        for t in p.get("targets", []):
+            if re.search(r"code\s*!=\s*\"OK\"", t.get("expr", "")):
+                check(False, "dashboard %r %s counts every non-OK code as a failure" % (
+                    p.get("title"), t.get("refId")))
+
+    # The alert rules: expressions, severity, annotations, runbook sections that exist.
+    anchors = github_anchors(docs)
+    rules = [r for g in yaml.safe_load(open(alerts_path))["groups"] for r in g["rules"]]
+    names = [r.get("alert") for r in rules]
+    check(len(set(names)) == len(names), "alert names unique: %s" % ",".join(map(str, names)))
+    for want in ("AxqcDown", "AxqcAbsent", "AxqcWorkersFailing", "AxqcServerFaults",
+                 "AxqcStoreErrors", "AxqcWebhookDeliveriesFailing", "AxqcNotServing"):
+        check(want in names, "alerts.yml has %s" % want)
+    for r in rules:
+        a = r.get("alert", "?")
+        check_expr("alert %s" % a, r.get("expr", ""))
+        check(r.get("labels", {}).get("severity") in ("page", "warn"),
+              "alert %s: severity page or warn" % a)
+        ann = r.get("annotations", {})
+        check(bool(ann.get("summary")) and bool(ann.get("description")),
+              "alert %s: summary and description" % a)
+        rb = ann.get("runbook", "")
+        check(rb == "docs/operations.md#" + a.lower() and a.lower() in anchors,
+              "alert %s: runbook %r is the section '%s' of docs/operations.md" % (a, rb, a))
+        if "axqc_requests_total" in r.get("expr", "") and "code=~" in r.get("expr", ""):
+            check("NOT_FOUND" not in r["expr"],
+                  "alert %s: a NOT_FOUND (hash-first lookup miss) is not a server fault" % a)
+    print("monitoring: %d dashboard queries and %d alert rules checked against %d exported "
+          "metric families" % (n_targets, len(rules), len(fams)))
+
+    promtool = shutil.which("promtool")
+    if not promtool:
+        print("SKIP: promtool is not installed (Debian: apt-get install prometheus): "
+              "alerts.yml is not checked and its unit tests are not run")
+        return
+    r = subprocess.run([promtool, "check", "rules", alerts_path], capture_output=True, text=True)
+    check(r.returncode == 0, "promtool check rules deploy/prometheus/alerts.yml%s" % (
+        "" if r.returncode == 0 else ": " + (r.stdout + r.stderr).strip()))
+    tests = os.path.join(root, "tests/deploy/alerts_test.yml")
+    r = subprocess.run([promtool, "test", "rules", tests], capture_output=True, text=True)
+    check(r.returncode == 0, "promtool test rules tests/deploy/alerts_test.yml%s" % (
+        "" if r.returncode == 0 else ":\n" + (r.stdout + r.stderr).strip()))
+
+
 def main(argv):
     if len(argv) == 3 and argv[1] == "--k8s-layout":
         # Only the Kubernetes replica/store layout: no server binary needed (ctest deploy_k8s_layout).
         validate_k8s_layout(argv[2])
         print("deploy/k8s layout checks: %d passed, %d failed" % (len(OKS), len(FAILURES)))
+        return 1 if FAILURES else 0
+    if len(argv) == 5 and argv[1] == "--monitoring":
+        # Only the dashboard and alert checks (ctest deploy_monitoring, a few seconds).
+        validate_monitoring(argv[2], argv[3], argv[4])
+        print("monitoring checks: %d passed, %d failed" % (len(OKS), len(FAILURES)))
         return 1 if FAILURES else 0
     if len(argv) != 5:
         print(__doc__, file=sys.stderr)
@@ -883,6 +1178,7 @@ def main(argv):
     validate_compose_postgres(root, server_bin, image_cfg)
     validate_k8s_postgres(root, server_bin, tmpdir)
     validate_debian(root, server_bin)
+    validate_monitoring(root, server_bin, tmpdir)
     print("deploy/ static checks: %d passed, %d failed" % (len(OKS), len(FAILURES)))
     return 1 if FAILURES else 0
 
