@@ -206,7 +206,7 @@ int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results) 
       }
     } else {
       std::cerr << "axqc: " << r.error_kind << ": " << r.error << "\n";
-      errors.push_back({r.file, r.error});
+      errors.push_back({r.file, r.error, r.exit_code != kExitNoVerdict});
     }
   }
   if (args.format == "json" && results.size() == 1 && results[0].ok) {
@@ -244,7 +244,7 @@ int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results) 
   } else if (args.format == "junit") {
     *out << RenderJunit(reports, errors);
   } else if (args.format == "sarif") {
-    *out << RenderSarif(reports, errors);
+    *out << RenderSarif(reports, errors, args.rules_url);
   } else if (args.format == "github") {
     *out << RenderGithub(reports, errors);
   } else if (args.format == "gitlab") {

@@ -1,6 +1,7 @@
 // CI report formats over the one report model: JUnit XML, SARIF 2.1.0, GitHub workflow commands,
 // GitLab Code Quality. Each honours the gate (Report::gate, Finding::state) when one was applied.
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -172,24 +173,30 @@ std::string RuleName(std::string_view id) {
   return out;
 }
 
-json SarifRule(const RuleInfo& r) {
+json SarifRule(const RuleInfo& r, std::string_view rules_url) {
   std::string help = std::string(r.summary) + "\nSpec section " + std::string(r.section) +
                      ".\nFix: " + std::string(r.fix);
   if (r.check_value) help += "\n(Value check: runs with -c / check_value.)";
   std::string markdown = "**" + std::string(r.summary) + "** (ax quant spec section " +
                          std::string(r.section) + ")\n\n**Fix:** " + std::string(r.fix) +
                          "\n\nRule page: `" + RuleDocPath(r.id) + "`";
-  return {{"id", r.id},
-          {"name", RuleName(r.id)},
-          {"shortDescription", {{"text", r.summary}}},
-          {"fullDescription",
-           {{"text", std::string(r.summary) + " (spec " + std::string(r.section) + ")"}}},
-          {"help", {{"text", help}, {"markdown", markdown}}},
-          {"defaultConfiguration", {{"level", SarifLevel(r.severity)}}},
-          {"properties",
-           {{"tags", json::array({"ax-quant-spec", r.check_value ? "value-check" : "structural"})},
-            {"section", r.section},
-            {"check_value", r.check_value}}}};
+  json rule = {
+      {"id", r.id},
+      {"name", RuleName(r.id)},
+      {"shortDescription", {{"text", r.summary}}},
+      {"fullDescription",
+       {{"text", std::string(r.summary) + " (spec " + std::string(r.section) + ")"}}},
+      {"help", {{"text", help}, {"markdown", markdown}}},
+      {"defaultConfiguration", {{"level", SarifLevel(r.severity)}}},
+      {"properties",
+       {{"tags", json::array({"ax-quant-spec", r.check_value ? "value-check" : "structural"})},
+        {"section", r.section},
+        {"check_value", r.check_value}}}};
+  // helpUri must be an absolute URI; the default base is a path in a checkout of the repository.
+  if (rules_url.starts_with("https://") || rules_url.starts_with("http://")) {
+    rule["helpUri"] = std::string(rules_url) + RulePageName(r.id) + ".md";
+  }
+  return rule;
 }
 
 // ---- GitHub workflow commands
@@ -275,6 +282,15 @@ std::string HexDigest(std::string_view bytes, std::size_t hex_chars) {
   return Sha256Hex(bytes).substr(0, hex_chars);
 }
 
+// A testcase's classname: CI viewers (Jenkins, GitLab) read "a.b.C" as package a.b, class C, so a
+// model path keeps no dot ("models/det.v2.onnx" -> "models/det_v2_onnx"); the testsuite's name is
+// the path as given.
+std::string JunitClass(std::string_view file) {
+  std::string out(file);
+  std::replace(out.begin(), out.end(), '.', '_');
+  return out;
+}
+
 }  // namespace
 
 std::string RenderJunit(std::span<const Report> reports, std::span<const ModelError> errors) {
@@ -295,7 +311,7 @@ std::string RenderJunit(std::span<const Report> reports, std::span<const ModelEr
     std::size_t skipped = 0;
     auto emit = [&](std::string_view id, const RuleResult* rr, bool cv) {
       ++tests;
-      cases << "    <testcase" << Attr("classname", "axqc." + r.model.file) << Attr("name", id)
+      cases << "    <testcase" << Attr("classname", JunitClass(r.model.file)) << Attr("name", id)
             << Attr("time", "0");
       const bool has_errors = rr != nullptr && !rr->errors.empty();
       const bool has_others = rr != nullptr && !rr->others.empty();
@@ -340,7 +356,7 @@ std::string RenderJunit(std::span<const Report> reports, std::span<const ModelEr
     if (!r.gate.stale_waivers.empty()) {
       ++tests;
       const bool fail = r.gate.fail_on == Severity::kWarn;
-      cases << "    <testcase" << Attr("classname", "axqc." + r.model.file)
+      cases << "    <testcase" << Attr("classname", JunitClass(r.model.file))
             << Attr("name", "axqc/stale-waivers") << Attr("time", "0") << ">\n";
       std::string lines;
       for (const auto& w : r.gate.stale_waivers) lines += w.source + ": " + w.Message() + "\n";
@@ -386,10 +402,11 @@ std::string RenderJunit(std::span<const Report> reports, std::span<const ModelEr
     suites << "  <testsuite" << Attr("name", e.file) << Attr("tests", std::size_t{1})
            << Attr("failures", std::size_t{0}) << Attr("errors", std::size_t{1})
            << Attr("skipped", std::size_t{0}) << Attr("time", "0") << ">\n"
-           << "    <testcase" << Attr("classname", "axqc." + e.file) << Attr("name", "input")
-           << Attr("time", "0") << ">\n"
-           << "      <error" << Attr("message", e.message) << Attr("type", "input_error") << ">"
-           << XmlEscape(e.message) << "</error>\n"
+           << "    <testcase" << Attr("classname", JunitClass(e.file))
+           << Attr("name", e.input ? "input" : "service") << Attr("time", "0") << ">\n"
+           << "      <error" << Attr("message", e.message)
+           << Attr("type", e.input ? "input_error" : "service_error") << ">" << XmlEscape(e.message)
+           << "</error>\n"
            << "    </testcase>\n"
            << "  </testsuite>\n";
   }
@@ -402,12 +419,13 @@ std::string RenderJunit(std::span<const Report> reports, std::span<const ModelEr
   return out.str();
 }
 
-json SarifJson(std::span<const Report> reports, std::span<const ModelError> errors) {
+json SarifJson(std::span<const Report> reports, std::span<const ModelError> errors,
+               std::string_view rules_url) {
   json rules = json::array();
   std::map<std::string, std::size_t, std::less<>> rule_index;
   for (const RuleInfo& r : Rules()) {
     rule_index.emplace(std::string(r.id), rules.size());
-    rules.push_back(SarifRule(r));
+    rules.push_back(SarifRule(r, rules_url));
   }
   json results = json::array();
   json artifacts = json::array();
@@ -438,9 +456,9 @@ json SarifJson(std::span<const Report> reports, std::span<const ModelError> erro
       // occurrence number among identical ones: stable across runs, message wording, node and
       // tensor renames and file renames.
       const std::string fingerprint = FingerprintOf(f);
-      json location = {
-          {"physicalLocation",
-           {{"artifactLocation", {{"uri", r.model.file}, {"index", artifact_index}}}}}};
+      json location = {{"physicalLocation",
+                        {{"artifactLocation", {{"uri", r.model.file}, {"index", artifact_index}}},
+                         {"region", {{"startLine", 1}}}}}};
       if (!f.nodes.empty()) {
         location["logicalLocations"] =
             json::array({{{"name", f.nodes.front()},
@@ -548,8 +566,9 @@ json SarifJson(std::span<const Report> reports, std::span<const ModelError> erro
           {"runs", json::array({run})}};
 }
 
-std::string RenderSarif(std::span<const Report> reports, std::span<const ModelError> errors) {
-  return SarifJson(reports, errors).dump(2) + "\n";
+std::string RenderSarif(std::span<const Report> reports, std::span<const ModelError> errors,
+                        std::string_view rules_url) {
+  return SarifJson(reports, errors, rules_url).dump(2) + "\n";
 }
 
 std::string RenderGithub(std::span<const Report> reports, std::span<const ModelError> errors) {

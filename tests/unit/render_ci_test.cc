@@ -183,7 +183,7 @@ TEST(RenderCi, JunitIsWellFormedWithOneTestcasePerRule) {
   // Every rule ID exactly once, in catalog order.
   for (std::size_t i = 0; i < n_rules; ++i) {
     EXPECT_EQ(cases[i]->attrs.at("name"), Rules()[i].id);
-    EXPECT_EQ(cases[i]->attrs.at("classname"), "axqc.models/broken.onnx");
+    EXPECT_EQ(cases[i]->attrs.at("classname"), "models/broken_onnx");  // no dot to split at
   }
   std::size_t failed_cases = 0;
   std::size_t failure_elements = 0;
@@ -227,10 +227,28 @@ TEST(RenderCi, JunitIsWellFormedWithOneTestcasePerRule) {
   const XmlNode* err = missing.First("testcase")->First("error");
   ASSERT_NE(err, nullptr);
   EXPECT_EQ(err->attrs.at("message"), "cannot open <file> & more");
+  EXPECT_EQ(err->attrs.at("type"), "input_error");
+  EXPECT_EQ(missing.First("testcase")->attrs.at("name"), "input");
 
   EXPECT_EQ(root->Num("tests"), 2 * n_rules + 1);
   EXPECT_EQ(root->Num("failures"), failed_cases);
   EXPECT_EQ(root->Num("errors"), 1u);
+}
+
+// A server that could not be reached is not the model's fault: a "service" testcase with a
+// service_error, not an input error of the model.
+TEST(RenderCi, JunitNamesAServiceErrorApartFromAnInputError) {
+  const std::vector<ModelError> errors = {
+      {"models/a.v2.onnx", "cannot reach axqc-server at 127.0.0.1:1", /*input=*/false},
+      {"models/junk.onnx", "not an ONNX model"}};
+  const std::string xml = RenderJunit({}, errors);
+  EXPECT_NE(xml.find("<testcase classname=\"models/a_v2_onnx\" name=\"service\""),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("type=\"service_error\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<testcase classname=\"models/junk_onnx\" name=\"input\""), std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("type=\"input_error\""), std::string::npos) << xml;
 }
 
 TEST(RenderCi, JunitWarnAndInfoGoToSystemOut) {
@@ -274,6 +292,7 @@ TEST(RenderCi, SarifHasRequiredFieldsRulesAndStableFingerprints) {
     EXPECT_EQ(rule["shortDescription"]["text"], Rules()[i].summary);
     EXPECT_NE(rule["help"]["text"].get<std::string>().find(std::string(Rules()[i].fix)),
               std::string::npos);
+    EXPECT_FALSE(rule.contains("helpUri"));  // the default base is a path in a checkout
     EXPECT_TRUE(rule["defaultConfiguration"]["level"] == "error" ||
                 rule["defaultConfiguration"]["level"] == "warning" ||
                 rule["defaultConfiguration"]["level"] == "note");
@@ -289,6 +308,8 @@ TEST(RenderCi, SarifHasRequiredFieldsRulesAndStableFingerprints) {
     EXPECT_FALSE(res["message"]["text"].get<std::string>().empty());
     EXPECT_EQ(res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
               "models/broken.onnx");
+    // GitHub code scanning places a result only with a startLine; the model has no lines.
+    EXPECT_EQ(res["locations"][0]["physicalLocation"]["region"]["startLine"], 1);
     const std::string fp = res["partialFingerprints"]["axqcFingerprint/v1"].get<std::string>();
     fingerprints.insert(fp);
     // fingerprint:occurrence, the fingerprint being the finding's own.
@@ -316,6 +337,14 @@ TEST(RenderCi, SarifHasRequiredFieldsRulesAndStableFingerprints) {
   EXPECT_EQ(e["runs"][0]["invocations"][0]["toolExecutionNotifications"][0]["message"]["text"],
             "not an ONNX model");
   EXPECT_EQ(nlohmann::json::parse(RenderSarif(reports)), s);
+  // With the rule pages on a web server every rule links there.
+  const nlohmann::json linked = SarifJson(reports, {}, "https://docs.example.com/axqc/rules/");
+  for (const auto& rule : linked["runs"][0]["tool"]["driver"]["rules"]) {
+    const std::string id = rule["id"];
+    if (id != "role/weight-type") continue;
+    EXPECT_EQ(rule["helpUri"], "https://docs.example.com/axqc/rules/role--weight-type.md");
+  }
+  EXPECT_EQ(linked["runs"][0]["tool"]["driver"]["rules"][0].count("helpUri"), 1u);
 }
 
 TEST(RenderCi, GithubWorkflowCommands) {

@@ -31,10 +31,13 @@ nlohmann::json RulesToJson();
 // models that could not be checked (input or infrastructure errors), so one invocation gives one
 // document.
 
-// A model without a report: the file as given and why it could not be checked.
+// A model without a report: the file as given and why it could not be checked. `input`: the model
+// or the request is at fault (not ONNX, unreadable, refused); false: no verdict for another reason
+// (a server that cannot be reached or failed), which is not the model's fault.
 struct ModelError {
   std::string file;
   std::string message;
+  bool input = true;
 };
 
 // With a gate (Report::gate.active, Finding::state), a finding "fails" when it counts (neither
@@ -47,7 +50,9 @@ struct ModelError {
 // value-check rules that did not run (no -c) and every rule of a not_applicable model are
 // <skipped>. Stale waivers are a testcase "axqc/stale-waivers" (a failure with fail_on warn).
 // testsuite "failures" counts the testcases with at least one failure. A ModelError is a
-// testsuite with one testcase "input" holding an <error>.
+// testsuite with one testcase "input" (or "service" when it is not the model's fault) holding an
+// <error> of type input_error (service_error). Testcase classnames are the model path with its
+// dots written '_' (viewers split class names at dots).
 std::string RenderJunit(std::span<const Report> reports, std::span<const ModelError> errors = {});
 
 // SARIF 2.1.0 (GitHub code scanning): one run, tool.driver.rules = the catalog (with help text),
@@ -56,9 +61,14 @@ std::string RenderJunit(std::span<const Report> reports, std::span<const ModelEr
 // fingerprint:occurrence). Waived findings carry `suppressions` (external, accepted, the reason,
 // the waiver's location); with a baseline the others carry baselineState new/unchanged. Stale
 // waivers are toolConfigurationNotifications located in the configuration file. ModelErrors
-// become toolExecutionNotifications and executionSuccessful=false.
-nlohmann::json SarifJson(std::span<const Report> reports, std::span<const ModelError> errors = {});
-std::string RenderSarif(std::span<const Report> reports, std::span<const ModelError> errors = {});
+// become toolExecutionNotifications and executionSuccessful=false. A finding's physical location
+// is the model file with region startLine 1 (a binary file has no lines; GitHub code scanning
+// places a result only with a startLine). `rules_url`: the base of the rule pages as in
+// HtmlOptions::rules_url; when it is an absolute http(s) URL each rule gets its helpUri there.
+nlohmann::json SarifJson(std::span<const Report> reports, std::span<const ModelError> errors = {},
+                         std::string_view rules_url = {});
+std::string RenderSarif(std::span<const Report> reports, std::span<const ModelError> errors = {},
+                        std::string_view rules_url = {});
 
 // GitHub Actions workflow commands: "::error file=F,title=RULE::message" per error finding,
 // ::warning per warn, ::notice per info (the first locations of each group, plus a line for the
