@@ -50,7 +50,8 @@ class Reader {
 
   void OnlyKeys(const json& j, const std::string& field, std::initializer_list<const char*> keys) {
     if (!j.is_object()) Fail(field, "must be an object");
-    for (const auto& [k, v] : j.items()) {
+    for (const auto& item : j.items()) {
+      const std::string& k = item.key();
       if (std::find_if(keys.begin(), keys.end(), [&](const char* x) { return k == x; }) ==
           keys.end()) {
         Fail(field + "." + k, "unknown field");

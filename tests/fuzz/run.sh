@@ -21,7 +21,10 @@
 # build/fuzz/dot-artifacts/, kept in tests/fuzz/dot_regressions/ (replayed by
 # tests/unit/dot_fuzz_regressions_test.cc).
 # TARGET pulsar2_config: fuzz_pulsar2_config (config.json bytes -> the Pulsar2 configuration reader
-# and checks, docs/pulsar2.md); dictionary tests/fuzz/pulsar2.dict, corpus build/fuzz/pulsar2-config-corpus.
+# and checks, docs/pulsar2.md, with the invariants of pulsar2_config_fuzz_input.h); dictionary
+# tests/fuzz/pulsar2.dict, working corpus build/fuzz/pulsar2-config-corpus, findings in
+# build/fuzz/pulsar2-config-artifacts/, kept in tests/fuzz/pulsar2_config_regressions/ (replayed by
+# tests/unit/pulsar2_config_fuzz_regressions_test.cc).
 # TARGETs hook_hf, hook_mlflow, json_body: fuzz_hook_hf, fuzz_hook_mlflow, fuzz_json_body (JSON
 # from the network -> the server's bounded, typed parsing: Hugging Face and MLflow webhook bodies,
 # MLflow's get-download-uri answer and artifact URIs, POST /v1/check JSON bodies; see
@@ -112,6 +115,7 @@ if [ "$TARGET" = pulsar2_config ]; then
   cd "$BUILD"
   # shellcheck disable=SC2086
   exec "$BUILD/tests/fuzz/fuzz_pulsar2_config" "$BUILD/pulsar2-config-corpus" \
+    "$ROOT/tests/fuzz/pulsar2_config_regressions" \
     -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -max_len=16384 -timeout=10 \
     -dict="$ROOT/tests/fuzz/pulsar2.dict" \
     -artifact_prefix="$BUILD/pulsar2-config-artifacts/" -print_final_stats=1 ${AXQC_FUZZ_ARGS:-}
