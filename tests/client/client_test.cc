@@ -273,6 +273,46 @@ TEST(ClientGate, FailOnNotApplicableFailsAFloatModel) {
   EXPECT_EQ(bad.rc, 2);
 }
 
+// The options of the run work on the reports on the client side: directory arguments with
+// --exclude, --select/--ignore, --statistics and --exit-zero give the local output and exit code
+// with --server and with --isolate.
+TEST(ClientGate, RunOptionsWithServerAndIsolate) {
+  TempDir dir;
+  TestServer server(dir);
+  WriteFile(dir / "work/models/bad.onnx", NonConformantModel("run-options"));
+  WriteFile(dir / "work/models/sub/ok.onnx", ConformantModel("run-options"));
+  WriteFile(dir / "work/models/old/junk.onnx", NotOnnxBytes());
+  const std::string models = Quote((dir / "work/models").string());
+  const std::vector<std::pair<std::string, int>> runs = {
+      {"--statistics --exclude old " + models, 1},
+      {"--select role/weight-type --statistics --exclude old " + models, 1},
+      {"--ignore role/weight-type --format json --exclude old " + models, 0},
+      {"--select 'role/*' --ignore role/weight-type --exclude 'old/*' " + models, 0},
+      {"--exit-zero --exclude old " + models, 0},
+      {"--exit-zero " + models, 2},  // old/junk.onnx is not a model
+  };
+  for (const auto& [args, rc] : runs) {
+    Proc local = Client(dir, "check --no-config " + args);
+    Proc remote = Client(dir, "check --no-config --server " + Addr(server) + " " + args);
+    Proc isolated = Client(dir, "check --no-config --isolate " + args);
+    EXPECT_EQ(local.rc, rc) << args << local.err;
+    EXPECT_EQ(remote.rc, rc) << args << remote.err;
+    EXPECT_EQ(isolated.rc, rc) << args << isolated.err;
+    EXPECT_EQ(remote.out, local.out) << args;
+    EXPECT_EQ(isolated.out, local.out) << args;
+  }
+  Proc stats = Client(dir, "check --no-config --server " + Addr(server) +
+                               " --statistics --select role/weight-type --exclude old " + models);
+  EXPECT_EQ(stats.out, "1  role/weight-type  error  Weight is not symmetric S4/S8 per-channel.\n");
+  Proc unknown = Client(
+      dir, "check --no-config --server " + Addr(server) + " --ignore role/weigth-type " + models);
+  EXPECT_EQ(unknown.rc, 2);
+  EXPECT_NE(unknown.err.find("--ignore: unknown rule 'role/weigth-type' (did you mean "
+                             "'role/weight-type'?)"),
+            std::string::npos)
+      << unknown.err;
+}
+
 TEST(ClientRemote, ReferenceModeWithLabelsAndStats) {
   TempDir dir;
   TestServer server(dir);
