@@ -326,7 +326,12 @@ TEST(Cli, ExitCodesPerVerdict) {
 TEST(Cli, JsonOutputAndRules) {
   std::string out;
   ASSERT_EQ(Exec(Bin() + " check --format json " + Example("broken_missing_qdq.onnx"), &out), 1);
-  auto j = nlohmann::json::parse(out);
+  const auto doc = nlohmann::json::parse(out);
+  EXPECT_EQ(doc["schema"], "axqc.report/v2");
+  ASSERT_EQ(doc["reports"].size(), 1u);
+  EXPECT_FALSE(doc.contains("statistics"));
+  const auto& j = doc["reports"][0];
+  EXPECT_EQ(j["schema"], "axqc.report/v1");
   EXPECT_EQ(j["verdict"], "non_conformant");
   EXPECT_EQ(j["summary"]["by_rule"]["op/output-not-quantized"], 1);
   EXPECT_EQ(j["findings"][0]["nodes"][0], "add");
@@ -340,7 +345,7 @@ TEST(Cli, JsonOutputAndRules) {
   ASSERT_EQ(
       Exec(Bin() + " check -c --format json -o " + file + " " + Example("conformant_cnn.onnx")), 0);
   std::ifstream in(file);
-  auto jr = nlohmann::json::parse(in);
+  auto jr = nlohmann::json::parse(in)["reports"][0];
   EXPECT_EQ(jr["verdict"], "conformant");
   EXPECT_EQ(jr["check_value"], true);
 }
@@ -454,7 +459,7 @@ TEST(Cli, StatisticsAndExitZero) {
       Exec("(" + Bin() + " check --no-config --statistics --format sarif " + models + " 2>&1)",
            &out),
       2);
-  EXPECT_EQ(out, "axqc: --statistics prints text; not with --format sarif\n");
+  EXPECT_EQ(out, "axqc: --statistics takes --format text or json, not sarif\n");
   // --exit-zero: the same report, exit 0.
   std::string plain;
   EXPECT_EQ(Exec(Bin() + " check --no-config " + models, &plain), 1);
@@ -490,8 +495,7 @@ TEST(Cli, SelectAndIgnoreRules) {
            &out),
       0);
   {
-    const auto j = nlohmann::json::parse(out);
-    const auto& r = j.is_array() ? j[0] : (j.contains("reports") ? j["reports"][0] : j);
+    const auto r = nlohmann::json::parse(out)["reports"][0];
     EXPECT_EQ(r["verdict"], "conformant");
     EXPECT_TRUE(r["findings"].empty());
     EXPECT_EQ(r["summary"]["errors"], 0);
@@ -529,6 +533,49 @@ TEST(Cli, SelectAndIgnoreRules) {
   EXPECT_EQ(Exec(Bin() + cfg + "--statistics --select role/weight-type " + two, &out), 0);
   EXPECT_EQ(out,
             "1  role/weight-type  error  Weight is not symmetric S4/S8 per-channel. (1 waived)\n");
+}
+
+// --format json: one document whatever the number of models (schema axqc.report/v2): "reports"
+// lists each model's report object, or its input error; --statistics adds "statistics".
+TEST(Cli, JsonDocumentHasOneShape) {
+  TempDir d;
+  std::ofstream(d.path() / "empty.onnx").close();
+  const std::string empty = (d.path() / "empty.onnx").string();
+  std::string out;
+  ASSERT_EQ(
+      Exec(Bin() + " check --no-config --format json --statistics " +
+               Example("broken_two_defects.onnx") + " " + empty + " " + Example("float_only.onnx"),
+           &out),
+      2);
+  const auto doc = nlohmann::json::parse(out);
+  EXPECT_EQ(doc["schema"], "axqc.report/v2");
+  ASSERT_EQ(doc["reports"].size(), 3u);
+  EXPECT_EQ(doc["reports"][0]["verdict"], "non_conformant");
+  EXPECT_EQ(doc["reports"][0]["findings"][0]["rule"], "role/weight-type");
+  EXPECT_EQ(doc["reports"][0]["findings"][0]["nodes"][0], "conv1_w_dq");
+  EXPECT_TRUE(doc["reports"][1]["verdict"].is_null());
+  EXPECT_EQ(doc["reports"][1]["model"]["file"], empty);
+  EXPECT_NE(doc["reports"][1]["input_error"].get<std::string>().find("empty.onnx"),
+            std::string::npos);
+  EXPECT_EQ(doc["reports"][2]["verdict"], "not_applicable");
+  const auto& stats = doc["statistics"];
+  ASSERT_EQ(stats.size(), 3u) << out;
+  EXPECT_EQ(stats[0], nlohmann::json::parse(R"({"rule": "op/output-not-quantized",
+      "severity": "error", "count": 1, "waived": 0, "baselined": 0,
+      "summary": "A used float data output of a quant-only operator does not go through Q/DQ."})"));
+  EXPECT_EQ(stats[1]["rule"], "role/weight-type");
+  EXPECT_EQ(stats[2]["rule"], "scope/no-quantized-edge");
+  EXPECT_EQ(stats[2]["severity"], "info");
+  // Schema first, then the reports.
+  EXPECT_EQ(out.rfind("{\n  \"schema\": \"axqc.report/v2\",\n  \"reports\": [\n    {\n", 0), 0u)
+      << out.substr(0, 200);
+  // One model: the same document with one entry.
+  ASSERT_EQ(
+      Exec(Bin() + " check --no-config --format json " + Example("conformant_cnn.onnx"), &out), 0);
+  const auto one = nlohmann::json::parse(out);
+  ASSERT_EQ(one["reports"].size(), 1u);
+  EXPECT_EQ(one["reports"][0]["verdict"], "conformant");
+  EXPECT_EQ(one["reports"][0]["schema"], "axqc.report/v1");
 }
 
 }  // namespace

@@ -22,6 +22,12 @@ namespace axqc::cli {
 // the gate's pass and fail: only findings that count (not waived, not in the baseline) at or
 // above the threshold fail.
 inline constexpr int kExitError = 2;
+
+// The document `axqc check --format json` prints, whatever the number of models
+// (docs/report-schema.md): {"schema": "axqc.report/v2", "reports": [...], "statistics": [...]};
+// each entry of "reports" is a model's report object (Report::kSchema, as the service returns
+// it) or its input error. v1 printed a bare report for one model and an array for several.
+inline constexpr const char* kReportDocumentSchema = "axqc.report/v2";
 inline constexpr int kExitNoVerdict = 4;
 
 // Connection to axqc-server (remote mode).
@@ -164,7 +170,7 @@ bool ApplyGateToResults(const CheckArgs& args, GateSetup& gate, std::vector<Mode
 // Renders all results in `args.format` to args.output (or stdout) and returns the worst exit code
 // (no verdict > input error > non_conformant > not_applicable > conformant; with --exit-zero 1 and
 // 3 become 0). Shared by local and remote mode. With --statistics the text format prints the
-// counts per rule instead of the reports, and json adds them to the document.
+// counts per rule instead of the reports, and json adds them to the document ("statistics").
 int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results);
 
 int RunLocalCheck(const CheckArgs& args, GateSetup& gate);

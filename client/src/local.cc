@@ -69,6 +69,18 @@ int Rank(int code) {
   }
 }
 
+// `text` with every line indented by `n` spaces (JSON text: line breaks are structural only).
+std::string Indent(const std::string& text, std::size_t n) {
+  const std::string pad(n, ' ');
+  std::string out = pad;
+  out.reserve(text.size() + text.size() / 8);
+  for (const char c : text) {
+    out.push_back(c);
+    if (c == '\n') out += pad;
+  }
+  return out;
+}
+
 // --statistics: the findings of one rule over every report of the run.
 struct RuleCount {
   std::string rule;
@@ -294,21 +306,37 @@ int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results) 
       errors.push_back({r.file, r.error});
     }
   }
-  if (args.format == "json" && results.size() == 1 && results[0].ok) {
-    *out << RenderJson(results[0].report);  // same text as below, without the json tree
-  } else if (args.format == "json") {
-    nlohmann::json docs = nlohmann::json::array();
-    for (const auto& r : results) {
-      if (r.ok) {
-        docs.push_back(ReportToJson(r.report));
-      } else {
-        docs.push_back({{"schema", Report::kSchema},
-                        {"model", {{"file", r.file}}},
-                        {"verdict", nullptr},
-                        {"input_error", r.error}});
-      }
+  if (args.format == "json") {
+    // One document whatever the number of models (docs/report-schema.md): each entry of
+    // "reports" is the model's report object as the service returns it (RenderJson: written
+    // directly, without a JSON tree of the findings), or its input error.
+    *out << "{\n  \"schema\": \"" << kReportDocumentSchema << "\",\n  \"reports\": [";
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const auto& r = results[i];
+      std::string entry = r.ok ? RenderJson(r.report)
+                               : nlohmann::json{{"schema", Report::kSchema},
+                                                {"model", {{"file", r.file}}},
+                                                {"verdict", nullptr},
+                                                {"input_error", r.error}}
+                                     .dump(2);
+      while (!entry.empty() && entry.back() == '\n') entry.pop_back();
+      *out << (i == 0 ? "\n" : ",\n") << Indent(entry, 4);
     }
-    *out << (docs.size() == 1 ? docs[0] : docs).dump(2) << "\n";
+    *out << "\n  ]";
+    if (args.statistics) {
+      nlohmann::ordered_json stats = nlohmann::ordered_json::array();
+      for (const auto& c : CountByRule(results)) {
+        stats.push_back({{"rule", c.rule},
+                         {"severity", SeverityName(c.severity)},
+                         {"count", c.count},
+                         {"waived", c.waived},
+                         {"baselined", c.baselined},
+                         {"summary", c.summary}});
+      }
+      std::string text = stats.dump(2);
+      *out << ",\n  \"statistics\": " << Indent(text, 2).substr(2);
+    }
+    *out << "\n}\n";
   } else if (args.format == "html" || args.format == "dot") {
     // One model per page; a model that could not be checked has no page (its error is above).
     for (const auto& r : results) {

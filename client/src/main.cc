@@ -143,8 +143,9 @@ int Main(int argc, char** argv) {
       "Run the numeric value checks of spec 2.5 (zero_point ranges, bias scale, pair values, "
       "Split exits, value_info completeness); --no-check-value overrides the configuration");
   cmd->add_option("--format", check.format,
-                  "Report format (html: one self-contained page with graph views; dot: the "
-                  "graph in Graphviz's language; both take one model)")
+                  "Report format (json: one axqc.report/v2 document, {schema, reports: [...]}, "
+                  "whatever the number of models; html: one self-contained page with graph "
+                  "views; dot: the graph in Graphviz's language; both take one model)")
       ->check(CLI::IsMember({"text", "json", "junit", "sarif", "github", "gitlab", "html", "dot"}))
       ->capture_default_str();
   cmd->add_option("--rules-url", check.rules_url,
@@ -203,7 +204,7 @@ int Main(int argc, char** argv) {
                 "and usage errors still exit 2, a missing server verdict 4");
   cmd->add_flag("--statistics", check.statistics,
                 "Print the number of findings of each rule (count, rule, severity, summary) "
-                "instead of the reports (text)");
+                "instead of the reports (text); json adds them to the document");
   cmd->add_flag("--github-annotations", check.github_annotations,
                 "Also write GitHub Actions annotations (workflow commands) to stderr, beside the "
                 "report in --format");
@@ -387,8 +388,8 @@ int Main(int argc, char** argv) {
     }
     check.select_given = select->count() > 0;
     if (!ExpandModelPaths(check)) return kExitError;
-    if (check.statistics && check.format != "text") {
-      std::cerr << "axqc: --statistics prints text; not with --format " << check.format << "\n";
+    if (check.statistics && check.format != "text" && check.format != "json") {
+      std::cerr << "axqc: --statistics takes --format text or json, not " << check.format << "\n";
       return kExitError;
     }
     if (check.remote.server.empty()) {

@@ -322,7 +322,11 @@ TEST(ClientRemote, ReferenceModeWithLabelsAndStats) {
                             " --ref team/bad.onnx --label project=demo --label source=ci "
                             "--format json");
   EXPECT_EQ(r1.rc, 1) << r1.err;
-  const auto j = nlohmann::json::parse(r1.out);
+  const auto doc = nlohmann::json::parse(r1.out);
+  EXPECT_EQ(doc["schema"], "axqc.report/v2");
+  ASSERT_EQ(doc["reports"].size(), 1u) << r1.out;  // one model: still a list
+  const auto& j = doc["reports"][0];
+  EXPECT_EQ(j["schema"], "axqc.report/v1");
   EXPECT_EQ(j["verdict"], "non_conformant");
   EXPECT_EQ(j["model"]["file"], "team/bad.onnx");
   EXPECT_EQ(j["summary"]["by_rule"]["role/weight-type"], 1);
@@ -430,7 +434,7 @@ TEST(ClientRemote, LabelAndRefTakeOneValueEach) {
                            " -c --label project=detector --label source=ci " + a +
                            " --ref ref.onnx " + b + " --format json");
   ASSERT_EQ(r.rc, 1) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
+  const auto j = nlohmann::json::parse(r.out)["reports"];
   ASSERT_EQ(j.size(), 3u) << r.out;  // a, b, then the reference
   EXPECT_EQ(j[0]["verdict"], "conformant");
   EXPECT_EQ(j[1]["verdict"], "non_conformant");
@@ -827,7 +831,7 @@ TEST(ClientGate, BaselinePassesKnownFindingsAndFailsOnANewOne) {
     Proc fresh =
         ClientIn(dir, repo, mode + "--baseline axqc-baseline.json --format json models/det.onnx");
     EXPECT_EQ(fresh.rc, 1) << fresh.err;
-    const auto j = nlohmann::json::parse(fresh.out);
+    const auto j = nlohmann::json::parse(fresh.out)["reports"][0];
     EXPECT_EQ(j["gate"]["verdict"], "fail");
     EXPECT_EQ(j["gate"]["counted"]["errors"], 1);
     EXPECT_EQ(j["gate"]["baselined"]["errors"], 1);
@@ -915,7 +919,7 @@ reason = "nothing matches this one"
     // GitHub annotations on stderr beside a JSON report on stdout.
     Proc annotated =
         ClientIn(dir, repo, mode + "--format json --github-annotations models/det.onnx");
-    EXPECT_EQ(nlohmann::json::parse(annotated.out)["gate"]["waived"]["errors"], 1);
+    EXPECT_EQ(nlohmann::json::parse(annotated.out)["reports"][0]["gate"]["waived"]["errors"], 1);
     EXPECT_NE(annotated.err.find("::error file=models/det.onnx,title=role/weight-type (spec 4)::"),
               std::string::npos)
         << annotated.err;
