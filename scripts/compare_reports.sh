@@ -19,6 +19,8 @@
 # axqc-bench-gen was built, the benchmark models it generates (400 nodes; mixed, cnn and
 # transformer, each with and without --violations).
 #
+# The JSON reports are compared as the list of model reports (the "reports" of the document;
+# a recording of a build that printed one bare report or an array is read the same way).
 # Fields that vary from run to run are removed before comparing (nothing else is):
 #   JSON   "timings" (seconds per stage), "generated_at" and "duration", should a report ever
 #          carry them (today none does: the reports are deterministic); keys are sorted (jq -S).
@@ -66,7 +68,10 @@ if [[ -x "$gen" ]]; then
   compgen -G "$bench_dir/*.onnx" >/dev/null && corpus[bench]="$bench_dir"
 fi
 
-json_filter='del(.. | objects | .timings?, .generated_at?, .duration?) | walk(if type == "object" and has("file") and (.file | type) == "string" then .file |= sub("^" + $root + "/"; "") else . end)'
+# `axqc check --format json` prints an axqc.report/v2 document ({"schema", "reports": [...]}); a
+# recording made before it (axqc.report/v1: one report object, or an array of them for several
+# models) is brought to the same form first, so either compares with the other.
+json_filter='(if type == "object" and .schema? == "axqc.report/v2" then .reports elif type == "object" and (.schema? // "" | startswith("axqc.report/")) then [.] else . end) | del(.. | objects | .timings?, .generated_at?, .duration?) | walk(if type == "object" and has("file") and (.file | type) == "string" then .file |= sub("^" + $root + "/"; "") else . end)'
 
 render() {  # render OUTDIR CORPUS_ROOT: one invocation per form over all models of the corpus
   local out=$1 croot=$2

@@ -4,6 +4,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "axqc/render.h"
 #include "axqc/version.h"
@@ -323,7 +326,12 @@ TEST(Cli, ExitCodesPerVerdict) {
 TEST(Cli, JsonOutputAndRules) {
   std::string out;
   ASSERT_EQ(Exec(Bin() + " check --format json " + Example("broken_missing_qdq.onnx"), &out), 1);
-  auto j = nlohmann::json::parse(out);
+  const auto doc = nlohmann::json::parse(out);
+  EXPECT_EQ(doc["schema"], "axqc.report/v2");
+  ASSERT_EQ(doc["reports"].size(), 1u);
+  EXPECT_FALSE(doc.contains("statistics"));
+  const auto& j = doc["reports"][0];
+  EXPECT_EQ(j["schema"], "axqc.report/v1");
   EXPECT_EQ(j["verdict"], "non_conformant");
   EXPECT_EQ(j["summary"]["by_rule"]["op/output-not-quantized"], 1);
   EXPECT_EQ(j["findings"][0]["nodes"][0], "add");
@@ -337,7 +345,7 @@ TEST(Cli, JsonOutputAndRules) {
   ASSERT_EQ(
       Exec(Bin() + " check -c --format json -o " + file + " " + Example("conformant_cnn.onnx")), 0);
   std::ifstream in(file);
-  auto jr = nlohmann::json::parse(in);
+  auto jr = nlohmann::json::parse(in)["reports"][0];
   EXPECT_EQ(jr["verdict"], "conformant");
   EXPECT_EQ(jr["check_value"], true);
 }
@@ -363,6 +371,211 @@ TEST(Cli, RulesIdPrintsTheRuleAndItsPage) {
       << out;
   EXPECT_EQ(Exec("(" + Bin() + " rules completely-different-words 2>&1)", &out), 2);
   EXPECT_EQ(out.find("did you mean"), std::string::npos) << out;
+}
+
+// The headlines of a text report, in order: "models/b.onnx: NON_CONFORMANT".
+std::vector<std::string> Headlines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    for (const char* v : {": CONFORMANT", ": NON_CONFORMANT", ": NOT_APPLICABLE"}) {
+      const auto at = line.find(v);
+      if (at != std::string::npos && line.find(' ') > at) {
+        out.push_back(line.substr(0, line.find(' ', at + 2)));
+      }
+    }
+  }
+  return out;
+}
+
+// A folder of models: every *.onnx below it, in path order, without following links out of it or
+// into loops; --exclude like ruff's; a folder without a model is an input error (exit 2).
+TEST(Cli, DirectoryArgumentsAndExclude) {
+  TempDir d;
+  const fs::path m = d.path() / "models";
+  fs::create_directories(m / "sub");
+  fs::create_directories(m / "old");
+  fs::create_directories(d.path() / "empty");
+  fs::copy_file(Example("broken_two_defects.onnx"), m / "b.onnx");
+  fs::copy_file(Example("conformant_cnn.onnx"), m / "c.onnx");
+  fs::copy_file(Example("float_only.onnx"), m / "old/f.onnx");
+  fs::copy_file(Example("broken_missing_qdq.onnx"), m / "sub/a.onnx");
+  std::ofstream(m / "notes.txt") << "not a model\n";
+  fs::create_directory_symlink("..", m / "sub/loop");                  // a loop: not followed
+  fs::create_symlink("../c.onnx", m / "sub/in.onnx");                  // inside: checked
+  fs::create_symlink(Example("conformant_cnn.onnx"), m / "out.onnx");  // outside: left out
+  const std::string cd = "cd " + d.path().string() + " && " + Bin() + " check --no-config ";
+  std::string out;
+  EXPECT_EQ(Exec("(" + cd + "models 2>&1)", &out), 1);
+  EXPECT_EQ(Headlines(out),
+            (std::vector<std::string>{"models/b.onnx: NON_CONFORMANT", "models/c.onnx: CONFORMANT",
+                                      "models/old/f.onnx: NOT_APPLICABLE",
+                                      "models/sub/a.onnx: NON_CONFORMANT",
+                                      "models/sub/in.onnx: CONFORMANT"}))
+      << out;
+  EXPECT_NE(out.find("axqc: note: models/out.onnx is left out: a symbolic link out of models\n"),
+            std::string::npos)
+      << out;
+  // Excluded: a name anywhere (old), a path relative to the argument (sub/*).
+  EXPECT_EQ(Exec(cd + "--exclude old --exclude 'sub/*' models/", &out), 1);
+  EXPECT_EQ(Headlines(out), (std::vector<std::string>{"models/b.onnx: NON_CONFORMANT",
+                                                      "models/c.onnx: CONFORMANT"}));
+  EXPECT_EQ(Exec(cd + "--exclude 'b.*' --exclude sub --exclude old models", &out), 0);
+  EXPECT_EQ(Headlines(out), (std::vector<std::string>{"models/c.onnx: CONFORMANT"}));
+  // A file given by name is checked even when excluded, and only once.
+  EXPECT_EQ(Exec(cd + "--exclude old --exclude sub models models/old/f.onnx models/c.onnx", &out),
+            1);
+  EXPECT_EQ(Headlines(out),
+            (std::vector<std::string>{"models/b.onnx: NON_CONFORMANT", "models/c.onnx: CONFORMANT",
+                                      "models/old/f.onnx: NOT_APPLICABLE"}));
+  // Nothing to check: exit 2, saying why.
+  EXPECT_EQ(Exec("(" + cd + "empty 2>&1)", &out), 2);
+  EXPECT_EQ(out, "axqc: empty: no *.onnx file below this directory\n");
+  EXPECT_EQ(Exec("(" + cd + "--exclude '*.onnx' models 2>&1)", &out), 2);
+  EXPECT_NE(
+      out.find("axqc: models: no *.onnx file below this directory that --exclude leaves in\n"),
+      std::string::npos)
+      << out;
+}
+
+// --statistics: findings per rule over the run, most first; --exit-zero: findings and
+// not_applicable pass, an unreadable model still fails.
+TEST(Cli, StatisticsAndExitZero) {
+  const std::string models = Example("broken_two_defects.onnx") + " " +
+                             Example("broken_missing_qdq.onnx") + " " + Example("float_only.onnx");
+  std::string out;
+  EXPECT_EQ(Exec(Bin() + " check --no-config --statistics " + models, &out), 1);
+  EXPECT_EQ(
+      out,
+      "2  op/output-not-quantized  error  A used float data output of a quant-only operator "
+      "does not go through Q/DQ.\n"
+      "1  role/weight-type         error  Weight is not symmetric S4/S8 per-channel.\n"
+      "1  scope/no-quantized-edge  info   No ai.onnx Q/DQ node lies on an operator or pattern "
+      "data path and nothing else quantizes the model: not in scope.\n");
+  EXPECT_EQ(Exec(Bin() + " check --no-config --statistics " + Example("conformant_cnn.onnx"), &out),
+            0);
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(
+      Exec("(" + Bin() + " check --no-config --statistics --format sarif " + models + " 2>&1)",
+           &out),
+      2);
+  EXPECT_EQ(out, "axqc: --statistics takes --format text or json, not sarif\n");
+  // --exit-zero: the same report, exit 0.
+  std::string plain;
+  EXPECT_EQ(Exec(Bin() + " check --no-config " + models, &plain), 1);
+  EXPECT_EQ(Exec(Bin() + " check --no-config --exit-zero " + models, &out), 0);
+  EXPECT_EQ(out, plain);
+  EXPECT_EQ(Exec(Bin() + " check --no-config --exit-zero " + Example("float_only.onnx")), 0);
+  EXPECT_EQ(Exec(Bin() + " check --no-config --exit-zero --fail-on warn,not_applicable " +
+                 Example("float_only.onnx")),
+            0);
+  TempDir d;
+  std::ofstream(d.path() / "empty.onnx").close();
+  EXPECT_EQ(Exec(Bin() + " check --no-config --exit-zero " + models + " " +
+                 (d.path() / "empty.onnx").string()),
+            2);
+  EXPECT_EQ(Exec(Bin() + " check --no-config --exit-zero --frobnicate " + models), 2);
+  std::string help;
+  EXPECT_EQ(Exec(Bin() + " check --help", &help), 0);
+  EXPECT_NE(help.find("With --exit-zero, 1 and 3 become 0; 2 and 4 stay."), std::string::npos);
+}
+
+// --select / --ignore: rule IDs, prefixes or globs; the most specific wins; the verdict and exit
+// code follow the findings left; unknown rules are usage errors naming the closest one; composed
+// with [check] select/ignore of axqc.toml as ruff does (--select replaces, --ignore adds).
+TEST(Cli, SelectAndIgnoreRules) {
+  const std::string two = Example("broken_two_defects.onnx");
+  std::string out;
+  EXPECT_EQ(Exec(Bin() + " check --no-config --statistics --select role/weight-type " + two, &out),
+            1);
+  EXPECT_EQ(out, "1  role/weight-type  error  Weight is not symmetric S4/S8 per-channel.\n");
+  // Leaving out both errors: conformant.
+  EXPECT_EQ(
+      Exec(Bin() + " check --no-config --format json --ignore role/,op/output-not-quantized " + two,
+           &out),
+      0);
+  {
+    const auto r = nlohmann::json::parse(out)["reports"][0];
+    EXPECT_EQ(r["verdict"], "conformant");
+    EXPECT_TRUE(r["findings"].empty());
+    EXPECT_EQ(r["summary"]["errors"], 0);
+  }
+  // The more specific selector wins: select one rule of an ignored prefix.
+  EXPECT_EQ(Exec(Bin() +
+                     " check --no-config --statistics --ignore op/ --select "
+                     "op/output-not-quantized --select role/ " +
+                     two,
+                 &out),
+            1);
+  EXPECT_EQ(Headlines(out).size(), 0u);
+  EXPECT_NE(out.find("1  op/output-not-quantized  error"), std::string::npos) << out;
+  EXPECT_NE(out.find("1  role/weight-type         error"), std::string::npos) << out;
+  EXPECT_EQ(
+      Exec("(" + Bin() + " check --no-config --select qdq/scale-valu " + two + " 2>&1)", &out), 2);
+  EXPECT_EQ(out,
+            "axqc: --select: unknown rule 'qdq/scale-valu' (did you mean 'qdq/scale-value'?); "
+            "`axqc rules` lists them\n");
+  EXPECT_EQ(Exec("(" + Bin() + " check --no-config --ignore op " + two + " 2>&1)", &out), 2);
+  EXPECT_EQ(out,
+            "axqc: --ignore: unknown rule 'op' (did you mean 'op/'?); `axqc rules` lists them\n");
+  // With axqc.toml: its ignore, plus the command line's; --select replaces both.
+  TempDir d;
+  std::ofstream(d.path() / "axqc.toml")
+      << "[check]\nignore = [\"role/\"]\n\n[[waiver]]\nrule = \"role/weight-type\"\n"
+         "reason = \"vendor weights\"\n";
+  const std::string cfg = " check --config " + (d.path() / "axqc.toml").string() + " ";
+  EXPECT_EQ(Exec(Bin() + cfg + "--statistics " + two, &out), 1);
+  EXPECT_EQ(out,
+            "1  op/output-not-quantized  error  A used float data output of a quant-only operator "
+            "does not go through Q/DQ.\n");  // the waiver of an ignored rule is not "unused"
+  EXPECT_EQ(Exec(Bin() + cfg + "--statistics --ignore op/ " + two, &out), 0);
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(Exec(Bin() + cfg + "--statistics --select role/weight-type " + two, &out), 0);
+  EXPECT_EQ(out,
+            "1  role/weight-type  error  Weight is not symmetric S4/S8 per-channel. (1 waived)\n");
+}
+
+// --format json: one document whatever the number of models (schema axqc.report/v2): "reports"
+// lists each model's report object, or its input error; --statistics adds "statistics".
+TEST(Cli, JsonDocumentHasOneShape) {
+  TempDir d;
+  std::ofstream(d.path() / "empty.onnx").close();
+  const std::string empty = (d.path() / "empty.onnx").string();
+  std::string out;
+  ASSERT_EQ(
+      Exec(Bin() + " check --no-config --format json --statistics " +
+               Example("broken_two_defects.onnx") + " " + empty + " " + Example("float_only.onnx"),
+           &out),
+      2);
+  const auto doc = nlohmann::json::parse(out);
+  EXPECT_EQ(doc["schema"], "axqc.report/v2");
+  ASSERT_EQ(doc["reports"].size(), 3u);
+  EXPECT_EQ(doc["reports"][0]["verdict"], "non_conformant");
+  EXPECT_EQ(doc["reports"][0]["findings"][0]["rule"], "role/weight-type");
+  EXPECT_EQ(doc["reports"][0]["findings"][0]["nodes"][0], "conv1_w_dq");
+  EXPECT_TRUE(doc["reports"][1]["verdict"].is_null());
+  EXPECT_EQ(doc["reports"][1]["model"]["file"], empty);
+  EXPECT_NE(doc["reports"][1]["input_error"].get<std::string>().find("empty.onnx"),
+            std::string::npos);
+  EXPECT_EQ(doc["reports"][2]["verdict"], "not_applicable");
+  const auto& stats = doc["statistics"];
+  ASSERT_EQ(stats.size(), 3u) << out;
+  EXPECT_EQ(stats[0], nlohmann::json::parse(R"({"rule": "op/output-not-quantized",
+      "severity": "error", "count": 1, "waived": 0, "baselined": 0,
+      "summary": "A used float data output of a quant-only operator does not go through Q/DQ."})"));
+  EXPECT_EQ(stats[1]["rule"], "role/weight-type");
+  EXPECT_EQ(stats[2]["rule"], "scope/no-quantized-edge");
+  EXPECT_EQ(stats[2]["severity"], "info");
+  // Schema first, then the reports.
+  EXPECT_EQ(out.rfind("{\n  \"schema\": \"axqc.report/v2\",\n  \"reports\": [\n    {\n", 0), 0u)
+      << out.substr(0, 200);
+  // One model: the same document with one entry.
+  ASSERT_EQ(
+      Exec(Bin() + " check --no-config --format json " + Example("conformant_cnn.onnx"), &out), 0);
+  const auto one = nlohmann::json::parse(out);
+  ASSERT_EQ(one["reports"].size(), 1u);
+  EXPECT_EQ(one["reports"][0]["verdict"], "conformant");
+  EXPECT_EQ(one["reports"][0]["schema"], "axqc.report/v1");
 }
 
 }  // namespace

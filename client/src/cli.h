@@ -22,6 +22,12 @@ namespace axqc::cli {
 // the gate's pass and fail: only findings that count (not waived, not in the baseline) at or
 // above the threshold fail.
 inline constexpr int kExitError = 2;
+
+// The document `axqc check --format json` prints, whatever the number of models
+// (docs/report-schema.md): {"schema": "axqc.report/v2", "reports": [...], "statistics": [...]};
+// each entry of "reports" is a model's report object (Report::kSchema, as the service returns
+// it) or its input error. v1 printed a bare report for one model and an array for several.
+inline constexpr const char* kReportDocumentSchema = "axqc.report/v2";
 inline constexpr int kExitNoVerdict = 4;
 
 // Connection to axqc-server (remote mode).
@@ -59,7 +65,16 @@ struct CheckArgs {
   // quantized models does not pass a float export.
   bool fail_on_not_applicable = false;
   bool github_annotations = false;  // --github-annotations: workflow commands on stderr too
-  bool isolate = false;             // --isolate: local checks run in a sandboxed worker process
+  // --select / --ignore RULE[,RULE] (rule IDs, prefixes "qdq/", globs; axqc/gate.h RuleSelection):
+  // --select replaces the configuration's select and ignore, --ignore adds to its ignore.
+  std::vector<std::string> select;
+  bool select_given = false;
+  std::vector<std::string> ignore;
+  // --exclude GLOB (repeatable): paths below a directory argument left out (ExpandModelPaths).
+  std::vector<std::string> exclude;
+  bool exit_zero = false;   // --exit-zero: findings never fail (exit 0 instead of 1 and 3)
+  bool statistics = false;  // --statistics: findings counted per rule instead of the reports
+  bool isolate = false;     // --isolate: local checks run in a sandboxed worker process
   // --target CHIP (repeatable, "all"): chip targets judged beside the spec (docs/targets.md);
   // canonical chip names after validation. A model that does not fit one fails (exit 1).
   std::vector<std::string> targets;
@@ -135,6 +150,13 @@ struct GateSetup {
   std::optional<Baseline> previous;  // its current content, when the file exists
 };
 
+// Replaces each directory of args.models by the *.onnx files below it (recursive, sorted by path;
+// symbolic links to directories are not followed, links to files only when the file lies below
+// the directory), leaving out the paths args.exclude matches; files given by name stay as they
+// are. Duplicates are dropped. Prints the problem and returns false (exit 2) when a directory
+// cannot be read or holds no model.
+bool ExpandModelPaths(CheckArgs& args);
+
 // Finds or loads the configuration (--config, --no-config), applies its [check] defaults to
 // `args` where the command line gave none, and reads the baseline. Prints the problem and returns
 // nullopt when the configuration or baseline cannot be used (exit 2).
@@ -146,8 +168,9 @@ std::optional<GateSetup> PrepareGate(CheckArgs& args);
 bool ApplyGateToResults(const CheckArgs& args, GateSetup& gate, std::vector<ModelResult>& results);
 
 // Renders all results in `args.format` to args.output (or stdout) and returns the worst exit code
-// (no verdict > input error > non_conformant > not_applicable > conformant). Shared by local and
-// remote mode.
+// (no verdict > input error > non_conformant > not_applicable > conformant; with --exit-zero 1 and
+// 3 become 0). Shared by local and remote mode. With --statistics the text format prints the
+// counts per rule instead of the reports, and json adds them to the document ("statistics").
 int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results);
 
 int RunLocalCheck(const CheckArgs& args, GateSetup& gate);

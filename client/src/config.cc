@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "axqc/catalog.h"
+#include "axqc/gate.h"
 
 namespace axqc::cli {
 
@@ -87,6 +88,17 @@ class Parser {
       } else if (k == "fail_on_not_applicable") {
         if (!n.is_boolean()) Fail(n.source(), "`fail_on_not_applicable` must be true or false");
         c.fail_on_not_applicable = n.as_boolean()->get();
+      } else if (k == "select" || k == "ignore") {
+        std::vector<std::string> v = Strings(n, k);
+        for (const auto& selector : v) {
+          const std::string problem = CheckRuleSelector(selector);
+          if (!problem.empty()) Fail(n.source(), "`" + k + "`: " + problem);
+        }
+        if (k == "select") {
+          c.select = std::move(v);
+        } else {
+          c.ignore = std::move(v);
+        }
       } else if (k == "baseline") {
         const std::string v = String(n, k);
         if (v.empty()) Fail(n.source(), "`baseline` is empty");
@@ -95,7 +107,7 @@ class Parser {
       } else {
         Fail(key.source(), "unknown key `" + k +
                                "` in [check] (known: check_value, max_locations, fail_on, "
-                               "fail_on_not_applicable, baseline)");
+                               "fail_on_not_applicable, baseline, select, ignore)");
       }
     }
   }

@@ -31,6 +31,10 @@ struct Config {
   std::optional<Severity> fail_on;             // kError or kWarn
   std::optional<bool> fail_on_not_applicable;  // a not_applicable model fails (exit 1)
   std::string baseline;                        // resolved against `dir`; "" = none
+  // Rule selectors (axqc/gate.h RuleSelection); `axqc check --select` replaces both, `--ignore`
+  // adds to `ignore`.
+  std::optional<std::vector<std::string>> select;
+  std::vector<std::string> ignore;
   // [[waiver]]
   std::vector<Waiver> waivers;
 };

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -68,6 +69,79 @@ int Rank(int code) {
   }
 }
 
+// `text` with every line indented by `n` spaces (JSON text: line breaks are structural only).
+std::string Indent(const std::string& text, std::size_t n) {
+  const std::string pad(n, ' ');
+  std::string out = pad;
+  out.reserve(text.size() + text.size() / 8);
+  for (const char c : text) {
+    out.push_back(c);
+    if (c == '\n') out += pad;
+  }
+  return out;
+}
+
+// --statistics: the findings of one rule over every report of the run.
+struct RuleCount {
+  std::string rule;
+  Severity severity = Severity::kInfo;  // the most severe of its findings
+  std::size_t count = 0;
+  std::size_t waived = 0;
+  std::size_t baselined = 0;
+  std::string summary;  // the catalog's ("" for a rule this build does not know)
+};
+
+// Most findings first, then by rule ID (like `ruff --statistics`).
+std::vector<RuleCount> CountByRule(const std::vector<ModelResult>& results) {
+  std::map<std::string, RuleCount> by_rule;
+  for (const auto& r : results) {
+    if (!r.ok) continue;
+    for (const auto& f : r.report.findings) {
+      RuleCount& c = by_rule[f.rule];
+      if (c.count == 0) {
+        c.rule = f.rule;
+        c.severity = f.severity;
+        if (const RuleInfo* info = FindRule(f.rule)) c.summary = std::string(info->summary);
+      }
+      if (static_cast<int>(f.severity) < static_cast<int>(c.severity)) c.severity = f.severity;
+      ++c.count;
+      if (f.state == FindingState::kWaived) ++c.waived;
+      if (f.state == FindingState::kBaselined) ++c.baselined;
+    }
+  }
+  std::vector<RuleCount> out;
+  for (auto& [rule, c] : by_rule) out.push_back(std::move(c));
+  std::stable_sort(out.begin(), out.end(),
+                   [](const RuleCount& a, const RuleCount& b) { return a.count > b.count; });
+  return out;
+}
+
+// One line per rule: count, rule ID, severity, summary; waived and baselined findings noted.
+std::string StatisticsText(const std::vector<RuleCount>& counts) {
+  std::size_t count_width = 1;
+  std::size_t rule_width = 1;
+  for (const auto& c : counts) {
+    count_width = std::max(count_width, std::to_string(c.count).size());
+    rule_width = std::max(rule_width, c.rule.size());
+  }
+  std::ostringstream o;
+  for (const auto& c : counts) {
+    const std::string n = std::to_string(c.count);
+    const std::string sev(SeverityName(c.severity));
+    o << std::string(count_width - n.size(), ' ') << n << "  " << c.rule
+      << std::string(rule_width - c.rule.size(), ' ') << "  " << sev
+      << std::string(5 - std::min<std::size_t>(5, sev.size()), ' ') << "  " << c.summary;
+    if (c.waived > 0 || c.baselined > 0) {
+      o << " (";
+      if (c.waived > 0) o << c.waived << " waived" << (c.baselined > 0 ? ", " : "");
+      if (c.baselined > 0) o << c.baselined << " baselined";
+      o << ")";
+    }
+    o << "\n";
+  }
+  return o.str();
+}
+
 }  // namespace
 
 std::optional<GateSetup> PrepareGate(CheckArgs& args) {
@@ -99,6 +173,27 @@ std::optional<GateSetup> PrepareGate(CheckArgs& args) {
   }
   if (!args.fail_on.empty())
     p.fail_on = args.fail_on == "warn" ? Severity::kWarn : Severity::kError;
+  // Rules: as ruff composes them, --select replaces the configuration's select and ignore,
+  // --ignore adds to the ignore in force.
+  for (const auto* list : {&args.select, &args.ignore}) {
+    for (const auto& selector : *list) {
+      const std::string problem = CheckRuleSelector(selector);
+      if (!problem.empty()) {
+        std::cerr << "axqc: " << (list == &args.select ? "--select" : "--ignore") << ": " << problem
+                  << "\n";
+        return std::nullopt;
+      }
+    }
+  }
+  if (cfg) {
+    if (cfg->select) p.selection.select = *cfg->select;
+    p.selection.ignore = cfg->ignore;
+  }
+  if (args.select_given) {
+    p.selection.select = args.select;
+    p.selection.ignore.clear();
+  }
+  p.selection.ignore.insert(p.selection.ignore.end(), args.ignore.begin(), args.ignore.end());
   // The baseline judged against: --baseline, else the configuration's; with --write-baseline and
   // no --baseline, the one written (ApplyGateToResults).
   std::string baseline = args.baseline;
@@ -129,11 +224,13 @@ std::optional<GateSetup> PrepareGate(CheckArgs& args) {
 }
 
 bool ApplyGateToResults(const CheckArgs& args, GateSetup& gate, std::vector<ModelResult>& results) {
+  GatePolicy& p = gate.policy;
   std::vector<Report> reports;
   for (auto& r : results) {
-    if (r.ok) reports.push_back(std::move(r.report));
+    if (!r.ok) continue;
+    ApplyRuleSelection(p.selection, r.report, args.max_locations);
+    reports.push_back(std::move(r.report));
   }
-  GatePolicy& p = gate.policy;
   // Stale waivers end up in the reports' gates (rendered once per run by EmitResults).
   ApplyGate(p, reports, args.max_locations);
   if (!gate.write_baseline.empty()) {
@@ -209,21 +306,37 @@ int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results) 
       errors.push_back({r.file, r.error, r.exit_code != kExitNoVerdict});
     }
   }
-  if (args.format == "json" && results.size() == 1 && results[0].ok) {
-    *out << RenderJson(results[0].report);  // same text as below, without the json tree
-  } else if (args.format == "json") {
-    nlohmann::json docs = nlohmann::json::array();
-    for (const auto& r : results) {
-      if (r.ok) {
-        docs.push_back(ReportToJson(r.report));
-      } else {
-        docs.push_back({{"schema", Report::kSchema},
-                        {"model", {{"file", r.file}}},
-                        {"verdict", nullptr},
-                        {"input_error", r.error}});
-      }
+  if (args.format == "json") {
+    // One document whatever the number of models (docs/report-schema.md): each entry of
+    // "reports" is the model's report object as the service returns it (RenderJson: written
+    // directly, without a JSON tree of the findings), or its input error.
+    *out << "{\n  \"schema\": \"" << kReportDocumentSchema << "\",\n  \"reports\": [";
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const auto& r = results[i];
+      std::string entry = r.ok ? RenderJson(r.report)
+                               : nlohmann::json{{"schema", Report::kSchema},
+                                                {"model", {{"file", r.file}}},
+                                                {"verdict", nullptr},
+                                                {"input_error", r.error}}
+                                     .dump(2);
+      while (!entry.empty() && entry.back() == '\n') entry.pop_back();
+      *out << (i == 0 ? "\n" : ",\n") << Indent(entry, 4);
     }
-    *out << (docs.size() == 1 ? docs[0] : docs).dump(2) << "\n";
+    *out << "\n  ]";
+    if (args.statistics) {
+      nlohmann::ordered_json stats = nlohmann::ordered_json::array();
+      for (const auto& c : CountByRule(results)) {
+        stats.push_back({{"rule", c.rule},
+                         {"severity", SeverityName(c.severity)},
+                         {"count", c.count},
+                         {"waived", c.waived},
+                         {"baselined", c.baselined},
+                         {"summary", c.summary}});
+      }
+      std::string text = stats.dump(2);
+      *out << ",\n  \"statistics\": " << Indent(text, 2).substr(2);
+    }
+    *out << "\n}\n";
   } else if (args.format == "html" || args.format == "dot") {
     // One model per page; a model that could not be checked has no page (its error is above).
     for (const auto& r : results) {
@@ -256,11 +369,12 @@ int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results) 
     text.explain = args.explain;
     bool first = true;
     for (const auto& r : results) {
-      if (!r.ok) continue;
+      if (!r.ok || args.statistics) continue;
       if (!first) *out << "\n";
       first = false;
       *out << RenderText(r.report, text);
     }
+    if (args.statistics) *out << StatisticsText(CountByRule(results));
     if (!stale.empty()) {
       *out << "\nstale waivers:\n";
       for (const auto& w : stale) *out << "  " << w.source << ": " << w.Message() << "\n";
@@ -280,6 +394,9 @@ int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results) 
   // commands from both streams), so stdout stays the report.
   if (args.github_annotations && args.format != "github")
     std::cerr << RenderGithub(reports, errors);
+  // --exit-zero: findings and not_applicable models pass; input errors (2) and a missing verdict
+  // of the server (4) still fail.
+  if (args.exit_zero && (worst == 1 || worst == ExitCodeFor(Verdict::kNotApplicable))) worst = 0;
   return worst;
 }
 

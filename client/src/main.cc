@@ -122,7 +122,10 @@ int Main(int argc, char** argv) {
   std::vector<std::string> check_labels;
   auto* cmd = app.add_subcommand(
       "check", "Check one or more ONNX models (locally, or on axqc-server with --server)");
-  cmd->add_option("models", check.models, "ONNX model files")->check(CLI::ExistingPath);
+  cmd->add_option("models", check.models,
+                  "ONNX model files, or directories: every *.onnx file below one (recursive, in "
+                  "path order; see --exclude)")
+      ->check(CLI::ExistingPath);
   cmd->footer(
       "Exit codes (with several models the worst wins: 4 > 2 > 1 > 3 > 0):\n"
       "  0  conformant; with a gate (axqc.toml, --baseline, --fail-on): passed\n"
@@ -133,14 +136,16 @@ int Main(int argc, char** argv) {
       "  3  not_applicable (no owned Q/DQ edge); with --fail-on not_applicable: 1\n"
       "  4  no verdict from the server (remote: unreachable, TLS or token refused, deadline)\n"
       "With --target, a model that does not fit a requested chip exits 1 (docs/targets.md).\n"
+      "With --exit-zero, 1 and 3 become 0; 2 and 4 stay.\n"
       "See docs/ci.md.");
   auto* check_value = cmd->add_flag(
       "-c,--check-value,!--no-check-value", check.check_value,
       "Run the numeric value checks of spec 2.5 (zero_point ranges, bias scale, pair values, "
       "Split exits, value_info completeness); --no-check-value overrides the configuration");
   cmd->add_option("--format", check.format,
-                  "Report format (html: one self-contained page with graph views; dot: the "
-                  "graph in Graphviz's language; both take one model)")
+                  "Report format (json: one axqc.report/v2 document, {schema, reports: [...]}, "
+                  "whatever the number of models; html: one self-contained page with graph "
+                  "views; dot: the graph in Graphviz's language; both take one model)")
       ->check(CLI::IsMember({"text", "json", "junit", "sarif", "github", "gitlab", "html", "dot"}))
       ->capture_default_str();
   cmd->add_option("--rules-url", check.rules_url,
@@ -176,6 +181,31 @@ int Main(int argc, char** argv) {
       ->delimiter(',')
       ->allow_extra_args(false)
       ->check(CLI::IsMember({"error", "warn", "not_applicable"}));
+  auto* select = cmd->add_option("--select", check.select,
+                                 "Report only these rules: rule IDs, prefixes (qdq/) or globs; "
+                                 "comma-separated or repeated. Replaces the select and ignore of "
+                                 "axqc.toml")
+                     ->delimiter(',')
+                     ->allow_extra_args(false)
+                     ->type_name("RULE");
+  cmd->add_option("--ignore", check.ignore,
+                  "Leave these rules out (IDs, prefixes or globs; comma-separated or repeated), "
+                  "in addition to the ignore of axqc.toml. The most specific selector wins")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->type_name("RULE");
+  cmd->add_option("--exclude", check.exclude,
+                  "Directory arguments: leave out the paths this glob matches (a pattern without "
+                  "'/' matches any file or directory name, one with '/' the path relative to the "
+                  "directory); repeatable. Files given by name are always checked")
+      ->allow_extra_args(false)
+      ->type_name("GLOB");
+  cmd->add_flag("--exit-zero", check.exit_zero,
+                "Exit 0 even when findings fail the check or a model is not_applicable; input "
+                "and usage errors still exit 2, a missing server verdict 4");
+  cmd->add_flag("--statistics", check.statistics,
+                "Print the number of findings of each rule (count, rule, severity, summary) "
+                "instead of the reports (text); json adds them to the document");
   cmd->add_flag("--github-annotations", check.github_annotations,
                 "Also write GitHub Actions annotations (workflow commands) to stderr, beside the "
                 "report in --format");
@@ -355,6 +385,12 @@ int Main(int argc, char** argv) {
     }
     if (check.isolate && !check.remote.server.empty()) {
       std::cerr << "axqc: --isolate applies to local checks (the server isolates its own)\n";
+      return kExitError;
+    }
+    check.select_given = select->count() > 0;
+    if (!ExpandModelPaths(check)) return kExitError;
+    if (check.statistics && check.format != "text" && check.format != "json") {
+      std::cerr << "axqc: --statistics takes --format text or json, not " << check.format << "\n";
       return kExitError;
     }
     if (check.remote.server.empty()) {

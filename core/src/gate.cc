@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -11,6 +12,7 @@
 #include <unordered_map>
 
 #include "axqc/catalog.h"
+#include "edit_distance.h"
 #include "fingerprint.h"
 
 namespace axqc {
@@ -90,21 +92,42 @@ struct WaiverUse {
   bool applies = false;  // applies to at least one report of the run
 };
 
-bool WaiverAppliesTo(const Waiver& w, const Report& r, const std::string& config_dir) {
+bool WaiverAppliesTo(const Waiver& w, const Report& r, const std::string& config_dir,
+                     const RuleSelection& selection) {
   if (!w.models.empty()) {
     const std::string rel = RelativePath(r.model.file, config_dir);
     if (!AnyGlob(w.models, r.model.file) && (rel.empty() || !AnyGlob(w.models, rel))) return false;
   }
-  if (r.check_value || w.rules.empty()) return true;
-  // Without -c the value-check rules do not run: a waiver of only those has nothing to match.
+  if (w.rules.empty() || (r.check_value && selection.all())) return true;
+  // Without -c the value-check rules do not run, and rules left out by the selection are not
+  // reported: a waiver of only those has nothing to match.
   for (const RuleInfo& info : Rules()) {
-    if (!info.check_value && AnyGlob(w.rules, info.id)) return true;
+    if ((r.check_value || !info.check_value) && selection.Selects(info.id) &&
+        AnyGlob(w.rules, info.id)) {
+      return true;
+    }
   }
   // Rules unknown to this catalog (a newer server's): assume they run.
   for (const auto& p : w.rules) {
-    if (p.find_first_of("*?[") == std::string::npos && FindRule(p) == nullptr) return true;
+    if (p.find_first_of("*?[") == std::string::npos && FindRule(p) == nullptr &&
+        selection.Selects(p)) {
+      return true;
+    }
   }
   return false;
+}
+
+bool HasGlob(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
+
+// How specifically `selector` matches `rule`: 0 = not at all; an exact ID beats every pattern,
+// a longer pattern a shorter one (patterns score their length + 1, at least 2).
+std::size_t SelectorScore(std::string_view selector, std::string_view rule) {
+  if (selector == rule) return std::numeric_limits<std::size_t>::max();
+  if (HasGlob(selector)) return GlobMatch(selector, rule) ? selector.size() + 1 : 0;
+  if (!selector.empty() && selector.back() == '/' && rule.starts_with(selector)) {
+    return selector.size() + 1;
+  }
+  return 0;
 }
 
 bool WaiverMatches(const Waiver& w, const Finding& f) {
@@ -365,6 +388,88 @@ Baseline MakeBaseline(std::span<const Report> reports, const std::string& baseli
 // ------------------------------------------------------------------------------------------------
 // The gate
 
+bool RuleSelection::Selects(std::string_view rule) const {
+  const auto best = [&](const std::vector<std::string>& selectors) {
+    std::size_t score = 0;
+    for (const auto& s : selectors) score = std::max(score, SelectorScore(s, rule));
+    return score;
+  };
+  // An empty `select` matches every rule, below any selector (their scores are at least 2).
+  const std::size_t selected = select.empty() ? 1 : best(select);
+  return selected > 0 && selected > best(ignore);
+}
+
+std::string CheckRuleSelector(std::string_view selector) {
+  if (selector.empty()) return "an empty rule selector";
+  for (const RuleInfo& r : Rules()) {
+    if (SelectorScore(selector, r.id) > 0) return "";
+  }
+  const std::string shown(selector.size() > 80 ? std::string(selector.substr(0, 80)) + "..."
+                                               : std::string(selector));
+  // The prefixes of the catalog ("qdq/", "role/", ...), for a misspelt or slash-less prefix.
+  std::vector<std::string> prefixes;
+  for (const RuleInfo& r : Rules()) {
+    const std::string p(r.id.substr(0, r.id.find('/') + 1));
+    if (std::find(prefixes.begin(), prefixes.end(), p) == prefixes.end()) prefixes.push_back(p);
+  }
+  std::string near;
+  if (std::find(prefixes.begin(), prefixes.end(), std::string(selector) + "/") != prefixes.end()) {
+    near = std::string(selector) + "/";
+  } else if (!HasGlob(selector) && selector.back() == '/') {
+    std::size_t best = std::max<std::size_t>(3, selector.size() / 3 + 1);
+    for (const auto& p : prefixes) {
+      const std::size_t d = BoundedEditDistance(selector, p, best);
+      if (d < best) {
+        best = d;
+        near = p;
+      }
+    }
+  } else if (!HasGlob(selector)) {
+    if (const RuleInfo* r = ClosestRule(selector)) near = std::string(r->id);
+  }
+  return "unknown rule '" + shown + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+         "; `axqc rules` lists them";
+}
+
+void ApplyRuleSelection(const RuleSelection& selection, Report& report, std::size_t max_locations) {
+  if (selection.all()) return;
+  auto& fs = report.findings;
+  std::vector<char> keep(fs.size());
+  bool all_kept = true;
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    keep[i] = selection.Selects(fs[i].rule) ? 1 : 0;
+    all_kept = all_kept && keep[i] != 0;
+  }
+  if (all_kept) return;
+  std::unordered_map<std::string, std::size_t> by_id;
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    if (!fs[i].id.empty()) by_id.emplace(fs[i].id, i);
+  }
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    if (keep[i] == 0) continue;
+    std::string cause = fs[i].cause;
+    for (std::size_t steps = 0; !cause.empty(); ++steps) {
+      const auto it = by_id.find(cause);
+      if (it == by_id.end() || keep[it->second] != 0) break;
+      if (steps > fs.size()) {  // a loop of removed findings
+        cause.clear();
+        break;
+      }
+      cause = fs[it->second].cause;
+    }
+    fs[i].cause = std::move(cause);
+  }
+  std::vector<Finding> kept;
+  kept.reserve(fs.size());
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    if (keep[i] != 0) kept.push_back(std::move(fs[i]));
+  }
+  fs = std::move(kept);
+  const bool not_applicable = report.verdict == Verdict::kNotApplicable;
+  FinalizeReport(report, max_locations);
+  if (not_applicable) report.verdict = Verdict::kNotApplicable;
+}
+
 std::vector<StaleWaiver> ApplyGate(const GatePolicy& policy, std::span<Report> reports,
                                    std::size_t max_locations) {
   const std::string today = policy.today.empty() ? TodayUtc() : policy.today;
@@ -384,7 +489,7 @@ std::vector<StaleWaiver> ApplyGate(const GatePolicy& policy, std::span<Report> r
     g.config = policy.config;
     g.baseline = policy.baseline_path;
     for (std::size_t w = 0; w < policy.waivers.size(); ++w) {
-      if (WaiverAppliesTo(policy.waivers[w], r, policy.config_dir)) {
+      if (WaiverAppliesTo(policy.waivers[w], r, policy.config_dir, policy.selection)) {
         relevant[i].push_back(w);
         uses[w].applies = true;
       }

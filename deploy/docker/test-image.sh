@@ -171,7 +171,7 @@ expect_rc 1 "upload of a non-conformant model" \
   cli check --server "127.0.0.1:$GRPC" --format json /m/detector/weight_u8.onnx
 python3 - "$WORK/out.txt" <<'EOF' || fail "the JSON report of weight_u8.onnx is not the expected one"
 import json, sys
-r = json.load(open(sys.argv[1]))
+r = json.load(open(sys.argv[1]))["reports"][0]
 assert r["verdict"] == "non_conformant", r["verdict"]
 rules = {f["rule"] for f in r["findings"] if f["severity"] == "error"}
 assert rules == {"role/weight-type"}, rules

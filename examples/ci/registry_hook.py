@@ -140,10 +140,14 @@ def main(argv=None):
     sys.stderr.write(proc.stderr)
     what = f"{name or '?'} version {version or '?'} ({ref})"
     try:
-        report = json.loads(proc.stdout)
+        doc = json.loads(proc.stdout)
     except ValueError:
         print(f"registry_hook: {what}: error (axqc exit {proc.returncode}, no report)")
         return EXIT_ERROR if proc.returncode == 0 else proc.returncode
+    # axqc.report/v2: {"schema": "axqc.report/v2", "reports": [...]}, one entry per model; an
+    # axqc that predates it printed the one report object itself.
+    reports = doc.get("reports") if isinstance(doc, dict) and "reports" in doc else [doc]
+    report = reports[0] if reports else {}
     verdict = report.get("verdict")
     if verdict is None:
         print(f"registry_hook: {what}: error ({report.get('input_error', 'no verdict')})")

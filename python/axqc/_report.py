@@ -302,11 +302,35 @@ class Report:
 
     @classmethod
     def from_json(cls, text: Union[str, bytes]) -> "Report":
-        """Reads a report in the JSON schema ``axqc.report/v1`` (``axqc check --format json`` of
-        one model, :meth:`to_json`, or the service's ``report_json``)."""
+        """Reads a report in the JSON schema ``axqc.report/v1`` (:meth:`to_json`, the service's
+        ``report_json``, an entry of ``reports`` in ``axqc check --format json``), or the document
+        ``axqc check --format json`` prints for one model (``axqc.report/v2`` with one report;
+        :meth:`list_from_json` reads any number)."""
         if isinstance(text, (bytes, bytearray)):
             text = bytes(text).decode("utf-8")
+        if '"axqc.report/v2"' in text[:64]:
+            reports = cls.list_from_json(text)
+            if len(reports) != 1:
+                raise ValueError(f"the axqc.report/v2 document holds {len(reports)} reports, not "
+                                 "one: use Report.list_from_json")
+            return reports[0]
         return cls(_native.report_from_json(text))
+
+    @classmethod
+    def list_from_json(cls, text: Union[str, bytes]) -> List["Report"]:
+        """The reports of an ``axqc check --format json`` document (schema ``axqc.report/v2``), in
+        its order. A model that could not be checked (an entry with ``input_error``) raises
+        ValueError naming it."""
+        doc = json.loads(text)
+        if not isinstance(doc, dict) or doc.get("schema") != "axqc.report/v2":
+            raise ValueError("not an axqc.report/v2 document (axqc check --format json)")
+        out = []
+        for entry in doc.get("reports", []):
+            if entry.get("verdict") is None:
+                raise ValueError(f"{entry.get('model', {}).get('file', '?')}: "
+                                 f"{entry.get('input_error', 'no report')}")
+            out.append(cls(_native.report_from_json(json.dumps(entry))))
+        return out
 
     # ---- the JSON document, parsed once on first use
     def _doc(self) -> Dict[str, Any]:
@@ -475,8 +499,8 @@ class Report:
         return self._native.to_text(explain, color)
 
     def to_json(self, indent: int = 2) -> str:
-        """JSON text (schema ``axqc.report/v1``), byte-for-byte ``axqc check --format json``;
-        ``indent=-1`` gives one line."""
+        """JSON text (schema ``axqc.report/v1``): the model's entry of ``reports`` in ``axqc check
+        --format json`` (which indents it by four more spaces); ``indent=-1`` gives one line."""
         return self._native.to_json(indent)
 
     def to_sarif(self) -> str:

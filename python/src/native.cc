@@ -224,7 +224,7 @@ PYBIND11_MODULE(_native, m) {
           "to_json",
           [](const NativeReport& r, int indent) { return axqc::RenderJson(r.get(), indent); },
           py::arg("indent") = 2, py::call_guard<py::gil_scoped_release>(),
-          "JSON text of the report (schema axqc.report/v1), as `axqc check --format json`.")
+          "JSON text of the report (schema axqc.report/v1): an entry of `axqc check --format json`.")
       .def(
           "to_text",
           [](const NativeReport& r, bool explain, bool color) {

@@ -13,6 +13,21 @@ import axqc
 from conftest import run_cli
 
 
+def cli_report(model, *args):
+    """The report object of one model in ``axqc check --format json`` (schema axqc.report/v2)."""
+    doc = json.loads(run_cli("check", "--format", "json", *args, str(model)).stdout)
+    assert doc["schema"] == "axqc.report/v2"
+    [report] = doc["reports"]
+    return report
+
+
+def json_document(report):
+    """``axqc check --format json`` of one model: the report's to_json() as the one entry of
+    ``reports``, indented by four spaces."""
+    entry = "\n".join("    " + line for line in report.to_json().rstrip("\n").split("\n"))
+    return '{\n  "schema": "axqc.report/v2",\n  "reports": [\n' + entry + "\n  ]\n}\n"
+
+
 def test_version_and_rule_set_match_the_command_line():
     out = run_cli("rules", "--format", "json").stdout
     doc = json.loads(out)
@@ -73,7 +88,7 @@ def test_non_conformant_finding_fields(broken):
                          "weights must be per-channel along axis 0")
     assert f.group == "Conv weight quantized per-tensor"
     # the name-free fingerprint of the JSON report, which baselines and waivers match
-    [jf] = json.loads(run_cli("check", "--format", "json", str(broken)).stdout)["findings"]
+    [jf] = cli_report(broken)["findings"]
     assert len(f.fingerprint) == 16 and set(f.fingerprint) <= set("0123456789abcdef")
     assert f.fingerprint == jf["fingerprint"]
     assert r.counts.errors == 1 and r.counts.by_rule["role/weight-type"] == 1
@@ -116,7 +131,7 @@ def test_root_causes_ids_and_hints(broken):
     assert r.counts.causes == 3
     assert {x.hint.id for x in r.root_causes if x.hint} == {
         "qparams-as-numbers", "relu6-as-relu-clip", "value-info-missing"}
-    doc = json.loads(run_cli("check", "--format", "json", "-c", str(path)).stdout)
+    doc = cli_report(path, "-c")
     assert [(x["id"], x["cause"]) for x in doc["findings"]] == [(x.id, x.cause) for x in r.findings]
     assert doc["summary"]["causes"] == 3
     assert "3 causes; 123 errors" in repr(r)
@@ -223,13 +238,15 @@ def test_raise_on_error(broken, conformant):
 def test_check_value_option(conformant):
     assert axqc.check(conformant, check_value=True).check_value
     cli = run_cli("check", "-c", "--format", "json", str(conformant)).stdout
-    assert axqc.check(conformant, check_value=True).to_json() == cli
+    assert json_document(axqc.check(conformant, check_value=True)) == cli
 
 
 def test_renderings_are_the_command_lines(broken, conformant, missing_qdq):
     for model in (broken, conformant, missing_qdq):
         r = axqc.check(model)
-        assert r.to_json() == run_cli("check", "--format", "json", str(model)).stdout
+        assert json_document(r) == run_cli("check", "--format", "json", str(model)).stdout
+        assert axqc.Report.from_json(run_cli("check", "--format", "json", str(model)).stdout
+                                     ).to_json() == r.to_json()
         assert r.summary() == run_cli("check", str(model)).stdout
         assert r.to_sarif() == run_cli("check", "--format", "sarif", str(model)).stdout
         assert r.to_junit() == run_cli("check", "--format", "junit", str(model)).stdout
@@ -366,3 +383,19 @@ def test_a_missing_grpcio_names_the_interpreter_and_its_fix(tmp_path):
                           check=True).stdout
     assert f"{venv_python} -m pip install grpcio protobuf" in venv, venv
     assert "--system-site-packages" in venv, venv
+
+
+def test_reports_of_the_json_document(broken, conformant, tmp_path):
+    junk = tmp_path / "junk.onnx"
+    junk.write_bytes(b"\xff\xff not a model")
+    text = run_cli("check", "--format", "json", str(broken), str(conformant)).stdout
+    reports = axqc.Report.list_from_json(text)
+    assert [r.verdict for r in reports] == [axqc.Verdict.NON_CONFORMANT, axqc.Verdict.CONFORMANT]
+    assert reports[0].findings[0].rule == "role/weight-type"
+    with pytest.raises(ValueError, match="holds 2 reports"):
+        axqc.Report.from_json(text)
+    with pytest.raises(ValueError, match="junk.onnx"):
+        axqc.Report.list_from_json(
+            run_cli("check", "--format", "json", str(junk), check_codes=(2,)).stdout)
+    with pytest.raises(ValueError, match="not an axqc.report/v2 document"):
+        axqc.Report.list_from_json(axqc.check(conformant).to_json())

@@ -273,6 +273,46 @@ TEST(ClientGate, FailOnNotApplicableFailsAFloatModel) {
   EXPECT_EQ(bad.rc, 2);
 }
 
+// The options of the run work on the reports on the client side: directory arguments with
+// --exclude, --select/--ignore, --statistics and --exit-zero give the local output and exit code
+// with --server and with --isolate.
+TEST(ClientGate, RunOptionsWithServerAndIsolate) {
+  TempDir dir;
+  TestServer server(dir);
+  WriteFile(dir / "work/models/bad.onnx", NonConformantModel("run-options"));
+  WriteFile(dir / "work/models/sub/ok.onnx", ConformantModel("run-options"));
+  WriteFile(dir / "work/models/old/junk.onnx", NotOnnxBytes());
+  const std::string models = Quote((dir / "work/models").string());
+  const std::vector<std::pair<std::string, int>> runs = {
+      {"--statistics --exclude old " + models, 1},
+      {"--select role/weight-type --statistics --exclude old " + models, 1},
+      {"--ignore role/weight-type --format json --exclude old " + models, 0},
+      {"--select 'role/*' --ignore role/weight-type --exclude 'old/*' " + models, 0},
+      {"--exit-zero --exclude old " + models, 0},
+      {"--exit-zero " + models, 2},  // old/junk.onnx is not a model
+  };
+  for (const auto& [args, rc] : runs) {
+    Proc local = Client(dir, "check --no-config " + args);
+    Proc remote = Client(dir, "check --no-config --server " + Addr(server) + " " + args);
+    Proc isolated = Client(dir, "check --no-config --isolate " + args);
+    EXPECT_EQ(local.rc, rc) << args << local.err;
+    EXPECT_EQ(remote.rc, rc) << args << remote.err;
+    EXPECT_EQ(isolated.rc, rc) << args << isolated.err;
+    EXPECT_EQ(remote.out, local.out) << args;
+    EXPECT_EQ(isolated.out, local.out) << args;
+  }
+  Proc stats = Client(dir, "check --no-config --server " + Addr(server) +
+                               " --statistics --select role/weight-type --exclude old " + models);
+  EXPECT_EQ(stats.out, "1  role/weight-type  error  Weight is not symmetric S4/S8 per-channel.\n");
+  Proc unknown = Client(
+      dir, "check --no-config --server " + Addr(server) + " --ignore role/weigth-type " + models);
+  EXPECT_EQ(unknown.rc, 2);
+  EXPECT_NE(unknown.err.find("--ignore: unknown rule 'role/weigth-type' (did you mean "
+                             "'role/weight-type'?)"),
+            std::string::npos)
+      << unknown.err;
+}
+
 TEST(ClientRemote, ReferenceModeWithLabelsAndStats) {
   TempDir dir;
   TestServer server(dir);
@@ -282,7 +322,11 @@ TEST(ClientRemote, ReferenceModeWithLabelsAndStats) {
                             " --ref team/bad.onnx --label project=demo --label source=ci "
                             "--format json");
   EXPECT_EQ(r1.rc, 1) << r1.err;
-  const auto j = nlohmann::json::parse(r1.out);
+  const auto doc = nlohmann::json::parse(r1.out);
+  EXPECT_EQ(doc["schema"], "axqc.report/v2");
+  ASSERT_EQ(doc["reports"].size(), 1u) << r1.out;  // one model: still a list
+  const auto& j = doc["reports"][0];
+  EXPECT_EQ(j["schema"], "axqc.report/v1");
   EXPECT_EQ(j["verdict"], "non_conformant");
   EXPECT_EQ(j["model"]["file"], "team/bad.onnx");
   EXPECT_EQ(j["summary"]["by_rule"]["role/weight-type"], 1);
@@ -390,7 +434,7 @@ TEST(ClientRemote, LabelAndRefTakeOneValueEach) {
                            " -c --label project=detector --label source=ci " + a +
                            " --ref ref.onnx " + b + " --format json");
   ASSERT_EQ(r.rc, 1) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
+  const auto j = nlohmann::json::parse(r.out)["reports"];
   ASSERT_EQ(j.size(), 3u) << r.out;  // a, b, then the reference
   EXPECT_EQ(j[0]["verdict"], "conformant");
   EXPECT_EQ(j[1]["verdict"], "non_conformant");
@@ -787,7 +831,7 @@ TEST(ClientGate, BaselinePassesKnownFindingsAndFailsOnANewOne) {
     Proc fresh =
         ClientIn(dir, repo, mode + "--baseline axqc-baseline.json --format json models/det.onnx");
     EXPECT_EQ(fresh.rc, 1) << fresh.err;
-    const auto j = nlohmann::json::parse(fresh.out);
+    const auto j = nlohmann::json::parse(fresh.out)["reports"][0];
     EXPECT_EQ(j["gate"]["verdict"], "fail");
     EXPECT_EQ(j["gate"]["counted"]["errors"], 1);
     EXPECT_EQ(j["gate"]["baselined"]["errors"], 1);
@@ -875,7 +919,7 @@ reason = "nothing matches this one"
     // GitHub annotations on stderr beside a JSON report on stdout.
     Proc annotated =
         ClientIn(dir, repo, mode + "--format json --github-annotations models/det.onnx");
-    EXPECT_EQ(nlohmann::json::parse(annotated.out)["gate"]["waived"]["errors"], 1);
+    EXPECT_EQ(nlohmann::json::parse(annotated.out)["reports"][0]["gate"]["waived"]["errors"], 1);
     EXPECT_NE(annotated.err.find("::error file=models/det.onnx,title=role/weight-type (spec 4)::"),
               std::string::npos)
         << annotated.err;

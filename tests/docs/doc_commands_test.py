@@ -86,6 +86,8 @@ EXPECTED = {
         ("build/release/client/axqc check -c model.onnx", 0),
         ("build/release/client/axqc check --format json -o report.json a.onnx b.onnx", 1),
         ("build/release/client/axqc check --explain model.onnx", 0),
+        ("build/release/client/axqc check --statistics build/release/examples", 1),
+        ("build/release/client/axqc check --ignore role/ --exit-zero a.onnx b.onnx", 0),
         ("build/release/client/axqc check --format html -o report.html model.onnx", 0),
         ("build/release/client/axqc rules", 0),
         ("build/release/client/axqc rules qdq/scale-value", 0),
@@ -137,6 +139,12 @@ EXPECTED = {
         ("axqc check --baseline axqc-baseline.json models/*.onnx", 1),
         ("axqc check --baseline axqc-baseline.json --format gitlab -o gl-code-quality.json "
          "models/*.onnx", 1),
+        ("axqc check models/", 1),
+        ("axqc check --exclude b.onnx models/", 0),
+        ("axqc check --statistics models/", 1),
+        ("axqc check --ignore role/weight-type,op/output-not-quantized models/", 0),
+        ("axqc check --select role/ --baseline axqc-baseline.json models/", 0),
+        ("axqc check --exit-zero --format sarif -o axqc.sarif models/", 0),
         ("examples/ci/registry_hook.py --server axqc.internal:50051 --map file:///models/= "
          "< event.json", 1),
         ("examples/ci/registry_hook.py --server axqc.internal:50051 --map file:///models/= "

@@ -134,7 +134,7 @@ class Dom(html.parser.HTMLParser):
 def json_report(model):
     r = subprocess.run([AXQC, "check", "--format", "json", "--no-config", model],
                        capture_output=True, cwd=SOURCE)
-    return json.loads(r.stdout)
+    return json.loads(r.stdout)["reports"][0]
 
 
 def check_report_dom(dom, report, where):

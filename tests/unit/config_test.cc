@@ -170,5 +170,21 @@ TEST(Config, YamlIsRefusedNotIgnored) {
   fs::remove_all(root);
 }
 
+// [check] select / ignore: rule selectors checked against the catalog.
+TEST(Config, SelectAndIgnoreRules) {
+  const auto c = ParseConfig(
+      "[check]\nselect = [\"qdq/\", \"role/weight-type\"]\n"
+      "ignore = \"qdq/*-value\"\n",
+      "axqc.toml");
+  ASSERT_TRUE(c.select.has_value());
+  EXPECT_EQ(*c.select, (std::vector<std::string>{"qdq/", "role/weight-type"}));
+  EXPECT_EQ(c.ignore, (std::vector<std::string>{"qdq/*-value"}));
+  EXPECT_FALSE(ParseConfig("[check]\n", "axqc.toml").select.has_value());
+  EXPECT_EQ(ErrorOf("[check]\nignore = [\"role/weight-typ\"]\n"),
+            "cfg/axqc.toml:2: `ignore`: unknown rule 'role/weight-typ' (did you mean "
+            "'role/weight-type'?); `axqc rules` lists them");
+  EXPECT_EQ(ErrorOf("[check]\nselect = []\n"), "cfg/axqc.toml:2: `select` is an empty list");
+}
+
 }  // namespace
 }  // namespace axqc::test

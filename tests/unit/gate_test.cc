@@ -230,6 +230,96 @@ TEST(Gate, WaiversApplyOnlyWhereTheirModelAndRulesCanMatch) {
   EXPECT_EQ(reports[1].gate.verdict, GateVerdict::kFail);
 }
 
+// --select/--ignore (and [check] select/ignore): the most specific selector decides; ignore wins
+// a tie; an empty select selects every rule.
+TEST(RuleSelection, TheMostSpecificSelectorWins) {
+  RuleSelection all;
+  EXPECT_TRUE(all.all());
+  EXPECT_TRUE(all.Selects("qdq/scale-value"));
+  RuleSelection s{{"qdq/"}, {"qdq/scale-value"}};
+  EXPECT_TRUE(s.Selects("qdq/zero-point-value"));
+  EXPECT_FALSE(s.Selects("qdq/scale-value"));
+  EXPECT_FALSE(s.Selects("role/weight-type"));  // not selected
+  // An exact ID beats a prefix on the other side, a longer pattern a shorter one.
+  RuleSelection back{{"qdq/scale-value"}, {"qdq/"}};
+  EXPECT_TRUE(back.Selects("qdq/scale-value"));
+  EXPECT_FALSE(back.Selects("qdq/zero-point-value"));
+  RuleSelection globs{{"op/*"}, {"op/output-*"}};
+  EXPECT_FALSE(globs.Selects("op/output-not-quantized"));
+  // A tie: ignore wins.
+  RuleSelection tie{{"role/"}, {"role/"}};
+  EXPECT_FALSE(tie.Selects("role/weight-type"));
+  RuleSelection ignore_only{{}, {"role/"}};
+  EXPECT_TRUE(ignore_only.Selects("op/output-not-quantized"));
+  EXPECT_FALSE(ignore_only.Selects("role/weight-type"));
+}
+
+TEST(RuleSelection, UnknownSelectorsNameTheClosestRuleOrPrefix) {
+  EXPECT_EQ(CheckRuleSelector("qdq/scale-value"), "");
+  EXPECT_EQ(CheckRuleSelector("qdq/"), "");
+  EXPECT_EQ(CheckRuleSelector("qdq/*-value"), "");
+  EXPECT_EQ(CheckRuleSelector("qdq/scale-valu"),
+            "unknown rule 'qdq/scale-valu' (did you mean 'qdq/scale-value'?); `axqc rules` "
+            "lists them");
+  EXPECT_EQ(CheckRuleSelector("qdq"),
+            "unknown rule 'qdq' (did you mean 'qdq/'?); `axqc rules` lists them");
+  EXPECT_EQ(CheckRuleSelector("qdx/"),
+            "unknown rule 'qdx/' (did you mean 'qdq/'?); `axqc rules` lists them");
+  EXPECT_EQ(CheckRuleSelector("nothing/*"), "unknown rule 'nothing/*'; `axqc rules` lists them");
+  EXPECT_EQ(CheckRuleSelector(""), "an empty rule selector");
+}
+
+TEST(RuleSelection, LeftOutFindingsLeaveTheReportAndItsVerdict) {
+  Finding root = MakeFinding("role/weight-type", Severity::kError, "w", kFp1);
+  root.id = kFp1 + ":1";
+  Finding middle = MakeFinding("qdq/scale-value", Severity::kError, "q", kFp2);
+  middle.id = kFp2 + ":1";
+  middle.cause = root.id;
+  Finding leaf = MakeFinding("op/output-not-quantized", Severity::kWarn, "add", kFp3);
+  leaf.id = kFp3 + ":1";
+  leaf.cause = middle.id;
+  Report r = MakeReport("m.onnx", {root, middle, leaf});
+  ASSERT_EQ(r.verdict, Verdict::kNonConformant);
+  Report all = r;
+  ApplyRuleSelection(RuleSelection{}, all);
+  EXPECT_EQ(all.findings.size(), 3u);
+  // Leaving out the middle one: the leaf's cause is the root now.
+  Report a = r;
+  ApplyRuleSelection(RuleSelection{{}, {"qdq/"}}, a);
+  ASSERT_EQ(a.findings.size(), 2u);
+  EXPECT_EQ(a.findings[1].cause, root.id);
+  EXPECT_EQ(a.summary.by_rule.count("qdq/scale-value"), 0u);
+  EXPECT_EQ(a.summary.errors, 1u);
+  // Only the warning left: conformant, and a root cause.
+  Report b = r;
+  ApplyRuleSelection(RuleSelection{{"op/output-not-quantized"}, {}}, b);
+  ASSERT_EQ(b.findings.size(), 1u);
+  EXPECT_EQ(b.findings[0].cause, "");
+  EXPECT_EQ(b.verdict, Verdict::kConformant);
+  EXPECT_EQ(b.groups.size(), 1u);
+  // not_applicable stays.
+  Report na =
+      MakeReport("float.onnx", {MakeFinding("scope/no-quantized-edge", Severity::kInfo, "", kFp1)});
+  na.verdict = Verdict::kNotApplicable;
+  ApplyRuleSelection(RuleSelection{{}, {"scope/"}}, na);
+  EXPECT_TRUE(na.findings.empty());
+  EXPECT_EQ(na.verdict, Verdict::kNotApplicable);
+}
+
+// A waiver of rules the selection leaves out has nothing to match: it is not reported unused.
+TEST(RuleSelection, WaiversOfLeftOutRulesAreNotUnused) {
+  std::vector<Report> reports = {MakeReport("a.onnx", {})};
+  GatePolicy p;
+  p.waivers = {MakeWaiver({"role/weight-type"}, "left out")};
+  EXPECT_EQ(ApplyGate(p, reports).size(), 1u);  // unused
+  p.selection.ignore = {"role/"};
+  EXPECT_TRUE(ApplyGate(p, reports).empty());
+  p.selection = RuleSelection{{"op/"}, {}};
+  EXPECT_TRUE(ApplyGate(p, reports).empty());
+  p.selection = RuleSelection{{"role/weight-type"}, {}};
+  EXPECT_EQ(ApplyGate(p, reports).size(), 1u);
+}
+
 TEST(Gate, BaselineAcceptsKnownFindingsByFingerprintAndCount) {
   const fs::path dir = fs::temp_directory_path() / "axqc-gate-test";
   fs::create_directories(dir / "models");

@@ -86,6 +86,30 @@ std::string BaselineModelKey(const std::string& model_file, const std::string& b
 Baseline MakeBaseline(std::span<const Report> reports, const std::string& baseline_dir,
                       const Baseline* previous = nullptr);
 
+// Which rules a run reports: `axqc check --select/--ignore` and the `select`/`ignore` keys of the
+// configuration's [check] table (docs/ci.md, "Selecting rules"). A selector is a rule ID
+// ("qdq/scale-value"), a prefix ending in '/' ("qdq/") or a glob over rule IDs ("qdq/*-value").
+// For each rule the most specific selector that matches it decides: an exact ID before a pattern,
+// a longer pattern before a shorter one, `ignore` on a tie; an empty `select` selects every rule
+// (less specific than any selector).
+struct RuleSelection {
+  std::vector<std::string> select;  // empty: every rule
+  std::vector<std::string> ignore;
+  bool all() const { return select.empty() && ignore.empty(); }
+  bool Selects(std::string_view rule) const;
+};
+
+// "" when `selector` matches at least one rule of the catalog; else what is wrong, for the user,
+// naming the closest rule ID or prefix when one is close ("did you mean").
+std::string CheckRuleSelector(std::string_view selector);
+
+// Removes the findings of the rules `selection` leaves out and recomputes the summary, the groups
+// and the verdict from the rest (a not_applicable verdict stays: it is about Q/DQ edges, not
+// findings). A finding whose cause was removed points at the nearest finding left on its cause
+// chain, or none. The chip summaries (Report::targets) are left as the checker wrote them.
+void ApplyRuleSelection(const RuleSelection& selection, Report& report,
+                        std::size_t max_locations = 5);
+
 struct GatePolicy {
   bool active = false;  // show the gate in the reports (a config, baseline or --fail-on was given)
   Severity fail_on = Severity::kError;  // kError or kWarn
@@ -96,14 +120,18 @@ struct GatePolicy {
   std::string baseline_path;  // for the reports
   std::string baseline_dir;   // BaselineModelKey's directory
   std::string today;          // "YYYY-MM-DD"; "" = TodayUtc()
+  // The rules of the run (ApplyRuleSelection was applied to the reports before): a waiver of
+  // rules that are all left out does not apply (it is not reported unused).
+  RuleSelection selection;
 };
 
 // Applies `policy` to the reports of one run: marks each finding kCounted, kWaived or
 // kBaselined, fills Report::gate (counts, verdict, the stale waivers relevant to the model) and
 // regroups the findings (FindingGroup::first carries the states). A waiver is stale when it has
 // expired, or when it applies to a checked model and matched no finding in the whole run. A
-// waiver applies to a model when its model globs match it and, for a report without check_value,
-// when its rules include one that runs without -c. Returns the run's stale waivers.
+// waiver applies to a model when its model globs match it and its rules include one that runs:
+// one the selection keeps and, for a report without check_value, one that runs without -c. Returns
+// the run's stale waivers.
 std::vector<StaleWaiver> ApplyGate(const GatePolicy& policy, std::span<Report> reports,
                                    std::size_t max_locations = 5);
 
