@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "request_validation.h"
 #include "json_input.h"
+#include "request_validation.h"
 #include "status_name.h"
 
 namespace axqc::server::http {
@@ -88,10 +88,11 @@ std::string EnumPrefix(const pb::EnumDescriptor& e) {
   return out + "_";
 }
 
-// One value of `field` as the HTTP API writes it (see ToJson).
-void NormalizeValue(const pb::FieldDescriptor& field, OrderedJson& v);
+// One value of `field` as the HTTP API writes it (see ToJson); `to_proto`: the other way, an
+// enum value named as the reports do ("json") back to its proto name ("REPORT_FORMAT_JSON").
+void NormalizeValue(const pb::FieldDescriptor& field, OrderedJson& v, bool to_proto);
 
-void NormalizeMessage(const pb::Descriptor& d, OrderedJson& j) {
+void NormalizeMessage(const pb::Descriptor& d, OrderedJson& j, bool to_proto = false) {
   if (!j.is_object() || d.full_name().starts_with("google.protobuf.")) return;
   for (int i = 0; i < d.field_count(); ++i) {
     const pb::FieldDescriptor& f = *d.field(i);
@@ -99,26 +100,34 @@ void NormalizeMessage(const pb::Descriptor& d, OrderedJson& j) {
     if (it == j.end()) continue;
     if (f.is_map()) {
       if (!it->is_object()) continue;
-      for (auto& [key, value] : it->items()) NormalizeValue(*f.message_type()->map_value(), value);
+      for (auto& [key, value] : it->items()) {
+        NormalizeValue(*f.message_type()->map_value(), value, to_proto);
+      }
     } else if (f.is_repeated()) {
       if (!it->is_array()) continue;
-      for (auto& value : *it) NormalizeValue(f, value);
+      for (auto& value : *it) NormalizeValue(f, value, to_proto);
     } else {
-      NormalizeValue(f, *it);
+      NormalizeValue(f, *it, to_proto);
     }
   }
 }
 
-void NormalizeValue(const pb::FieldDescriptor& field, OrderedJson& v) {
+void NormalizeValue(const pb::FieldDescriptor& field, OrderedJson& v, bool to_proto) {
   switch (field.cpp_type()) {
     case pb::FieldDescriptor::CPPTYPE_INT64:
-      if (v.is_string()) v = std::stoll(v.get<std::string>());
+      if (!to_proto && v.is_string()) v = std::stoll(v.get<std::string>());
       break;
     case pb::FieldDescriptor::CPPTYPE_UINT64:
-      if (v.is_string()) v = std::stoull(v.get<std::string>());
+      if (!to_proto && v.is_string()) v = std::stoull(v.get<std::string>());
       break;
     case pb::FieldDescriptor::CPPTYPE_ENUM:
-      if (v.is_string()) {
+      if (to_proto) {
+        if (!v.is_string()) break;
+        std::string name = EnumPrefix(*field.enum_type()) + v.get<std::string>();
+        for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        // Only a short name of a real value is rewritten; anything else reaches protobuf as sent.
+        if (field.enum_type()->FindValueByName(name) != nullptr) v = name;
+      } else if (v.is_string()) {
         std::string name = v.get<std::string>();
         const std::string prefix = EnumPrefix(*field.enum_type());
         if (name.starts_with(prefix)) name.erase(0, prefix.size());
@@ -127,7 +136,7 @@ void NormalizeValue(const pb::FieldDescriptor& field, OrderedJson& v) {
       }
       break;
     case pb::FieldDescriptor::CPPTYPE_MESSAGE:
-      NormalizeMessage(*field.message_type(), v);
+      NormalizeMessage(*field.message_type(), v, to_proto);
       break;
     default:
       break;
@@ -158,7 +167,14 @@ grpc::Status FromJson(const std::string& json, google::protobuf::Message* messag
   if (grpc::Status st = CheckJsonBounds(json, limits, "request body"); !st.ok()) return st;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
-  const auto st = google::protobuf::util::JsonStringToMessage(json, message, options);
+  // Enum values may be named as the answers name them ("format": "json"), or as proto names.
+  std::string text = json;
+  OrderedJson j = OrderedJson::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_discarded() && j.is_object()) {
+    NormalizeMessage(*message->GetDescriptor(), j, /*to_proto=*/true);
+    text = j.dump();
+  }
+  const auto st = google::protobuf::util::JsonStringToMessage(text, message, options);
   if (!st.ok()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "request body is not a valid JSON " +
                                                                 message->GetDescriptor()->name() +
