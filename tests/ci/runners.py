@@ -45,6 +45,11 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 LIB = os.path.join(ROOT, "deploy", "docker", "lib-runners.sh")
 
 
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
 def yaml_load(path):
     import yaml  # python3-yaml
 
@@ -206,7 +211,7 @@ def read_file_commands(path):
     out = {}
     if not os.path.exists(path):
         return out
-    lines = open(path, encoding="utf-8").read().split("\n")
+    lines = read(path).split("\n")
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -336,8 +341,8 @@ def run_action(action_dir, workspace, temp, inputs=None, env=None, where=None, l
                 log(f"  | {line}")
         outputs = read_file_commands(files["GITHUB_OUTPUT"])
         file_env.update(read_file_commands(files["GITHUB_ENV"]))
-        paths += [p for p in open(files["GITHUB_PATH"]).read().splitlines() if p]
-        summary.append(open(files["GITHUB_STEP_SUMMARY"]).read())
+        paths += [p for p in read(files["GITHUB_PATH"]).splitlines() if p]
+        summary.append(read(files["GITHUB_STEP_SUMMARY"]))
         outcome = "success" if r.returncode == 0 else "failure"
         if outcome == "failure":
             status = "failure"
@@ -476,13 +481,16 @@ def main(argv):
         res = run_action(os.path.abspath(a.action_dir), os.path.abspath(a.workspace),
                          os.path.abspath(a.temp), _pairs(a.input), _pairs(a.env), where)
         if a.result:
-            json.dump(res, open(a.result, "w"), indent=1)
+            with open(a.result, "w") as f:
+                json.dump(res, f, indent=1)
         print(f"[runner] action {res['outcome']}; outputs {res['outputs']}")
         return 0 if res["outcome"] == "success" else 1
     job = gitlab_job(a.ci_file, a.job, _pairs(a.include), _pairs(a.var), a.project_dir)
-    open(a.script, "w").write(job["script"])
+    with open(a.script, "w") as f:
+        f.write(job["script"])
     if a.result:
-        json.dump(job, open(a.result, "w"), indent=1)
+        with open(a.result, "w") as f:
+            json.dump(job, f, indent=1)
     return 0
 
 
