@@ -19,16 +19,21 @@
 # and the node); a float model fails with fail-on not_applicable (1); an unreachable server fails
 # with 4 and a message that names the server, not the models.
 #
-#   deploy/docker/test-ci-step.sh          (as root or with a working rootless podman)
+#   deploy/docker/test-ci-step.sh [gitlab|container|deb|image|all]   (default all; as root or
+#                                                                     with a working rootless podman)
 # Environment: AXQC_CLI_IMAGE (default localhost/axqc-cli:latest; built by test-cli-image.sh when
 # missing), AXQC_PACKAGE_OUT (the .deb, default out/packages), AXQC_EXAMPLES_DIR (example models,
 # default build/package/examples), AXQC_IMAGE_WORK (default /var/tmp/axqc-ci-step). Needs python3
-# with PyYAML, and the Debian archive for part 3. About 2 minutes; not part of .ci/run
+# with PyYAML, and the Debian archive for part 3 (deb). About 5 minutes (gitlab 1, container 1.5,
+# deb 2.5, image 1); not part of .ci/run
 # (docs/operations.md, "What the tests cover"); tests/ci/ci_step_test.py (ctest ci_step) runs the
 # same steps without containers.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+WHAT=${1:-all}
+case "$WHAT" in gitlab | container | deb | image | all) ;; *) echo "usage: $0 [gitlab|container|deb|image|all]" >&2; exit 2 ;; esac
+part() { [ "$WHAT" = all ] || [ "$WHAT" = "$1" ]; }
 IMAGE=${AXQC_CLI_IMAGE:-localhost/axqc-cli:latest}
 OUT=${AXQC_PACKAGE_OUT:-$ROOT/out/packages}
 EXAMPLES=${AXQC_EXAMPLES_DIR:-$ROOT/build/package/examples}
@@ -118,6 +123,7 @@ gitlab() {  # gitlab SCENARIO [VAR=VALUE...]: the job's exit code; the project i
   gitlab_docker_job "$IMAGE" -v "$GL/project:$GITLAB_PROJECT_DIR" <"$GL/job.sh"
 }
 mkdir -p "$GL"
+if part gitlab; then
 expect_rc 0 "GitLab: pass" gitlab pass
 py "$GL/job.json" "d['image'] == '$IMAGE' and d['artifacts']['reports'] == {'codequality': 'axqc-reports/gl-code-quality.json', 'junit': 'axqc-reports/axqc-junit.xml'}"
 py "$GL/project/axqc-reports/gl-code-quality.json" "$CQ == [('role/weight-type', 'models/b.onnx')]"
@@ -131,7 +137,8 @@ expect_rc 0 "GitLab: float model, AXQC_FAIL_ON empty" gitlab float AXQC_FAIL_ON=
 expect_rc 4 "GitLab: unreachable server" gitlab pass "AXQC_SERVER=$UNREACHABLE" "AXQC_ARGS=--retries 1"
 grep -q "no verdict from axqc-server $UNREACHABLE" "$WORK/err.txt" || fail "GitLab: no message about the server: $(cat "$WORK/err.txt")"
 [ ! -e "$GL/project/axqc-reports/gl-code-quality.json" ] || fail "GitLab: a Code Quality report without a verdict"
-log "1. GitLab template in $IMAGE (Docker executor): pass 0, new finding 1 (Code Quality + JUnit: op/output-not-quantized at add), float 1 (0 without not_applicable), unreachable server 4"
+fi
+part gitlab && log "1. GitLab template in $IMAGE (Docker executor): pass 0, new finding 1 (Code Quality + JUnit: op/output-not-quantized at add), float 1 (0 without not_applicable), unreachable server 4"
 
 # ---- GitHub: the runner's folders, the action under _actions -------------------------------------
 GH="$WORK/github"
@@ -180,10 +187,11 @@ github_scenarios() {  # github_scenarios IMAGE|local WHAT [INPUT=VALUE...]
 }
 
 # ---- 2. GitHub container job of the CLI image -----------------------------------------------------
-github_scenarios "$IMAGE" "container: $IMAGE"
-log "2. GitHub Action in a container: job of $IMAGE: pass 0 (SARIF upload recorded), new finding 1 (annotation, SARIF new/unchanged, JUnit), float 1, unreachable server 4 (not annotated on a model)"
+part container && github_scenarios "$IMAGE" "container: $IMAGE"
+part container && log "2. GitHub Action in a container: job of $IMAGE: pass 0 (SARIF upload recorded), new finding 1 (annotation, SARIF new/unchanged, JUnit), float 1, unreachable server 4 (not annotated on a model)"
 
 # ---- 3. deb: in a plain Debian container ------------------------------------------------------------
+if part deb; then
 expect_rc 0 "GitHub (deb): pass" github_job pass "$BASE" models=models baseline=axqc-baseline.json \
   "deb=pkgs/axqc_*.deb"
 grep -q 'apt-get install /__w/repo/repo/pkgs/axqc_' "$WORK/out.txt" || fail "GitHub (deb): the package was not installed"
@@ -192,13 +200,20 @@ expect_rc 1 "GitHub (deb): float model" github_job float "$BASE" models=models b
   "deb=pkgs/axqc_*.deb"
 py "$GH/result.json" "($OUTS) == ('1', 'fail')"
 log "3. GitHub Action with deb: in $BASE: apt-get install, pass 0, float 1"
+fi
 
 # ---- 4. image: on a runner without axqc ---------------------------------------------------------------
+if part image; then
 mkdir -p "$WORK/bin"
-printf '#!/bin/sh\nexec podman --runtime runc "$@"\n' >"$WORK/bin/docker"
+# docker run -> podman run with the options of the other containers here (runc, bounded ulimits).
+# shellcheck disable=SC2016  # the shim's own "$@"
+printf '%s\n' '#!/bin/sh' \
+  'if [ "$1" = run ]; then shift; exec podman --runtime runc run --ulimit nofile=1024:1024 --ulimit nproc=4096:4096 "$@"; fi' \
+  'exec podman --runtime runc "$@"' >"$WORK/bin/docker"
 chmod +x "$WORK/bin/docker"
 ! PATH="$WORK/bin:/usr/sbin:/usr/bin:/sbin:/bin" command -v axqc >/dev/null || fail "axqc is on this runner's PATH"
 github_scenarios local "image: $IMAGE" "image=$IMAGE"
 log "4. GitHub Action with image: (docker run on the runner): pass 0, new finding 1, float 1, unreachable server 4"
+fi
 
-log "PASSED ($(($(date +%s) - T0)) s)"
+log "PASSED ($WHAT, $(($(date +%s) - T0)) s)"
