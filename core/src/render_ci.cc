@@ -607,7 +607,7 @@ std::string RenderGithub(std::span<const Report> reports, std::span<const ModelE
   }
   for (const ModelError& e : errors) {
     if (!e.input) {  // no verdict from the server: the model was not judged
-      out << "::error title=axqc: no verdict from the server::" << GhData(e.message) << "\n";
+      out << "::error title=axqc no verdict from the server::" << GhData(e.message) << "\n";
       out << "axqc: " << e.file << ": no verdict (" << e.message << ")\n";
       continue;
     }

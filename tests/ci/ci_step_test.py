@@ -263,7 +263,7 @@ class ActionAndTemplate(unittest.TestCase):
         self.assertIn(f"::error title=axqc::no verdict from axqc-server {server}", check["stdout"])
         self.assertIn("the models were not judged", res["step"]["Verdict"]["stdout"])
         # axqc's own explanation of the connection failure, annotated without a model file
-        self.assertIn(f"::error title=axqc: no verdict from the server::models/a.onnx: cannot reach "
+        self.assertIn(f"::error title=axqc no verdict from the server::models/a.onnx: cannot reach "
                       f"axqc-server at {server}", check["stderr"])
         self.assertNotIn("::error file=models/", check["stdout"] + check["stderr"])
         self.assertEqual(res["outputs"]["reports"], "")

@@ -377,7 +377,7 @@ TEST(RenderCi, GithubWorkflowCommands) {
   // No verdict from the server: the annotation names the server, not the model file.
   const std::vector<ModelError> unjudged = {{"m.onnx", "cannot reach axqc-server at h:1", false}};
   EXPECT_EQ(RenderGithub({}, unjudged),
-            "::error title=axqc: no verdict from the server::cannot reach axqc-server at h:1\n"
+            "::error title=axqc no verdict from the server::cannot reach axqc-server at h:1\n"
             "axqc: m.onnx: no verdict (cannot reach axqc-server at h:1)\n");
 }
 
