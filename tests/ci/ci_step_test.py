@@ -216,6 +216,11 @@ class ActionAndTemplate(unittest.TestCase):
         self.assertIn("[nodes: add gap]", fails["op/output-not-quantized"][1])
         self.assertEqual(props["gate"], "fail")
         self.assertIn("### axqc: fail", res["summary"])
+        # fail: false: the step passes, the outputs carry the verdict
+        res = w.github(models="models", baseline="axqc-baseline.json", fail="false")
+        self.assertEqual(res["outcome"], "success", self.explain(res))
+        self.assertEqual((res["outputs"]["exit-code"], res["outputs"]["verdict"]), ("1", "fail"))
+        self.assertIn("::error title=axqc::fail", res["step"]["Verdict"]["stdout"])
 
         r = w.gitlab()
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
