@@ -24,8 +24,8 @@
 # Environment: AXQC_CLI_IMAGE (default localhost/axqc-cli:latest; built by test-cli-image.sh when
 # missing), AXQC_PACKAGE_OUT (the .deb, default out/packages), AXQC_EXAMPLES_DIR (example models,
 # default build/package/examples), AXQC_IMAGE_WORK (default /var/tmp/axqc-ci-step). Needs python3
-# with PyYAML, and the Debian archive for part 3 (deb). 3 minutes (gitlab 45 s, container 45 s,
-# deb 75 s, image 30 s; up to 5 minutes on a busy 2-core machine); not part of .ci/run
+# with PyYAML, and the Debian archive for part 3 (deb). 57 s on an idle 2-core machine with the image's
+# layers cached, 3-5 minutes when other builds load it; not part of .ci/run
 # (docs/operations.md, "What the tests cover"); tests/ci/ci_step_test.py (ctest ci_step) runs the
 # same steps without containers.
 set -euo pipefail
