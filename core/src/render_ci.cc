@@ -606,6 +606,11 @@ std::string RenderGithub(std::span<const Report> reports, std::span<const ModelE
     out << ",title=axqc stale waiver::" << GhData(w.Message()) << "\n";
   }
   for (const ModelError& e : errors) {
+    if (!e.input) {  // no verdict from the server: the model was not judged
+      out << "::error title=axqc no verdict from the server::" << GhData(e.message) << "\n";
+      out << "axqc: " << e.file << ": no verdict (" << e.message << ")\n";
+      continue;
+    }
     out << "::error file=" << GhProperty(e.file) << ",title=axqc input error::" << GhData(e.message)
         << "\n";
     out << "axqc: " << e.file << ": error (" << e.message << ")\n";

@@ -30,7 +30,8 @@ OUT=${AXQC_PACKAGE_OUT:-$ROOT/out/packages}
 EXAMPLES=${AXQC_EXAMPLES_DIR:-$ROOT/build/package/examples}
 WORK=${AXQC_IMAGE_WORK:-/var/tmp/axqc-cli-image}
 NAME=axqc-cli-test-$$
-PODMAN_RUN_OPTS=(--runtime runc --network host --ulimit nofile=1024:1024 --ulimit nproc=4096:4096)
+# shellcheck source=deploy/docker/lib-runners.sh
+source "$ROOT/deploy/docker/lib-runners.sh"   # PODMAN_RUN_OPTS, the runners' conventions, expect_rc
 
 log() { printf '[test-cli-image %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 fail() { printf '[test-cli-image] FAILED: %s\n' "$*" >&2; exit 1; }
@@ -71,12 +72,6 @@ MODELS="$WORK/models"
 rm -rf "$MODELS" && mkdir -p "$MODELS" && cp "$EXAMPLES"/*.onnx "$MODELS/" && chmod -R a+rX "$MODELS"
 
 # ---- 1. docker run IMAGE axqc ... ------------------------------------------------------------------
-expect_rc() {  # expect_rc CODE DESCRIPTION COMMAND...
-  local want=$1 what=$2 rc=0
-  shift 2
-  "$@" >"$WORK/out.txt" 2>"$WORK/err.txt" || rc=$?
-  [ "$rc" = "$want" ] || fail "$what: exit $rc, expected $want: $(head -c 800 "$WORK/err.txt") $(head -c 800 "$WORK/out.txt")"
-}
 run() { podman run --rm "${PODMAN_RUN_OPTS[@]}" -v "$MODELS:/m:ro" "$IMAGE" "$@"; }
 expect_rc 0 "docker run: conformant" run axqc check /m/conformant_cnn.onnx
 expect_rc 1 "docker run: non-conformant" run axqc check /m/broken_weight_per_tensor.onnx
@@ -85,35 +80,13 @@ expect_rc 3 "docker run: float model" run axqc check /m/float_only.onnx
 log "1. run IMAGE axqc check: conformant 0, broken_weight_per_tensor 1 (role/weight-type), float_only 3"
 
 # ---- 2. GitLab Docker executor ---------------------------------------------------------------------
-# gitlab-runner starts the container with the image's entrypoint and this command, and writes the
-# job's script to the shell's stdin (an image entrypoint that is not a shell would get `sh -c ...`
-# as its arguments instead).
-GITLAB_DETECT='if [ -x /usr/local/bin/bash ]; then
-	exec /usr/local/bin/bash $@
-elif [ -x /usr/bin/bash ]; then
-	exec /usr/bin/bash $@
-elif [ -x /bin/bash ]; then
-	exec /bin/bash $@
-elif [ -x /usr/local/bin/sh ]; then
-	exec /usr/local/bin/sh $@
-elif [ -x /usr/bin/sh ]; then
-	exec /usr/bin/sh $@
-elif [ -x /bin/sh ]; then
-	exec /bin/sh $@
-elif [ -x /busybox/sh ]; then
-	exec /busybox/sh $@
-else
-	echo shell not found
-	exit 1
-fi'
+# gitlab-runner starts the container with the image's entrypoint and `sh -c <shell detection>`
+# as command, and writes the job's script to the shell's stdin (lib-runners.sh; an image
+# entrypoint that is not a shell would get `sh -c ...` as its arguments instead).
 gitlab_job() {  # gitlab_job SCRIPT: the exit code of the job
   mkdir -p "$WORK/builds"
-  podman run --rm -i "${PODMAN_RUN_OPTS[@]}" -v "$MODELS:/builds/group/project/models:ro" \
-    -v "$WORK/builds:/builds/group/project/out" -w /builds/group/project \
-    -e CI=true -e GITLAB_CI=true -e CI_PROJECT_DIR=/builds/group/project \
-    "$IMAGE" sh -c "$GITLAB_DETECT" <<<"set -eo pipefail
-set +o noclobber
-$1"
+  gitlab_docker_job "$IMAGE" -v "$MODELS:$GITLAB_PROJECT_DIR/models:ro" \
+    -v "$WORK/builds:$GITLAB_PROJECT_DIR/out" <<<"$1"
 }
 rm -rf "$WORK/builds"
 expect_rc 0 "GitLab job, conformant model" gitlab_job '
@@ -135,15 +108,13 @@ GH="$WORK/github"
 rm -rf "$GH" && mkdir -p "$GH/work/repo/repo/models" "$GH/temp/_runner_file_commands"
 cp "$MODELS"/*.onnx "$GH/work/repo/repo/models/"
 chown -R 1001:1001 "$GH" 2>/dev/null || true   # as on a runner: files of the runner's user
-podman run -d --name "$NAME" "${PODMAN_RUN_OPTS[@]}" -v "$GH/work:/__w" -v "$GH/temp:/__w/_temp" \
-  -w /__w/repo/repo -e GITHUB_ACTIONS=true -e CI=true -e HOME=/github/home \
+github_job_container "$NAME" "$IMAGE" "$GH" \
   -e GITHUB_OUTPUT=/__w/_temp/_runner_file_commands/set_output_1 \
-  -e GITHUB_STEP_SUMMARY=/__w/_temp/_runner_file_commands/step_summary_1 \
-  --entrypoint tail "$IMAGE" -f /dev/null >/dev/null
+  -e GITHUB_STEP_SUMMARY=/__w/_temp/_runner_file_commands/step_summary_1
 gh_step() {  # gh_step SCRIPT: the step's exit code
   local f="step-$RANDOM.sh"
   printf '%s\n' "$1" >"$GH/temp/$f"
-  podman exec -w /__w/repo/repo "$NAME" bash --noprofile --norc -eo pipefail "/__w/_temp/$f"
+  github_exec "$NAME" "/__w/_temp/$f"
 }
 # shellcheck disable=SC2016  # expanded by the step's shell in the container
 expect_rc 0 "GitHub step: user and file commands" gh_step '

@@ -374,6 +374,11 @@ TEST(RenderCi, GithubWorkflowCommands) {
   const std::vector<ModelError> errors = {{"m.onnx", "bad"}};
   EXPECT_EQ(RenderGithub({}, errors),
             "::error file=m.onnx,title=axqc input error::bad\naxqc: m.onnx: error (bad)\n");
+  // No verdict from the server: the annotation names the server, not the model file.
+  const std::vector<ModelError> unjudged = {{"m.onnx", "cannot reach axqc-server at h:1", false}};
+  EXPECT_EQ(RenderGithub({}, unjudged),
+            "::error title=axqc no verdict from the server::cannot reach axqc-server at h:1\n"
+            "axqc: m.onnx: no verdict (cannot reach axqc-server at h:1)\n");
 }
 
 // ---- The gate in the CI formats: a report with one waived, one baselined and one new error,
