@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dot_fuzz_input.h"
+#include "param_name.h"
 
 namespace axqc::test {
 namespace {
@@ -45,14 +46,7 @@ TEST_P(DotFuzzInput, KeepsTheEscapingInvariants) {
   EXPECT_EQ(fuzz::HtmlProblems(r, o), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Inputs, DotFuzzInput, testing::ValuesIn(Inputs()),
-                         [](const testing::TestParamInfo<std::string>& param) {
-                           std::string name = param.param;
-                           for (char& c : name) {
-                             if (std::isalnum(static_cast<unsigned char>(c)) == 0) c = '_';
-                           }
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Inputs, DotFuzzInput, testing::ValuesIn(Inputs()), FileParamName);
 
 }  // namespace
 }  // namespace axqc::test

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "param_name.h"
 #include "pulsar2_config_fuzz_input.h"
 
 namespace axqc::test {
@@ -47,13 +48,7 @@ TEST_P(Pulsar2ConfigFuzzRegression, InvariantsHold) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Inputs, Pulsar2ConfigFuzzRegression, testing::ValuesIn(RegressionFiles()),
-                         [](const testing::TestParamInfo<std::string>& param) {
-                           std::string name = param.param;
-                           for (char& c : name) {
-                             if (std::isalnum(static_cast<unsigned char>(c)) == 0) c = '_';
-                           }
-                           return name;
-                         });
+                         FileParamName);
 
 }  // namespace
 }  // namespace axqc::test
