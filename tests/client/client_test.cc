@@ -140,16 +140,8 @@ TEST(ClientRemote, SameReportsAndExitCodesAsLocalMode) {
 TEST(ClientRemote, TargetsGiveTheLocalReportsAndExitCodes) {
   TempDir dir;
   TestServer server(dir);
-  // x, grid -> GridSample "gs1" -> y: a float model (not_applicable, exit 3) whose operator is in
-  // AX650's NPU table but not in AX620E's.
-  ModelBuilder b;
-  b.Input("x", onnx::TensorProto::FLOAT, {1, 4, 8, 8});
-  b.Input("grid", onnx::TensorProto::FLOAT, {1, 8, 8, 2});
-  b.Node("GridSample", {"x", "grid"}, {"y"}, {}, "gs1");
-  b.Output("y");
-  std::string bytes;
-  b.Build().SerializeToString(&bytes);
-  WriteFile(dir / "work/gs.onnx", bytes);
+  // GridSample "gs1": a float model (not_applicable, exit 3) that fits AX650, not AX620E.
+  WriteFile(dir / "work/gs.onnx", GridSampleModel());
   const std::string model = Quote((dir / "work/gs.onnx").string());
   for (const auto& [chip, rc] : {std::pair{"ax620e", 1}, std::pair{"ax650", 3}}) {
     for (const std::string format : {"text", "json", "sarif"}) {

@@ -403,14 +403,7 @@ TEST(WorkerPool, ReportsAreIdenticalToInProcessChecks) {
 
 TEST(WorkerPool, ChipTargetsAreJudgedInTheWorkerLikeInProcess) {
   WorkerPool pool(Options(AXQC_WORKER_BIN, 1));
-  // x, grid -> GridSample "gs1" -> y: in AX650's NPU operator table, not in AX620E's.
-  ModelBuilder b;
-  b.Input("x", onnx::TensorProto::FLOAT, {1, 4, 8, 8});
-  b.Input("grid", onnx::TensorProto::FLOAT, {1, 8, 8, 2});
-  b.Node("GridSample", {"x", "grid"}, {"y"}, {}, "gs1");
-  b.Output("y");
-  std::string bytes;
-  b.Build().SerializeToString(&bytes);
+  const std::string bytes = GridSampleModel();  // fits AX650, not AX620E
   CheckInput in;
   in.bytes = bytes;
   in.name = "gs.onnx";

@@ -144,40 +144,10 @@ std::string TarMember(const std::string& name, const std::string& bytes, char ty
 }
 std::string TarEnd() { return std::string(1024, '\0'); }
 
+// One POST of `body` as `type` (HttpCall of server_test_util.h, arguments in this file's order).
 HttpAnswer HttpPost(int port, const std::string& target, const std::string& type,
                     const std::string& body) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  HttpAnswer a;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return a;
-  }
-  const std::string req =
-      "POST " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: " + type +
-      "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-  std::size_t sent = 0;
-  while (sent < req.size()) {
-    const ssize_t n = ::send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    sent += static_cast<std::size_t>(n);
-  }
-  std::string out;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  const auto end = out.find("\r\n\r\n");
-  if (out.size() > 12) a.status = std::atoi(out.substr(9, 3).c_str());
-  a.head = out.substr(0, end);
-  if (end != std::string::npos) a.body = out.substr(end + 4);
-  return a;
+  return HttpCall(port, "POST", target, body, type);
 }
 
 bool HasRule(const v1::CheckResponse& r, const std::string& rule) {

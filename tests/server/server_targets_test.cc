@@ -12,18 +12,6 @@ namespace {
 
 using grpc::StatusCode;
 
-// x, grid -> GridSample "gs1" -> y: in the AX650 NPU operator table, not in AX620E's.
-std::string GridSampleModel() {
-  modelgen::ModelBuilder b;
-  b.Input("x", onnx::TensorProto::FLOAT, {1, 4, 8, 8});
-  b.Input("grid", onnx::TensorProto::FLOAT, {1, 8, 8, 2});
-  b.Node("GridSample", {"x", "grid"}, {"y"}, {}, "gs1");
-  b.Output("y");
-  std::string bytes;
-  b.Build().SerializeToString(&bytes);
-  return bytes;
-}
-
 grpc::Status Check(TestServer& ts, const std::string& bytes, std::vector<std::string> targets,
                    v1::CheckResponse* resp, std::map<std::string, std::string> labels = {}) {
   grpc::ClientContext ctx;

@@ -110,6 +110,17 @@ inline std::string ConvModelBytes(const std::string& tag, bool broken) {
   return b.Serialize();
 }
 
+// x, grid -> GridSample "gs1" -> y: a float model (not_applicable) whose operator is in AX650's
+// NPU operator table but not in AX620E's (the chip-target tests).
+inline std::string GridSampleModel() {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, {1, 4, 8, 8});
+  b.Input("grid", onnx::TensorProto::FLOAT, {1, 8, 8, 2});
+  b.Node("GridSample", {"x", "grid"}, {"y"}, {}, "gs1");
+  b.Output("y");
+  return b.Serialize();
+}
+
 inline std::string ConformantModel(const std::string& tag = "ok") {
   return ConvModelBytes(tag, false);
 }
@@ -246,6 +257,18 @@ inline bool WaitFor(const std::function<bool()>& pred,
   return pred();
 }
 
+// Everything the peer sends on `fd` until it closes the connection (or an error).
+inline std::string RecvAll(int fd) {
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
 // ------------------------------------------------------------------------------------------------
 // Prometheus scrape: HTTP/1.0 GET over a loopback socket, parsed into "name{k="v",...}" -> value
 // with labels sorted by name.
@@ -263,13 +286,7 @@ inline std::string HttpGet(int port, const std::string& path) {
   }
   const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
   (void)::send(fd, req.data(), req.size(), 0);
-  std::string out;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
+  std::string out = RecvAll(fd);
   ::close(fd);
   return out;
 }
@@ -577,13 +594,7 @@ inline HttpAnswer HttpCall(int port, const std::string& method, const std::strin
     if (n <= 0) break;
     off += static_cast<std::size_t>(n);
   }
-  std::string out;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
+  std::string out = RecvAll(fd);
   ::close(fd);
   HttpAnswer a;
   if (out.rfind("HTTP/1.1 ", 0) == 0) a.status = std::stoi(out.substr(9, 3));
