@@ -250,7 +250,8 @@ std::string Shown(const json& v) {
 
 std::string Quoted(const std::string& s) { return "'" + s + "'"; }
 
-std::string Lower(std::string_view s) {
+// Lowercase without underscores: "inputConfigs" and "input_configs" fold to the same name.
+std::string FoldedName(std::string_view s) {
   std::string out;
   for (char c : s) {
     if (c == '_') continue;
@@ -369,7 +370,8 @@ class SchemaWalk {
     std::string near;
     std::size_t best = key.size() >= 12 ? 4 : 3;
     for (const auto& [name, f] : fields) {
-      const std::size_t d = Lower(name) == Lower(key) ? 0 : BoundedEditDistance(name, key, best);
+      const std::size_t d =
+          FoldedName(name) == FoldedName(key) ? 0 : BoundedEditDistance(name, key, best);
       if (d < best) {
         best = d;
         near = name;

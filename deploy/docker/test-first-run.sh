@@ -48,8 +48,8 @@ log "clean clone of $(git -C "$WORK/axqc" rev-parse --short HEAD) in $WORK/axqc"
 mounts=(-v "$WORK/axqc:/src/axqc")
 envs=()
 if [ -n "$TARBALL" ]; then
-  mounts+=(-v "$TARBALL:/deps/onnx.tar.gz:ro")
-  envs+=(-e AXQC_ONNX_TARBALL=/deps/onnx.tar.gz)
+  mounts+=(-v "$TARBALL:/deps/$(basename "$TARBALL"):ro")
+  envs+=(-e AXQC_ONNX_TARBALL="/deps/$(basename "$TARBALL")")
 fi
 
 # The container's own clock measures each command; its output is kept in the work directory.

@@ -9,8 +9,6 @@ namespace axqc::detail {
 
 namespace {
 
-bool DefaultDomain(std::string_view d) { return IsOnnxDomain(d); }
-
 // "a, b, c and 4 more" for messages; the finding's node list holds all of them.
 std::string NameList(const Context& c, const std::vector<int>& nodes, std::size_t max = 5) {
   std::string s;
@@ -33,7 +31,7 @@ std::string ConstantRoot(const Context& c, int dq) {
   const auto* q = c.q.Of(qn);
   if (c.g.InitializerOf(q->x_id) != nullptr) return std::string(q->x);
   const int p = c.g.ProducerOf(q->x_id);
-  if (p >= 0 && c.Op(p) == "Constant" && DefaultDomain(c.g.node(p).domain())) {
+  if (p >= 0 && c.Op(p) == "Constant" && IsOnnxDomain(c.g.node(p).domain())) {
     return std::string(q->x);
   }
   return {};
@@ -120,7 +118,7 @@ Uncovered UncoveredWhy(const Context& c, int node) {
             n.op_type() + " on integer data (no native-integer mode)",
             "compute static shape arithmetic offline and store the result as an initializer"};
   }
-  if (!DefaultDomain(n.domain())) {
+  if (!IsOnnxDomain(n.domain())) {
     if (c.model != nullptr) {
       for (const auto& f : c.model->functions()) {
         if (f.name() == n.op_type() && f.domain() == n.domain()) {

@@ -11,8 +11,6 @@ namespace axqc::detail {
 
 namespace {
 
-bool DefaultDomain(std::string_view d) { return IsOnnxDomain(d); }
-
 bool IsQdqOpType(std::string_view op) { return op == "QuantizeLinear" || op == "DequantizeLinear"; }
 
 // QOperator-format operators: quantized kernels that take scales and zero points as inputs
@@ -36,14 +34,14 @@ std::string Quoted(const onnx::NodeProto& n) {
 // The quantizing node kinds that need no model context, with their message and fix.
 OtherQuantization Direct(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
-  if (IsQdqOpType(op) && !DefaultDomain(n.domain())) {
+  if (IsQdqOpType(op) && !IsOnnxDomain(n.domain())) {
     return {"a " + op + " of domain '" + n.domain() +
                 "', a Q/DQ outside the ai.onnx domain (the ax quant spec knows only ai.onnx "
                 "QuantizeLinear/DequantizeLinear)",
             "export ai.onnx QuantizeLinear/DequantizeLinear (opset 21 or later has the 4-bit and "
             "16-bit types that exporters otherwise put in contrib Q/DQ)"};
   }
-  if (op == "DynamicQuantizeLinear" && DefaultDomain(n.domain())) {
+  if (op == "DynamicQuantizeLinear" && IsOnnxDomain(n.domain())) {
     return {
         "DynamicQuantizeLinear, which computes its scale and zero_point at runtime (dynamic "
         "quantization)",
@@ -52,7 +50,7 @@ OtherQuantization Direct(const onnx::NodeProto& n) {
   }
   if (IsQOperator(op)) {
     return {"a QOperator-format quantized operator" +
-                (DefaultDomain(n.domain()) ? std::string() : " of domain '" + n.domain() + "'") +
+                (IsOnnxDomain(n.domain()) ? std::string() : " of domain '" + n.domain() + "'") +
                 "; the ax quant spec covers the QDQ format",
             "export the QDQ format (QuantizeLinear/DequantizeLinear around float operators, e.g. "
             "onnxruntime's quantize_static with quant_format=QuantFormat.QDQ)"};
@@ -113,7 +111,7 @@ class Finder {
 bool DataInput(const Context& c, int node, int slot) {
   const auto& n = c.g.node(node);
   if (c.q.Of(node) != nullptr) return false;
-  if (n.op_type() == "Constant" && DefaultDomain(n.domain())) return false;
+  if (n.op_type() == "Constant" && IsOnnxDomain(n.domain())) return false;
   const auto* spec = FindOp(n.op_type(), n.domain());
   if (spec == nullptr || spec->cls == OpClass::kNonQuant || spec->cls == OpClass::kUnsupported) {
     return true;
@@ -124,7 +122,7 @@ bool DataInput(const Context& c, int node, int slot) {
 bool DataOutput(const Context& c, int node, int id) {
   const auto& n = c.g.node(node);
   if (c.q.Of(node) != nullptr) return false;
-  if (n.op_type() == "Constant" && DefaultDomain(n.domain())) return false;
+  if (n.op_type() == "Constant" && IsOnnxDomain(n.domain())) return false;
   const auto* spec = FindOp(n.op_type(), n.domain());
   if (spec == nullptr || spec->cls == OpClass::kNonQuant || spec->cls == OpClass::kUnsupported) {
     return true;
