@@ -60,6 +60,7 @@ start=$(date +%s.%N)
 scripts/run-examples >/src/out/run-examples.log 2>&1 || { tail -40 /src/out/run-examples.log; exit 1; }
 end=$(date +%s.%N)
 echo "first-run: scripts/run-examples $(echo "$end - $start" | bc) s"
+grep -E "^run-examples: |^\[setup\] (Debian packages installed|ONNX .* built) in" /src/out/run-examples.log || true
 if [ "$FULL" = 1 ]; then
   start=$(date +%s.%N)
   scripts/test --no-asan >/src/out/test.log 2>&1 || { tail -60 /src/out/test.log; exit 1; }
