@@ -255,6 +255,9 @@ std::string Layout(const std::string& dot, const std::string& css_class) {
   if (start == std::string::npos) return "";
   svg = detail::SanitizeSvg(std::string_view(svg).substr(start));
   if (!svg.starts_with("<svg")) return "";
+  // Graphviz names the top group of every drawing "graph0": not an id of the page, where ids
+  // are unique (the findings' anchors).
+  if (const auto top = svg.find(" id=\"graph0\""); top != std::string::npos) svg.erase(top, 12);
   svg.insert(4, " class=\"" + css_class + "\"");
   return svg;
 }
