@@ -32,6 +32,9 @@ struct Opt {
   std::string type_name;  // placeholder in --help
   std::function<void(ServerConfig&, const Values&)> set;
   std::function<std::string(const ServerConfig&)> get;
+  // The value as --print-config prints it: a JSON number, boolean, string or array, so that the
+  // output is a config file (--config) as it stands.
+  std::function<nlohmann::json(const ServerConfig&)> typed;
 };
 
 std::string Trim(std::string s) {
@@ -108,7 +111,8 @@ Opt UintOpt(std::string name, std::string help, T ServerConfig::*field,
              [field, max](ServerConfig& c, const Values& v) {
                c.*field = static_cast<T>(ParseUint(Last(v), max));
              },
-             [field](const ServerConfig& c) { return std::to_string(c.*field); }};
+             [field](const ServerConfig& c) { return std::to_string(c.*field); },
+             [field](const ServerConfig& c) { return nlohmann::json(c.*field); }};
 }
 
 Opt BytesOpt(std::string name, std::string help, std::uint64_t ServerConfig::*field) {
@@ -117,7 +121,8 @@ Opt BytesOpt(std::string name, std::string help, std::uint64_t ServerConfig::*fi
              false,
              "SIZE",
              [field](ServerConfig& c, const Values& v) { c.*field = ParseBytes(Last(v)); },
-             [field](const ServerConfig& c) { return std::to_string(c.*field); }};
+             [field](const ServerConfig& c) { return std::to_string(c.*field); },
+             [field](const ServerConfig& c) { return nlohmann::json(c.*field); }};
 }
 
 Opt StringOpt(std::string name, std::string help, std::string ServerConfig::*field) {
@@ -126,7 +131,8 @@ Opt StringOpt(std::string name, std::string help, std::string ServerConfig::*fie
              false,
              "TEXT",
              [field](ServerConfig& c, const Values& v) { c.*field = Last(v); },
-             [field](const ServerConfig& c) { return c.*field; }};
+             [field](const ServerConfig& c) { return c.*field; },
+             [field](const ServerConfig& c) { return nlohmann::json(c.*field); }};
 }
 
 Opt BoolOpt(std::string name, std::string help, bool ServerConfig::*field) {
@@ -144,7 +150,8 @@ Opt BoolOpt(std::string name, std::string help, bool ServerConfig::*field) {
                  throw ConfigError("not a boolean (true or false): '" + Last(v) + "'");
                }
              },
-             [field](const ServerConfig& c) { return std::string(c.*field ? "true" : "false"); }};
+             [field](const ServerConfig& c) { return std::string(c.*field ? "true" : "false"); },
+             [field](const ServerConfig& c) { return nlohmann::json(c.*field); }};
 }
 
 Opt SecondsOpt(std::string name, std::string help, double ServerConfig::*field) {
@@ -153,7 +160,8 @@ Opt SecondsOpt(std::string name, std::string help, double ServerConfig::*field) 
              false,
              "SECONDS",
              [field](ServerConfig& c, const Values& v) { c.*field = ParseSeconds(Last(v)); },
-             [field](const ServerConfig& c) { return FormatDouble(c.*field); }};
+             [field](const ServerConfig& c) { return FormatDouble(c.*field); },
+             [field](const ServerConfig& c) { return nlohmann::json(c.*field); }};
 }
 
 Opt ListOpt(std::string name, std::string help, std::vector<std::string> ServerConfig::*field) {
@@ -168,7 +176,8 @@ Opt ListOpt(std::string name, std::string help, std::vector<std::string> ServerC
                }
                c.*field = std::move(all);
              },
-             [field](const ServerConfig& c) { return Join(c.*field); }};
+             [field](const ServerConfig& c) { return Join(c.*field); },
+             [field](const ServerConfig& c) { return nlohmann::json(c.*field); }};
 }
 
 const std::vector<Opt>& Options() {
@@ -178,7 +187,8 @@ const std::vector<Opt>& Options() {
       StringOpt("metrics-listen", "Prometheus /metrics listen address host:port; empty disables",
                 &ServerConfig::metrics_listen),
       StringOpt("ready-file",
-                "file written once serving, JSON {\"grpc_port\":N,\"metrics_port\":M}",
+                "file written once serving, JSON {\"grpc_port\":N,\"metrics_port\":M,"
+                "\"http_port\":H} (0 for a listener that is off)",
                 &ServerConfig::ready_file),
       UintOpt("workers",
               "checks that run at once: worker processes (isolation process) or threads "
@@ -279,7 +289,8 @@ const std::vector<Opt>& Options() {
           "PostgreSQL URI postgresql://USER@HOST:PORT/DB shared by several replicas (password "
           "from PGPASSWORD or ~/.pgpass preferably)",
           false, "LOCATION", [](ServerConfig& c, const Values& v) { c.store = Last(v); },
-          [](const ServerConfig& c) { return RedactConnectionString(c.store); }},
+          [](const ServerConfig& c) { return RedactConnectionString(c.store); },
+          [](const ServerConfig& c) { return nlohmann::json(RedactConnectionString(c.store)); }},
       UintOpt("store-pool-size", "PostgreSQL store: connections at most",
               &ServerConfig::store_pool_size, 256),
       SecondsOpt("store-connect-timeout-seconds",
@@ -516,6 +527,30 @@ std::uint64_t ParseBytes(const std::string& text) {
   throw ConfigError("unknown byte unit in '" + text + "' (use B, kB, KiB, MB, MiB, GB, GiB)");
 }
 
+namespace {
+
+// A byte count as people read it, in binary units: 1048576 -> "1 MiB", 1536 -> "1.5 KiB",
+// 100 -> "100 B" (the --help texts show it next to each byte-size default).
+std::string ReadableBytes(std::uint64_t bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  std::size_t unit = 0;
+  std::uint64_t whole = bytes;
+  while (unit + 1 < std::size(kUnits) && whole >= 1024) {
+    whole /= 1024;
+    ++unit;
+  }
+  if (unit == 0) return std::to_string(bytes) + " B";
+  const std::uint64_t scale = 1ull << (10 * unit);
+  if (bytes % scale == 0) return std::to_string(bytes / scale) + " " + kUnits[unit];
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(1);
+  out << static_cast<double>(bytes) / static_cast<double>(scale) << " " << kUnits[unit];
+  return out.str();
+}
+
+}  // namespace
+
 EnvLookup ProcessEnv() {
   return [](const std::string& name) -> std::optional<std::string> {
     const char* v = std::getenv(name.c_str());
@@ -619,7 +654,10 @@ ConfigResult LoadConfig(const std::vector<std::string>& args, const EnvLookup& e
   const ServerConfig defaults;
   for (std::size_t i = 0; i < options.size(); ++i) {
     const auto& o = options[i];
-    std::string help = o.help + " (env " + EnvName(o.name) + ", default '" + o.get(defaults) + "')";
+    std::string shown = "'" + o.get(defaults) + "'";
+    if (o.type_name == "SIZE")
+      shown += " = " + ReadableBytes(o.typed(defaults).get<std::uint64_t>());
+    std::string help = o.help + " (env " + EnvName(o.name) + ", default " + shown + ")";
     CLI::Option* opt = nullptr;
     if (o.list) {
       opt = app.add_option("--" + o.name, list_values[i], help)->delimiter(',');
@@ -642,6 +680,15 @@ ConfigResult LoadConfig(const std::vector<std::string>& args, const EnvLookup& e
     // configuration error: exit 2, as for invalid values.
     result.exit_code = app.exit(e, out, err) == 0 ? 0 : 2;
     result.message = out.str() + err.str();
+    if (const auto* extras = dynamic_cast<const CLI::ExtrasError*>(&e); extras != nullptr) {
+      // The wording of docs/operations.md, as for an unknown key of a config file.
+      std::string names;
+      for (const auto& a : app.remaining()) {
+        if (a.starts_with("-")) names += (names.empty() ? "" : ", ") + a;
+      }
+      if (names.empty()) names = "an argument";
+      result.message = names + ": unknown option (--help lists every option)\n";
+    }
     if (*result.exit_code != 0) result.message = "axqc-server: " + result.message;
     return result;
   }
@@ -671,7 +718,7 @@ ConfigResult LoadConfig(const std::vector<std::string>& args, const EnvLookup& e
 
   if (print_config) {
     nlohmann::json j = nlohmann::json::object();
-    for (const auto& o : options) j[o.name] = o.get(c);
+    for (const auto& o : options) j[o.name] = o.typed(c);
     result.exit_code = 0;
     result.message = j.dump(2) + "\n";
   }

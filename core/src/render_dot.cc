@@ -361,6 +361,9 @@ std::string BuildDot(const Report& report, const ModelGraph& g, std::span<const 
     for (int n : members) os << " " << node_id(n) << ";";
     os << "\n  }\n";
   }
+  // A Q/DQ node that fans out labels one of its edges only (its first consumer in graph order);
+  // the others carry the parameters in their tooltip, so labels do not pile up around the node.
+  std::set<int> labelled;
   for (int v : nodes) {
     const auto& consumer = g.nodes[static_cast<std::size_t>(v)];
     for (int t : consumer.inputs) {
@@ -389,20 +392,152 @@ std::string BuildDot(const Report& report, const ModelGraph& g, std::span<const 
         if (!from_q) label = EdgeLabel(producer.quant);
       }
       std::string classes = label.empty() ? "data" : "qdq";
+      std::string tooltip = tensor.name;
+      if (!label.empty() && !labelled.insert(u).second) {
+        tooltip += " (" + producer.quant + ")";
+        label.clear();
+      }
       const bool bad_end =
           view.offending.contains(producer.name) || view.offending.contains(consumer.name);
-      const bool bad =
-          view.bad_tensors.contains(tensor.name) || (bad_end && IsQdq(producer) && !label.empty());
+      const bool bad = view.bad_tensors.contains(tensor.name) ||
+                       (bad_end && IsQdq(producer) && classes == "qdq");
       if (bad) classes += " offending";
       Attrs a;
       a.Add("id", view.prefix + "edge-" + IdText(tensor.name) + "--" + IdText(consumer.name))
           .Add("class", classes)
-          .Add("tooltip", LabelText(tensor.name, 400));
+          .Add("tooltip", LabelText(tooltip, 400));
       if (!label.empty()) a.Add("label", label);
       if (bad) a.Add("color", "#d62728").Add("penwidth", "2.5").Add("fontcolor", "#b71c1c");
       os << "  " << node_id(u) << " -> " << node_id(v) << " " << a.Done() << ";\n";
     }
   }
+  os << "}\n";
+  return os.str();
+}
+
+Condensed Condense(const ModelGraph& g, const std::set<std::string>& keep) {
+  const std::size_t n = g.nodes.size();
+  // Compute predecessors and successors, through the Q/DQ chains between them.
+  std::vector<std::vector<int>> preds(n), succs(n);
+  for (std::size_t v = 0; v < n; ++v) {
+    if (IsQdq(g.nodes[v])) continue;
+    for (int t : g.nodes[v].inputs) {
+      for (int step = 0; step < 4 && t >= 0 && static_cast<std::size_t>(t) < g.tensors.size();
+           ++step) {
+        const int u = g.tensors[static_cast<std::size_t>(t)].producer;
+        if (u < 0 || static_cast<std::size_t>(u) >= n) break;
+        const auto& prod = g.nodes[static_cast<std::size_t>(u)];
+        if (!IsQdq(prod)) {
+          auto& p = preds[v];
+          if (std::find(p.begin(), p.end(), u) == p.end()) {
+            p.push_back(u);
+            succs[static_cast<std::size_t>(u)].push_back(static_cast<int>(v));
+          }
+          break;
+        }
+        t = prod.inputs.empty() ? -1 : prod.inputs[0];
+      }
+    }
+  }
+  Condensed c;
+  std::vector<int> box(n, -1);
+  for (std::size_t v = 0; v < n; ++v) {
+    const auto& node = g.nodes[v];
+    if (IsQdq(node)) continue;
+    int into = -1;
+    if (preds[v].size() == 1 && !keep.contains(node.name)) {
+      const auto u = static_cast<std::size_t>(preds[v][0]);
+      if (succs[u].size() == 1 && box[u] >= 0 && !keep.contains(g.nodes[u].name) &&
+          c.boxes[static_cast<std::size_t>(box[u])].back() == static_cast<int>(u)) {
+        into = box[u];
+      }
+    }
+    if (into < 0) {
+      into = static_cast<int>(c.boxes.size());
+      c.boxes.emplace_back();
+    }
+    box[v] = into;
+    c.boxes[static_cast<std::size_t>(into)].push_back(static_cast<int>(v));
+  }
+  std::set<std::pair<int, int>> edges;
+  for (std::size_t v = 0; v < n; ++v) {
+    for (int u : preds[v]) {
+      const int a = box[static_cast<std::size_t>(u)];
+      const int b = box[v];
+      if (a >= 0 && b >= 0 && a != b) edges.emplace(a, b);
+    }
+  }
+  c.edges.assign(edges.begin(), edges.end());
+  return c;
+}
+
+std::string BuildCondensedDot(const Report& report, const ModelGraph& g, const Condensed& c,
+                              const DotView& view) {
+  std::ostringstream os;
+  os << "digraph axqc {\n  graph "
+     << Attrs()
+            .Add("rankdir", "TB")
+            .Add("fontname", "Helvetica")
+            .Add("fontsize", "10")
+            .Add("nodesep", "0.25")
+            .Add("ranksep", "0.3")
+            .Add("bgcolor", "transparent")
+            .Add("pad", "0.1")
+            .Done()
+     << ";\n  node "
+     << Attrs()
+            .Add("shape", "box")
+            .Add("style", "rounded,filled")
+            .Add("fontname", "Helvetica")
+            .Add("fontsize", "10")
+            .Add("height", "0.3")
+            .Add("margin", "0.08,0.03")
+            .Add("color", "#5b6470")
+            .Add("penwidth", "1")
+            .Done()
+     << ";\n  edge " << Attrs().Add("color", "#7a828c").Add("arrowsize", "0.6").Done() << ";\n";
+  for (std::size_t b = 0; b < c.boxes.size(); ++b) {
+    const auto& members = c.boxes[b];
+    const auto& first = g.nodes[static_cast<std::size_t>(members.front())];
+    const auto& last = g.nodes[static_cast<std::size_t>(members.back())];
+    const std::string_view cls = NodeClass(report, first);
+    Attrs a;
+    a.Add("id", view.prefix + "node-" + IdText(first.name));
+    std::string classes = "unit-" + std::string(cls);
+    std::string label;
+    std::string tooltip;
+    if (members.size() == 1) {
+      label = LabelText(first.op_type, 24) + "\n" + LabelText(first.name, 28);
+      tooltip = first.op_type + " " + first.name;
+      if (view.offending.contains(first.name)) classes += " offending";
+    } else {
+      classes += " chain";
+      // The op types along the chain, at most 4 of them named.
+      std::string ops;
+      for (std::size_t i = 0; i < members.size() && i < 4; ++i) {
+        ops += (i ? " > " : "") + g.nodes[static_cast<std::size_t>(members[i])].op_type;
+      }
+      if (members.size() > 4) ops += " > ...";
+      label = std::to_string(members.size()) + " nodes: " + HeadText(ops, 40) + "\n" +
+              LabelText(first.name, 28) + "\n... " + LabelText(last.name, 28);
+      tooltip = "a chain of " + std::to_string(members.size()) + " nodes: ";
+      for (std::size_t i = 0; i < members.size() && i < 40; ++i) {
+        const auto& m = g.nodes[static_cast<std::size_t>(members[i])];
+        tooltip += (i ? ", " : "") + m.op_type + " " + m.name;
+      }
+      if (members.size() > 40) tooltip += ", ...";
+    }
+    a.Add("class", classes)
+        .Add("label", label)
+        .Add("tooltip", LabelText(tooltip, 2000))
+        .Add("fillcolor", FillOf(cls));
+    if (members.size() > 1) a.Add("style", "rounded,filled,bold");
+    if (members.size() == 1 && view.offending.contains(first.name)) {
+      a.Add("color", "#d62728").Add("penwidth", "3");
+    }
+    os << "  b" << b << " " << a.Done() << ";\n";
+  }
+  for (const auto& [from, to] : c.edges) os << "  b" << from << " -> b" << to << ";\n";
   os << "}\n";
   return os.str();
 }

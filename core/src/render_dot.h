@@ -5,6 +5,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "axqc/report.h"
 
@@ -50,6 +52,23 @@ std::size_t CountEdges(const ModelGraph& graph, std::span<const int> nodes);
 // attribute name or an unquoted id.
 std::string BuildDot(const Report& report, const ModelGraph& graph, std::span<const int> nodes,
                      const DotView& view);
+
+// The compute nodes of a graph (Q/DQ nodes folded into the edges) with its linear chains
+// collapsed: a node whose one compute predecessor has it as its one compute successor joins that
+// predecessor's box, unless either is named in `keep` (the nodes of findings stay boxes of their
+// own). Boxes are in graph order, each its nodes in graph order; edges between boxes, sorted.
+struct Condensed {
+  std::vector<std::vector<int>> boxes;
+  std::vector<std::pair<int, int>> edges;
+};
+Condensed Condense(const ModelGraph& graph, const std::set<std::string>& keep);
+
+// A digraph of the boxes of `condensed`: a box of one node is drawn as in BuildDot (SVG id
+// "<prefix>node-<name>", class "unit-<class>", outlined when in view.offending), a chain as one
+// box "N nodes: <op types>" with its first and last node names, class "unit-<class of its first
+// node> chain", its SVG id that of its first node.
+std::string BuildCondensedDot(const Report& report, const ModelGraph& graph,
+                              const Condensed& condensed, const DotView& view);
 
 // Graphviz's SVG output reduced to the elements and attributes it writes for BuildDot's graphs
 // (render_html.cc): comments, the prolog and every other element (image, script, foreignObject,

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "axqc/catalog.h"
 #include "axqc/render_graph.h"
 #include "axqc/sha256.h"
 #include "fix_command.h"
@@ -254,6 +255,9 @@ std::string Layout(const std::string& dot, const std::string& css_class) {
   if (start == std::string::npos) return "";
   svg = detail::SanitizeSvg(std::string_view(svg).substr(start));
   if (!svg.starts_with("<svg")) return "";
+  // Graphviz names the top group of every drawing "graph0": not an id of the page, where ids
+  // are unique (the findings' anchors).
+  if (const auto top = svg.find(" id=\"graph0\""); top != std::string::npos) svg.erase(top, 12);
   svg.insert(4, " class=\"" + css_class + "\"");
   return svg;
 }
@@ -275,11 +279,81 @@ class LayoutClock {
   double spent_ = 0;
 };
 
+// A finding group lists its first locations and, folded in a <details>, at most this many of its
+// other findings (the page says how many the JSON report has beyond them).
+constexpr std::size_t kMaxMoreFindings = 5000;
+
+// The rule ID, linked to its page under HtmlOptions::rules_url; its one-line summary from the
+// catalog is the tooltip, so the link says what the rule is about without the page.
 std::string RuleLink(const HtmlOptions& o, const std::string& rule) {
-  if (o.rules_url.empty()) return "<span class=\"rule\">" + Esc(rule) + "</span>";
-  return "<a class=\"rule\" href=\"" + Esc(o.rules_url + detail::RulePage(rule) + ".md") + "\">" +
-         Esc(rule) + "</a>";
+  const RuleInfo* info = FindRule(rule);
+  const std::string title =
+      info == nullptr ? "" : " title=\"" + Esc(std::string(info->summary)) + "\"";
+  if (o.rules_url.empty()) return "<span class=\"rule\"" + title + ">" + Esc(rule) + "</span>";
+  return "<a class=\"rule\" href=\"" + Esc(o.rules_url + detail::RulePage(rule) + ".md") + "\"" +
+         title + ">" + Esc(rule) + "</a>";
 }
+
+// What the rule checks and how a fix usually looks, from the catalog: the report explains its
+// rules without the rule pages (a report opened outside a checkout, the server's pages).
+void RuleInfoLine(std::ostream& os, const HtmlOptions& o, const std::string& rule) {
+  const RuleInfo* info = FindRule(rule);
+  if (info == nullptr) return;
+  os << "<p class=\"rule-info\"><b>Rule:</b> " << Esc(std::string(info->summary));
+  if (!info->fix.empty()) os << " <b>Fix:</b> " << Esc(std::string(info->fix));
+  if (!o.rules_url.empty()) {
+    os << " <a class=\"rule-page\" href=\"" << Esc(o.rules_url + detail::RulePage(rule) + ".md")
+       << "\">rule page</a>";
+  }
+  os << "</p>\n";
+}
+
+// Model text in a fragment id: ASCII letters, digits, '-', '_' and '.' kept, every other byte
+// '_', at most 64 bytes of it.
+std::string IdPart(std::string_view s) {
+  std::string out;
+  for (const char ch : s) {
+    if (out.size() >= 64) break;
+    const auto c = static_cast<unsigned char>(ch);
+    out += (c < 0x80 && (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.')) ? ch : '_';
+  }
+  return out;
+}
+
+// The fragment ids of the findings (docs/report-html.md): "f-<rule page>--<primary node>" through
+// IdPart ("f-<rule page>" without a node), a "-2", "-3", ... suffix when an earlier finding has the
+// same one. Stable across runs while the rule and node names stay; unique within the document.
+class FindingAnchors {
+ public:
+  explicit FindingAnchors(const Report& r) {
+    of_.reserve(r.findings.size());
+    for (std::size_t i = 0; i < r.findings.size(); ++i) {
+      of_.push_back(Make(r.findings[i]));
+      if (!r.findings[i].id.empty()) by_id_.emplace(r.findings[i].id, i);
+    }
+  }
+  const std::string& Of(std::size_t index) const { return of_[index]; }
+  // Index into Report::findings of the finding with this id, or npos.
+  std::size_t Find(const std::string& id) const {
+    const auto it = by_id_.find(id);
+    return it == by_id_.end() ? std::string::npos : it->second;
+  }
+  // An anchor for a finding that is not in Report::findings (a group's first locations of a
+  // report without the finding list).
+  std::string Make(const Finding& f) {
+    std::string base = "f-" + IdPart(detail::RulePage(f.rule));
+    if (!f.nodes.empty() && !f.nodes[0].empty()) base += "--" + IdPart(f.nodes[0]);
+    std::string id = base;
+    for (int n = 2; used_.contains(id); ++n) id = base + "-" + std::to_string(n);
+    used_.insert(id);
+    return id;
+  }
+
+ private:
+  std::vector<std::string> of_;
+  std::unordered_map<std::string, std::size_t> by_id_;
+  std::set<std::string> used_;
+};
 
 const char* kCss = R"CSS(
 :root{--err:#c62828;--warn:#ef6c00;--info:#1565c0;--ok:#2e7d32;--na:#00838f;--line:#d5d9de}
@@ -323,6 +397,12 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 #explorer-list li.bad{color:var(--err);font-weight:600}
 #explorer-view svg{max-height:520px}
 a.rule,span.rule{font-weight:600;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+nav#toc{background:#fff;border:1px solid var(--line);border-radius:6px;padding:8px 16px;margin:16px 0;font-size:13px}
+nav#toc ol{margin:2px 0;padding-left:22px}nav#toc li{margin:1px 0}
+.rule-info{margin:2px 0 6px;color:#3b4249;font-size:12.5px}
+details.more{margin:6px 0}details.more summary{cursor:pointer;color:#0550ae;font-size:12.5px}
+tr:target td,div.cause:target{background:#fff3c4}
+a.fid{color:#8c959f;text-decoration:none;margin-right:4px}a.fid:hover{color:#0550ae}
 )CSS";
 
 // Pan and zoom of every graph view, the explorer of the whole graph.
@@ -359,6 +439,13 @@ function panZoom(svg){
 }
 window.axqcPanZoom=panZoom;
 document.querySelectorAll('.view svg.graph').forEach(panZoom);
+// A link to a finding listed under "more": open its <details>, then go there.
+function reveal(){
+  var t=location.hash&&document.getElementById(location.hash.slice(1));if(!t)return;
+  for(var p=t.parentNode;p;p=p.parentNode)if(p.tagName==='DETAILS')p.open=true;
+  t.scrollIntoView();
+}
+window.addEventListener('hashchange',reveal);reveal();
 var el=document.getElementById('axqc-graph');if(!el)return;
 var G=JSON.parse(el.textContent),n=G.names.length,succ=[];
 for(var i=0;i<n;i++)succ.push([]);
@@ -394,10 +481,13 @@ function show(c){
   rows.forEach(function(r,l){var x0=(width-r.length*(W+GX))/2;r.forEach(function(v,k){pos[v]=[x0+k*(W+GX)+GX/2,l*(H+GY)+10];});});
   var svg=mk('svg',{'class':'graph explorer',viewBox:'0 0 '+width+' '+Math.max(rows.length*(H+GY)+10,3*(H+GY))});
   mk('defs',{},svg).innerHTML='<marker id="ax-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0L10,5L0,10z" fill="#7a828c"/></marker>';
+  // A node that fans out the same Q/DQ parameters labels its first edge only (the others: tooltip).
+  var said={};
   order.forEach(function(v){var p=G.preds[v];for(var k=0;k<p.length;k+=2){var u=p[k];if(!inset[u])continue;
-    var a=pos[u],b=pos[v],g=mk('g',{'class':'edge'+(G.quant[p[k+1]]?' qdq':'')},svg);
+    var a=pos[u],b=pos[v],q=G.quant[p[k+1]],g=mk('g',{'class':'edge'+(q?' qdq':'')},svg);
     mk('line',{x1:a[0]+W/2,y1:a[1]+H,x2:b[0]+W/2,y2:b[1],stroke:'#7a828c','marker-end':'url(#ax-arrow)'},g);
-    if(G.quant[p[k+1]]){var t=mk('text',{x:(a[0]+b[0])/2+W/2+4,y:(a[1]+H+b[1])/2,'font-size':9,fill:'#37474f'},g);t.textContent=G.quant[p[k+1]];}}});
+    if(!q)continue;if(said[u+':'+p[k+1]]){mk('title',{},g).textContent=q;continue;}said[u+':'+p[k+1]]=1;
+    var t=mk('text',{x:(a[0]+b[0])/2+W/2+4,y:(a[1]+H+b[1])/2,'font-size':9,fill:'#37474f'},g);t.textContent=q;}});
   var fills={pattern:'#dccbf5',operator:'#cfe5f7',passive:'#d8efd1',nonquant:'#ececec',none:'#ececec'};
   order.forEach(function(v){var cls=G.classes[G.cls[v]],g=mk('g',{'class':'node unit-'+cls+(bad[v]?' offending':'')+(v===c?' selected':''),id:'x-node-'+G.names[v]},svg);
     g.style.cursor='pointer';g.onclick=function(){show(v);};
@@ -411,7 +501,7 @@ function show(c){
 input.addEventListener('input',fill);fill();
 if(G.bad.length)show(G.bad[0]);else if(n)show(0);
 // The explorer changed the page's height: go to the address's anchor again.
-if(location.hash){var target=document.getElementById(location.hash.slice(1));if(target)target.scrollIntoView();}
+reveal();
 })();
 )JS";
 
@@ -484,8 +574,9 @@ std::string NodePrecision(const ModelGraph& g, const GraphNode& node) {
 
 // The precision map (docs/report-html.md): the compute nodes by the quantized type they run at,
 // with their op types and first names, so that the regions of U16 or float stand out.
-void PrecisionMap(std::ostream& os, const Report& r) {
-  if (!r.graph || r.model.q_count + r.model.dq_count == 0) return;
+// False when the report has none.
+bool PrecisionMap(std::ostream& os, const Report& r) {
+  if (!r.graph || r.model.q_count + r.model.dq_count == 0) return false;
   struct Region {
     std::size_t nodes = 0;
     std::map<std::string, std::size_t> ops;
@@ -499,7 +590,7 @@ void PrecisionMap(std::ostream& os, const Report& r) {
     ++reg.ops[node.op_type];
     if (reg.names.size() < 8) reg.names.push_back(node.name);
   }
-  if (regions.empty()) return;
+  if (regions.empty()) return false;
   os << "<section id=\"precision\"><h2>Precision map</h2>\n<p class=\"small\">The compute "
         "nodes by the quantized type of their first quantized input (the type they run at on "
         "the NPU); <code>float</code>: no quantized input."
@@ -525,6 +616,7 @@ void PrecisionMap(std::ostream& os, const Report& r) {
     os << "</td></tr>\n";
   }
   os << "</tbody></table></section>\n";
+  return true;
 }
 
 // JSON inside <script>: no '<' at all ("</script>" would end the element, "<!--" would change how
@@ -575,6 +667,10 @@ void Legend(std::ostringstream& os) {
 
 }  // namespace
 
+// The document (render_graph.h): headline, a table of contents with the jump list of the root
+// causes, root causes, the finding groups (every finding with a stable fragment id, the rule's
+// summary and fix from the catalog, "caused by" linked to the cause's row), the map of the whole
+// model (chains collapsed above whole_model_max_nodes) and the explorer.
 std::string RenderHtml(const Report& r, const HtmlOptions& o) {
   std::ostringstream os;
   LayoutClock layouts(o.layout_seconds);
@@ -615,22 +711,35 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
      << s.owned_qdq_edges << ") &middot; axqc " << Esc(r.tool_version) << ", rules "
      << Esc(r.rule_set_version) << (r.check_value ? " &middot; check_value on" : "")
      << "</div></header>\n<main>\n";
+  // The page after the table of contents, which is written once the sections are known.
+  const std::string head = os.str();
+  os.str("");
+  std::ostringstream toc;
+  FindingAnchors anchors(r);
 
   // Root causes.
   const auto causes = GroupCauses(r);
   if (!causes.empty()) {
     os << "<section id=\"causes\"><h2>Root causes</h2>\n";
+    toc << "<li><a href=\"#causes\">Root causes</a> (" << causes.size()
+        << ")<ol id=\"toc-causes\">";
     std::size_t number = 0;
+    std::size_t notes = 0;
     for (const auto& c : causes) {
       const Finding& root = r.findings[c.roots.front()];
       const char* sev = c.severity == Severity::kError  ? ""
                         : c.severity == Severity::kWarn ? " sev-w"
                                                         : " sev-i";
-      os << "<div class=\"cause" << sev << "\" data-rule=\"" << Esc(root.rule) << "\"><b>"
-         << (c.severity == Severity::kInfo ? std::string("note")
-                                           : "cause " + std::to_string(++number))
-         << "</b> <span class=\"sev " << SevClass(c.severity) << "\">" << SeverityName(c.severity)
-         << "</span> " << RuleLink(o, root.rule) << " ";
+      const std::string name = c.severity == Severity::kInfo ? "note " + std::to_string(++notes)
+                                                             : "cause " + std::to_string(++number);
+      const std::string cause_id = c.severity == Severity::kInfo
+                                       ? "note-" + std::to_string(notes)
+                                       : "cause-" + std::to_string(number);
+      toc << "<li><a href=\"#" << cause_id << "\">" << name << "</a>: " << Esc(root.rule)
+          << (c.hint.id.empty() ? "" : " (" + Esc(c.hint.title) + ")") << "</li>";
+      os << "<div class=\"cause" << sev << "\" id=\"" << cause_id << "\" data-rule=\""
+         << Esc(root.rule) << "\"><b>" << name << "</b> <span class=\"sev " << SevClass(c.severity)
+         << "\">" << SeverityName(c.severity) << "</span> " << RuleLink(o, root.rule) << " ";
       if (!c.hint.id.empty()) os << "<b>" << Esc(c.hint.title) << "</b> ";
       os << "&mdash; " << Esc(root.group_key);
       const std::size_t total = c.roots.size() + c.consequences.size();
@@ -648,15 +757,18 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
         }
         os << "</div>";
       }
-      os << "<div class=\"small\">e.g. " << Esc(root.message)
+      os << "<div class=\"small\">e.g. <a class=\"root\" href=\"#" << anchors.Of(c.roots.front())
+         << "\">" << Esc(root.message)
          << (root.nodes.empty() ? "" : " (node <code>" + Esc(root.nodes[0]) + "</code>)")
-         << "</div></div>\n";
+         << "</a></div></div>\n";
     }
+    toc << "</ol></li>";
     os << "</section>\n";
   }
 
   // Chip targets (docs/targets.md): the portability matrix of the requested chips.
   if (!r.targets.empty()) {
+    toc << "<li><a href=\"#targets\">Targets</a></li>";
     os << "<section id=\"targets\"><h2>Targets</h2>\n<p class=\"small\">The model against each "
           "chip's documented NPU operator table; not part of the spec verdict.</p>\n"
        << "<table><thead><tr><th>chip</th><th>verdict</th><th>errors</th><th>notes</th>"
@@ -676,11 +788,27 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
     os << "</tbody></table></section>\n";
   }
 
-  PrecisionMap(os, r);
+  if (PrecisionMap(os, r)) toc << "<li><a href=\"#precision\">Precision map</a></li>";
 
   // Finding groups with their graph views.
   const auto seeds = GroupSeeds(r);
   os << "<section id=\"findings\"><h2>Findings</h2>\n";
+  toc << "<li><a href=\"#findings\">Findings</a> (" << r.findings.size() << " in "
+      << r.groups.size() << (r.groups.size() == 1 ? " group" : " groups") << ")";
+  if (!r.groups.empty()) toc << "<ol id=\"toc-groups\">";
+  // Each group's findings in Report::findings (indices), in report order: its first locations
+  // come first (report.cc groups by rule and kind in this order).
+  std::vector<std::vector<std::size_t>> members(r.groups.size());
+  {
+    std::map<std::pair<std::string, std::string>, std::size_t> group_of;
+    for (std::size_t k = 0; k < r.groups.size(); ++k) {
+      group_of.emplace(std::make_pair(r.groups[k].rule, r.groups[k].summary), k);
+    }
+    for (std::size_t i = 0; i < r.findings.size(); ++i) {
+      const auto it = group_of.find({r.findings[i].rule, r.findings[i].group_key});
+      if (it != group_of.end()) members[it->second].push_back(i);
+    }
+  }
   if (r.groups.empty()) os << "<p>No findings.</p>\n";
   if (!r.groups.empty() && r.graph) Legend(os);
   if (!r.groups.empty() && !r.graph) {
@@ -690,46 +818,90 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
                                    : Esc(o.no_graph_note))
        << "</p>\n";
   }
+  // One table row per finding; `anchor` is its fragment id.
+  auto row = [&](const Finding& f, const std::string& anchor) {
+    os << "<tr class=\"finding row-" << SeverityName(f.severity) << "\" id=\"" << anchor
+       << "\" data-rule=\"" << Esc(f.rule) << "\" data-node=\""
+       << Esc(f.nodes.empty() ? "" : f.nodes[0]) << "\" data-id=\"" << Esc(f.id)
+       << "\"><td class=\"mono\"><a class=\"fid\" href=\"#" << anchor
+       << "\" title=\"link to this finding\">#</a>" << Esc(f.rule) << "</td><td class=\"mono\">";
+    for (std::size_t i = 0; i < f.nodes.size(); ++i) {
+      os << (i > 0 ? "<br>" : "") << Esc(f.nodes[i]);
+    }
+    os << "</td><td class=\"mono\">";
+    for (std::size_t i = 0; i < f.tensors.size(); ++i) {
+      os << (i > 0 ? "<br>" : "") << Esc(f.tensors[i]);
+    }
+    os << "</td><td class=\"msg\">" << Esc(f.message);
+    if (f.state == FindingState::kWaived) {
+      os << " <span class=\"small\">[waived: " << Esc(f.waiver_reason) << " ("
+         << Esc(f.waiver_source) << ")]</span>";
+    } else if (f.state == FindingState::kBaselined) {
+      os << " <span class=\"small\">[in the baseline]</span>";
+    }
+    if (!f.cause.empty()) {
+      const std::size_t c = anchors.Find(f.cause);
+      if (c == std::string::npos) {
+        os << " <span class=\"small\">(caused by " << Esc(f.cause) << ")</span>";
+      } else {
+        const Finding& cause = r.findings[c];
+        os << " <span class=\"small\">(caused by <a class=\"caused-by\" href=\"#" << anchors.Of(c)
+           << "\">" << Esc(cause.rule)
+           << (cause.nodes.empty() ? "" : " at <code>" + Esc(cause.nodes[0]) + "</code>")
+           << "</a>)</span>";
+      }
+    }
+    os << "</td><td class=\"mono\">";
+    for (std::size_t i = 0; i < f.values.size(); ++i) {
+      os << (i > 0 ? "<br>" : "") << Esc(f.values[i].first) << " = " << Esc(f.values[i].second);
+    }
+    os << "</td></tr>\n";
+  };
+  const char* kTableHead =
+      "<table><thead><tr><th>rule</th><th>node</th><th>tensors</th><th>message</th>"
+      "<th>values</th></tr></thead><tbody>\n";
   for (std::size_t k = 0; k < r.groups.size(); ++k) {
     const auto& grp = r.groups[k];
+    toc << "<li><a href=\"#group-" << k << "\">" << Esc(grp.rule) << "</a> &times;" << grp.count
+        << " <span class=\"small\">" << Esc(grp.summary) << "</span></li>";
     os << "<div class=\"group\" id=\"group-" << k << "\" data-rule=\"" << Esc(grp.rule)
        << "\"><h3><span class=\"sev " << SevClass(grp.severity) << "\">"
        << SeverityName(grp.severity) << "</span> " << RuleLink(o, grp.rule) << " ["
-       << Esc(grp.section) << "] &times;" << grp.count << ": " << Esc(grp.summary) << "</h3>\n"
-       << "<table><thead><tr><th>rule</th><th>node</th><th>tensors</th><th>message</th>"
-          "<th>values</th></tr></thead><tbody>\n";
-    for (const auto& f : grp.first) {
-      os << "<tr class=\"finding row-" << SeverityName(f.severity) << "\" data-rule=\""
-         << Esc(f.rule) << "\" data-node=\"" << Esc(f.nodes.empty() ? "" : f.nodes[0])
-         << "\" data-id=\"" << Esc(f.id) << "\"><td class=\"mono\">" << Esc(f.rule)
-         << "</td><td class=\"mono\">";
-      for (std::size_t i = 0; i < f.nodes.size(); ++i) {
-        os << (i > 0 ? "<br>" : "") << Esc(f.nodes[i]);
-      }
-      os << "</td><td class=\"mono\">";
-      for (std::size_t i = 0; i < f.tensors.size(); ++i) {
-        os << (i > 0 ? "<br>" : "") << Esc(f.tensors[i]);
-      }
-      os << "</td><td class=\"msg\">" << Esc(f.message);
-      if (f.state == FindingState::kWaived) {
-        os << " <span class=\"small\">[waived: " << Esc(f.waiver_reason) << " ("
-           << Esc(f.waiver_source) << ")]</span>";
-      } else if (f.state == FindingState::kBaselined) {
-        os << " <span class=\"small\">[in the baseline]</span>";
-      }
-      if (!f.cause.empty()) {
-        os << " <span class=\"small\">(caused by " << Esc(f.cause) << ")</span>";
-      }
-      os << "</td><td class=\"mono\">";
-      for (std::size_t i = 0; i < f.values.size(); ++i) {
-        os << (i > 0 ? "<br>" : "") << Esc(f.values[i].first) << " = " << Esc(f.values[i].second);
-      }
-      os << "</td></tr>\n";
+       << Esc(grp.section) << "] &times;" << grp.count << ": " << Esc(grp.summary) << "</h3>\n";
+    RuleInfoLine(os, o, grp.rule);
+    os << kTableHead;
+    // The group's findings from Report::findings when the report lists them all (the first
+    // locations are their beginning), else its first locations only.
+    const auto& all = members[k];
+    const bool listed = all.size() >= grp.first.size() && all.size() == grp.count;
+    if (listed) {
+      for (std::size_t i = 0; i < grp.first.size(); ++i)
+        row(r.findings[all[i]], anchors.Of(all[i]));
+    } else {
+      for (const auto& f : grp.first) row(f, anchors.Make(f));
     }
     os << "</tbody></table>";
     if (grp.count > grp.first.size()) {
-      os << "<p class=\"small\">&hellip; and " << (grp.count - grp.first.size())
-         << " more (the JSON report lists every finding).</p>";
+      const std::size_t more = grp.count - grp.first.size();
+      if (listed) {
+        const std::size_t shown = std::min(more, kMaxMoreFindings);
+        os << "\n<details class=\"more\" id=\"more-" << k << "\"><summary>&hellip; and " << more
+           << " more" << (more == 1 ? " finding" : " findings") << " of this group";
+        if (shown < more) os << " (the first " << shown << " listed here)";
+        os << "</summary>" << kTableHead;
+        for (std::size_t i = grp.first.size(); i < grp.first.size() + shown; ++i) {
+          row(r.findings[all[i]], anchors.Of(all[i]));
+        }
+        os << "</tbody></table>";
+        if (shown < more) {
+          os << "<p class=\"small\">The other " << (more - shown)
+             << " are in the JSON report (<code>--format json</code>).</p>";
+        }
+        os << "</details>";
+      } else {
+        os << "<p class=\"small\">&hellip; and " << more
+           << " more (the JSON report lists every finding).</p>";
+      }
     }
     if (r.graph && !seeds[k].empty()) {
       detail::DotView view;
@@ -782,6 +954,8 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
     }
     os << "</div>\n";
   }
+  if (!r.groups.empty()) toc << "</ol>";
+  toc << "</li>";
   os << "</section>\n";
 
   // The model: ownership map of a small model, the explorer for every model.
@@ -800,6 +974,7 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
         g.complete && g.nodes.size() <= o.whole_model_max_nodes ? detail::CountEdges(g, all) : 0;
     if (g.complete && g.nodes.size() <= o.whole_model_max_nodes &&
         (all_edges > o.whole_model_max_edges || !layouts.Left())) {
+      toc << "<li><a href=\"#model\">Ownership map of the whole model</a></li>";
       os << "<section id=\"model\"><h2>Ownership map of the whole model</h2>\n<p class=\"small "
             "budget\" id=\"budget-model\">Not drawn: ";
       if (all_edges > o.whole_model_max_edges) {
@@ -817,6 +992,7 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
       view.offending = offending;
       const std::string svg = layouts.Run(detail::BuildDot(r, g, all, view), "graph whole");
       if (!svg.empty()) {
+        toc << "<li><a href=\"#model\">Ownership map of the whole model</a></li>";
         os << "<section id=\"model\"><h2>Ownership map of the whole model</h2>\n";
         Legend(os);
         os << "<p class=\"small\">Units with more than one node are drawn as dashed clusters; the "
@@ -824,7 +1000,54 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
               "id=\"view-model\">"
            << svg << "</div></section>\n";
       }
+    } else if (g.complete) {
+      // A larger model: its compute nodes with the linear chains collapsed, when that fits the
+      // budget of the ownership map.
+      // Every compute node the error and warning findings name keeps a box of its own and is
+      // outlined (a finding on a weight's DQ outlines the node it feeds).
+      const detail::Condensed condensed = detail::Condense(g, named);
+      std::size_t chained = 0;
+      for (const auto& b : condensed.boxes) chained += b.size() > 1 ? b.size() : 0;
+      toc << "<li><a href=\"#model\">Map of the whole model</a> (chains collapsed)</li>";
+      os << "<section id=\"model\"><h2>Map of the whole model, chains collapsed</h2>\n";
+      const bool fits = condensed.boxes.size() <= o.whole_model_max_nodes &&
+                        condensed.edges.size() <= o.whole_model_max_edges;
+      std::string svg;
+      if (fits && layouts.Left()) {
+        detail::DotView view;
+        view.prefix = "c-";
+        view.offending = named;
+        svg = layouts.Run(detail::BuildCondensedDot(r, g, condensed, view), "graph whole");
+      }
+      if (!svg.empty()) {
+        Legend(os);
+        os << "<p class=\"small\" id=\"condensed-note\">The model's " << g.nodes.size()
+           << " nodes in " << condensed.boxes.size()
+           << " boxes: Q/DQ nodes are folded into the edges, and each linear chain of compute "
+              "nodes (a node whose one predecessor feeds only it) is one bold box, "
+           << chained
+           << " nodes in all; the nodes of error and warning findings keep a box of their own "
+              "and are outlined. Hover a chain for its nodes; the explorer below finds any node "
+              "by name.</p><div class=\"view\" id=\"view-model\">"
+           << svg << "</div>";
+      } else {
+        os << "<p class=\"small budget\" id=\"budget-model\">Not drawn: ";
+        if (!fits) {
+          os << "with its linear chains collapsed the model's " << g.nodes.size()
+             << " nodes are still " << condensed.boxes.size() << " boxes with "
+             << condensed.edges.size() << " edges, more than the layout budget of "
+             << o.whole_model_max_nodes << " boxes and " << o.whole_model_max_edges << " edges";
+        } else if (!layouts.Left()) {
+          os << "the graph views of this report took longer than the layout budget of "
+             << o.layout_seconds << " s";
+        } else {
+          os << "the map could not be laid out";
+        }
+        os << ". The explorer below shows every node.</p>";
+      }
+      os << "</section>\n";
     }
+    toc << "<li><a href=\"#explorer\">Graph explorer</a> (search by node name)</li>";
     os << "<section id=\"explorer\"><h2>Graph explorer</h2>\n<p class=\"small\">"
        << (g.complete ? "Every compute node of the model"
                       : "The nodes around the findings (this report carries an excerpt of the "
@@ -841,7 +1064,7 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
        << "</script></section>\n";
   }
   os << "</main>\n<script>" << kJs << "</script>\n</body></html>\n";
-  return os.str();
+  return head + "<nav id=\"toc\"><b>Contents</b><ol>" + toc.str() + "</ol></nav>\n" + os.str();
 }
 
 std::string HtmlReportScriptHash() {

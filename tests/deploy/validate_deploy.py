@@ -436,7 +436,7 @@ def validate_k8s(root, server_bin, image_uid, tmpdir):
     check(store_dir in mounts, "store directory %s is a volume" % store_dir)
     if ctr.get("securityContext", {}).get("readOnlyRootFilesystem"):
         check("/tmp" in mounts, "read-only root: /tmp is a volume (SQLite temporary files)")
-    for root_dir in [r for r in cfg["allowed-root"].split(",") if r]:
+    for root_dir in [r for r in cfg["allowed-root"] if r]:  # --print-config: a JSON array
         check(root_dir in mounts, "allowed root %s is mounted" % root_dir)
     ann = pod["metadata"].get("annotations", {})
     check(ann.get("prometheus.io/port") == str(metrics_port), "prometheus.io/port = %d" % metrics_port)

@@ -244,6 +244,8 @@ EXPECTED = {
         ("build/release/client/axqc health --server 127.0.0.1:50051", 0),
         ("curl -s http://127.0.0.1:9464/metrics | grep '^axqc_checks_total'", 0),
         ("build/release/server/axqc-server --print-config --workers 8 --queue-capacity 128", 0),
+        ("build/release/server/axqc-server --print-config --workers 8 > server.json", 0),
+        ("build/release/server/axqc-server --config server.json --print-config", 0),
         ("build/release/server/axqc-server --workers lots", 2),
         ("build/release/server/axqc-server --no-such-option", 2),
         ("docker build -f deploy/docker/Dockerfile -t axqc-server .", skip(SKIP_DOCKER)),

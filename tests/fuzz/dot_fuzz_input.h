@@ -13,7 +13,8 @@
 //          "node-" + its name (through IdText).
 //   HTML - every '<' of RenderHtml's output outside <script>/<style> starts an element of the
 //          report's own vocabulary, with no href/src/xlink:href/on* attribute (so no
-//          javascript: link) and no style attribute but the legend's; exactly the report's two
+//          javascript: link) but in-page links href="#<[A-Za-z0-9._-] id>", and no style
+//          attribute but the legend's; exactly the report's two
 //          scripts; the CSP meta tag.
 #pragma once
 
@@ -178,11 +179,11 @@ inline std::string DotProblems(const Report& r) {
 
 inline std::string HtmlProblems(const Report& r, const HtmlOptions& o) {
   static const std::set<std::string_view> kElements{
-      "!DOCTYPE", "html",    "head",    "meta",   "title", "style", "body", "header",
-      "div",      "h1",      "h2",      "h3",     "span",  "code",  "b",    "br",
-      "main",     "section", "p",       "table",  "thead", "tbody", "tr",   "th",
-      "td",       "input",   "ul",      "script", "i",     "svg",   "g",    "polygon",
-      "polyline", "path",    "ellipse", "text",   "a",     "tspan"};
+      "!DOCTYPE", "html",  "head",  "meta",  "title",   "style",    "body",   "header",  "div",
+      "h1",       "h2",    "h3",    "span",  "code",    "b",        "br",     "main",    "section",
+      "p",        "table", "thead", "tbody", "tr",      "th",       "td",     "input",   "ul",
+      "script",   "i",     "svg",   "g",     "polygon", "polyline", "path",   "ellipse", "text",
+      "a",        "tspan", "nav",   "ol",    "li",      "details",  "summary"};
   const std::string html = RenderHtml(r, o);
   std::string problems;
   if (html.find("<meta http-equiv=\"Content-Security-Policy\" content=\"" + HtmlReportCsp() +
@@ -217,6 +218,22 @@ inline std::string HtmlProblems(const Report& r, const HtmlOptions& o) {
       }
       attrs += html[t];
       ++t;
+    }
+    // The report's in-page links (the contents, the findings' anchors): href="#<id>" with an id
+    // of [A-Za-z0-9._-] only. Model text is escaped ('"' is &quot;), so this sequence is always
+    // the renderer's own; it is taken out before the attribute names are checked.
+    for (std::size_t h = attrs.find(" href=\"#"); h != std::string::npos;
+         h = attrs.find(" href=\"#", h)) {
+      std::size_t v = h + 8;
+      while (v < attrs.size() && (std::isalnum(static_cast<unsigned char>(attrs[v])) != 0 ||
+                                  attrs[v] == '.' || attrs[v] == '_' || attrs[v] == '-')) {
+        ++v;
+      }
+      if (v > h + 8 && v < attrs.size() && attrs[v] == '"') {
+        attrs.erase(h, v + 1 - h);
+      } else {
+        ++h;
+      }
     }
     std::string lower = attrs;
     std::transform(lower.begin(), lower.end(), lower.begin(),

@@ -8,9 +8,15 @@
    first location of every group (rule IDs and primary nodes as the JSON report says), every
    group's graph view with its primary nodes drawn as SVG elements of class "offending", Q/DQ edge
    labels with scale and zero point, and the graph explorer filled by its script.
+   Every page has a table of contents that jumps to each cause and finding group, every finding
+   of the JSON report has its row (those beyond a group's first locations in a <details>), every
+   "caused by" links to the cause's row, and every in-page link leads to an element.
+1b. A generated model of 400+ nodes (axqc-bench-gen --violations): its map of the whole model with
+   linear chains collapsed, and a deep link (#<finding id>) that opens the folded group.
 2. axqc-server (release binary, HTTP port, no token) after checks with labels: "/" must show a
    pass-rate chart with data points, the failing rules of those checks and the recent checks with
-   their verdicts; "/models/{sha256}" must show the stored report with its graph views.
+   their verdicts; "/models/{sha256}" must show the stored report with its graph views, and a deep
+   link into a folded group opens it there too.
 
 Screenshots of each view are written to $AXQC_SCREENSHOTS when set (scripts/screenshots.sh writes
 docs/images/), else into a temporary directory. Exit 77 (skipped) when Chromium is not installed.
@@ -31,6 +37,7 @@ BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/release")
 SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 AXQC = os.path.join(BUILD, "client", "axqc")
 SERVER = os.path.join(BUILD, "server", "axqc-server")
+BENCH_GEN = os.path.join(BUILD, "bench", "axqc-bench-gen")
 EXPORTS = os.path.join(SOURCE, "tests", "data", "real_exports")
 FAILING = os.path.join(EXPORTS, "vit_manual_numbers_op13.onnx")
 FAILING_CNN = os.path.join(EXPORTS, "defect_weight_u8_op17.onnx")
@@ -102,7 +109,8 @@ class Dom(html.parser.HTMLParser):
         self.feed(text)
 
     def handle_starttag(self, tag, attrs):
-        e = {"tag": tag, "attrs": dict(attrs), "text": ""}
+        e = {"tag": tag, "attrs": dict(attrs), "text": "",
+             "ancestors": [(a["tag"], a["attrs"]) for a in self.stack]}
         self.elements.append(e)
         if tag not in ("br", "meta", "input", "img", "link", "path", "polygon", "ellipse",
                        "line", "circle", "polyline", "rect"):
@@ -137,13 +145,56 @@ def json_report(model):
     return json.loads(r.stdout)["reports"][0]
 
 
+def in_details(e):
+    return any(tag == "details" for tag, _ in e["ancestors"])
+
+
+def check_links(dom, report, where):
+    """Table of contents, anchors of the findings, "caused by" links, every in-page link."""
+    ids = [e["attrs"]["id"] for e in dom.elements if "id" in e["attrs"]]
+    check(len(ids) == len(set(ids)), f"{where}: every id of the page is unique")
+    ids = set(ids)
+    internal = [e["attrs"]["href"] for e in dom.find("a") if e["attrs"].get("href", "")[:1] == "#"]
+    dangling = [h for h in internal if h[1:] not in ids]
+    check(internal and not dangling,
+          f"{where}: every in-page link ({len(internal)}) leads to an element ({dangling[:3]})")
+    toc = dom.find("nav", id="toc")
+    check(toc != [], f"{where}: the page has a table of contents")
+    toc_links = [e["attrs"]["href"] for e in dom.find("a")
+                 if any(t == "nav" and a.get("id") == "toc" for t, a in e["ancestors"])]
+    causes = report["summary"]["causes"]
+    check(all(f"#cause-{n}" in toc_links for n in range(1, causes + 1)) and
+          all(f"#group-{k}" in toc_links for k in range(len(report["groups"]))) and
+          "#findings" in toc_links,
+          f"{where}: the contents jump to each of the {causes} causes and "
+          f"{len(report['groups'])} finding groups")
+    rows = dom.find("tr", cls="finding")
+    by_id = {r["attrs"].get("data-id"): r for r in rows}
+    check(sorted(by_id) == sorted(f["id"] for f in report["findings"]) and
+          len(rows) == len(report["findings"]),
+          f"{where}: every one of the {len(report['findings'])} findings has its row")
+    caused = [f for f in report["findings"] if f.get("cause")]
+    for f in caused:
+        row = by_id[f["id"]]
+        links = [e for e in dom.find("a", cls="caused-by")
+                 if any(a is row["attrs"] for _, a in e["ancestors"])]
+        cause_row = by_id.get(f["cause"])
+        check(links and cause_row is not None and
+              links[0]["attrs"]["href"] == "#" + cause_row["attrs"]["id"] and
+              (not cause_row["attrs"]["data-node"] or
+               cause_row["attrs"]["data-node"] in links[0]["text"]),
+              f"{where}: finding {f['id']} links to its cause's row with its node name")
+    return rows
+
+
 def check_report_dom(dom, report, where):
     """Finding rows, offending nodes in every group's view, Q/DQ edge labels."""
-    rows = dom.find("tr", cls="finding")
+    rows = [r for r in dom.find("tr", cls="finding") if not in_details(r)]
     want = [(f["rule"], (f["nodes"] or [""])[0]) for g in report["groups"] for f in g["first"]]
     got = [(r["attrs"].get("data-rule"), r["attrs"].get("data-node")) for r in rows]
     check(got == want, f"{where}: one finding row per first location, rule IDs and primary "
                        f"nodes as in the JSON report ({len(want)} rows; got {got[:3]}...)")
+    check_links(dom, report, where)
     ids = {e["attrs"].get("id") for e in dom.elements if "id" in e["attrs"]}
     offending = {e["attrs"].get("id") for e in dom.find("g", cls="offending")}
     for k, g in enumerate(report["groups"]):
@@ -220,6 +271,39 @@ def main():
     browser("file://" + cnn_html, screenshot=os.path.join(SHOTS, "report-cnn.png"),
             size="1400,3300")
 
+    # --- 1b. a generated model of 400+ nodes with many findings per group ---
+    large = os.path.join(WORK, "large.onnx")
+    r = subprocess.run([BENCH_GEN, "--nodes", "400", "--kind", "cnn", "--violations", "-o", large],
+                       capture_output=True)
+    check(r.returncode == 0, f"axqc-bench-gen writes a 400-node model ({r.stderr[-200:]})")
+    large_html = os.path.join(WORK, "large.html")
+    subprocess.run([AXQC, "check", "--no-config", "--format", "html", "-o", large_html, large],
+                   capture_output=True, cwd=SOURCE)
+    big = json_report(large)
+    print(f"size: HTML report of {big['model']['node_count']} nodes, {len(big['findings'])} "
+          f"findings: {os.path.getsize(large_html)} bytes")
+    dom = Dom(browser("file://" + large_html))
+    check_report_dom(dom, big, "large report")
+    more = [g for g in big["groups"] if g["count"] > len(g["first"])]
+    check(more and dom.find("details", cls="more") != [],
+          f"large report: a group of more than {len(more[0]['first']) if more else 5} findings "
+          f"lists the others in a <details>")
+    boxes = [e for e in dom.find("g", cls="node") if e["attrs"].get("id", "").startswith("c-node-")]
+    chains = [e for e in boxes if "chain" in e["attrs"]["class"].split()]
+    check(big["model"]["node_count"] > 300 and boxes and chains and
+          len(boxes) < big["model"]["node_count"] / 2,
+          f"large report: a map of the whole model of {big['model']['node_count']} nodes with its "
+          f"chains collapsed ({len(boxes)} boxes, {len(chains)} of them chains)")
+    # A deep link to a finding folded in a <details> opens it.
+    folded = [r for r in dom.find("tr", cls="finding") if in_details(r)]
+    target = folded[-1]["attrs"]["id"]
+    dom = Dom(browser("file://" + large_html + "#" + target))
+    row = dom.find("tr", id=target)
+    check(row and any(t == "details" and "open" in a for t, a in row[0]["ancestors"]),
+          f"large report: the address #{target} opens the <details> of its finding")
+    browser("file://" + large_html, screenshot=os.path.join(SHOTS, "report-large.png"),
+            size="1400,2600")
+
     # --- 2. the dashboard of a running server ---
     ready = os.path.join(WORK, "ready.json")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AXQC_")}
@@ -269,6 +353,17 @@ def main():
     check(dom.find("span", id="verdict") and dom.find("span", id="verdict")[0]["text"] ==
           "non_conformant", "/models/{sha256}: the stored report with its verdict")
     check_report_dom(dom, report, "server report page")
+    # The server's page is the same document: a deep link into a folded group works there too.
+    with open(large, "rb") as f:
+        st, data = post(port, "/v1/check?name=large.onnx", f.read(),
+                        {"Content-Type": "application/octet-stream"})
+    check(st == 200, f"POST /v1/check large.onnx (got {st})")
+    large_sha = json.loads(data)["model"]["sha256"]
+    dom = Dom(browser(f"{base}/models/{large_sha}#{target}"))
+    row = dom.find("tr", id=target)
+    check(row and any(t == "details" and "open" in a for t, a in row[0]["ancestors"]) and
+          dom.find("nav", id="toc") != [],
+          f"/models/{{sha256}}#{target}: the table of contents, and the finding's <details> open")
     browser(f"{base}/models/{shas[FAILING_CNN]}", screenshot=os.path.join(SHOTS, "server-report.png"),
             size="1400,1300")
     print("screenshots in", SHOTS)

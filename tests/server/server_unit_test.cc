@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -307,8 +308,56 @@ TEST(Config, HelpVersionAndPrintConfig) {
   auto printed = server::LoadConfig({"axqc-server", "--print-config", "--workers", "3"}, Env({}));
   ASSERT_TRUE(printed.exit_code);
   const auto j = nlohmann::json::parse(printed.message);
-  EXPECT_EQ(j.at("workers"), "3");
+  EXPECT_EQ(j.at("workers"), 3);
   EXPECT_EQ(server::OptionDocs().size(), j.size());
+}
+
+// --print-config prints each value as its type (numbers, booleans, lists, strings), so that its
+// output is a config file: read back with --config, it gives the same configuration.
+TEST(Config, PrintConfigIsTypedAndReadsBackAsAConfigFile) {
+  auto printed =
+      server::LoadConfig({"axqc-server", "--print-config", "--workers", "3", "--cache-bytes",
+                          "2MiB", "--allowed-root", "/srv/a,/srv/b", "--webhook-check-value",
+                          "true", "--claim-lease-seconds", "2.5", "--log-level", "debug"},
+                         Env({}));
+  ASSERT_TRUE(printed.exit_code);
+  const auto j = nlohmann::json::parse(printed.message);
+  EXPECT_EQ(j.at("workers"), nlohmann::json(3));
+  EXPECT_TRUE(j.at("workers").is_number_unsigned());
+  EXPECT_EQ(j.at("cache-bytes"), nlohmann::json(2u << 20));
+  EXPECT_EQ(j.at("allowed-root"), nlohmann::json::array({"/srv/a", "/srv/b"}));
+  EXPECT_EQ(j.at("url-allow-host"), nlohmann::json::array());
+  EXPECT_EQ(j.at("webhook-check-value"), nlohmann::json(true));
+  EXPECT_EQ(j.at("claim-lease-seconds"), nlohmann::json(2.5));
+  EXPECT_EQ(j.at("log-level"), nlohmann::json("debug"));
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("axqc-print-config-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << printed.message;
+  auto again =
+      server::LoadConfig({"axqc-server", "--print-config", "--config", path.string()}, Env({}));
+  std::filesystem::remove(path);
+  ASSERT_TRUE(again.exit_code);
+  EXPECT_EQ(*again.exit_code, 0) << again.message;
+  EXPECT_EQ(nlohmann::json::parse(again.message), j);
+}
+
+TEST(Config, HelpShowsByteSizesReadablyAndUnknownOptionsAsDocumented) {
+  auto help = server::LoadConfig({"axqc-server", "--help"}, Env({}));
+  ASSERT_TRUE(help.exit_code);
+  // http-max-json-bytes: default 1 MiB (CLI11 may wrap the line, so without spaces).
+  std::string flat;
+  for (char c : help.message) {
+    if (c != ' ' && c != '\n') flat += c;
+  }
+  EXPECT_NE(flat.find("default'1048576'=1MiB"), std::string::npos) << help.message;
+  EXPECT_NE(flat.find("default'268435456'=256MiB"), std::string::npos) << "cache-bytes";
+  EXPECT_NE(flat.find("\"http_port\":H"), std::string::npos) << "--ready-file names every field";
+  // docs/operations.md: "axqc-server: --nope: unknown option".
+  auto unknown = server::LoadConfig({"axqc-server", "--nope"}, Env({}));
+  ASSERT_TRUE(unknown.exit_code);
+  EXPECT_EQ(*unknown.exit_code, 2);
+  EXPECT_TRUE(unknown.message.starts_with("axqc-server: --nope: unknown option"))
+      << unknown.message;
 }
 
 TEST(Config, ParseBytes) {

@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <iostream>
 #include <memory>
 #include <regex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "axqc/catalog.h"
 #include "axqc/checker.h"
 #include "axqc/render_graph.h"
 #include "modelgen/model_builder.h"
@@ -141,8 +144,9 @@ TEST(RenderHtml, RealExportHighlightsTheOffendingNodeInItsNeighbourhood) {
   EXPECT_EQ(r.graph->nodes.size(), r.model.node_count);
   const std::string html = RenderHtml(r);
   // The finding row and the rule page.
-  EXPECT_NE(html.find("<tr class=\"finding row-error\" data-rule=\"role/weight-type\" "
-                      "data-node=\"/conv_wq/DequantizeLinear\""),
+  EXPECT_NE(html.find("<tr class=\"finding row-error\" "
+                      "id=\"f-role--weight-type--_conv_wq_DequantizeLinear\" "
+                      "data-rule=\"role/weight-type\" data-node=\"/conv_wq/DequantizeLinear\""),
             std::string::npos);
   EXPECT_NE(html.find("href=\"docs/rules/role--weight-type.md\""), std::string::npos);
   // In group 0's view, the weight's DQ is drawn and outlined; its neighbours are drawn too.
@@ -302,6 +306,260 @@ TEST(RenderHtml, WithoutAGraphTheFindingsAreShownWithoutViews) {
   EXPECT_NE(html.find("data-rule=\"role/weight-type\""), std::string::npos);
   EXPECT_NE(html.find("id=\"no-graph\""), std::string::npos);
   EXPECT_EQ(html.find("<svg"), std::string::npos);
+}
+
+// A report of `n` findings of rule qdq/scale-value on nodes named by `name(i)`, each caused by the
+// first one; grouped with at most 5 first locations.
+Report ManyFindings(std::size_t n, const std::function<std::string(std::size_t)>& name) {
+  Report r;
+  r.model.file = "many.onnx";
+  for (std::size_t i = 0; i < n; ++i) {
+    Finding f;
+    f.rule = "qdq/scale-value";
+    f.severity = Severity::kError;
+    f.section = "3.1";
+    f.group_key = "scale is zero";
+    f.message = "scale of " + name(i) + " is 0";
+    f.nodes = {name(i)};
+    f.id = "00000000000000" + std::to_string(10 + i % 90) + ":" + std::to_string(i);
+    if (i > 0) f.cause = r.findings[0].id;
+    r.findings.push_back(f);
+  }
+  FinalizeReport(r, 5);
+  return r;
+}
+
+// Every id="..." of a document.
+std::vector<std::string> Ids(const std::string& html) {
+  std::vector<std::string> out;
+  static const std::regex re(R"re( id="([^"]*)")re");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), re); it != std::sregex_iterator();
+       ++it) {
+    out.push_back((*it)[1].str());
+  }
+  return out;
+}
+
+TEST(RenderHtml, EveryFindingHasAStableSanitisedUniqueAnchor) {
+  // Hostile names: markup, quotes, spaces, non-ASCII, and names that sanitise to the same id.
+  const std::vector<std::string> names{
+      "conv/1", "conv_1", "<img src=x>\"'", "relu \xc3\xa9t\xc3\xa9", "conv/1", "", "a-2",
+      "a",      "a"};
+  const Report r = ManyFindings(names.size(), [&](std::size_t i) { return names[i]; });
+  const std::string html = RenderHtml(r);
+  const auto ids = Ids(html);
+  const std::set<std::string> unique(ids.begin(), ids.end());
+  EXPECT_EQ(unique.size(), ids.size()) << "every id of the page is unique";
+  std::vector<std::string> rows;
+  static const std::regex row(R"re(<tr class="finding[^"]*" id="([^"]*)")re");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), row); it != std::sregex_iterator();
+       ++it) {
+    rows.push_back((*it)[1].str());
+  }
+  EXPECT_EQ(rows,
+            (std::vector<std::string>{
+                "f-qdq--scale-value--conv_1", "f-qdq--scale-value--conv_1-2",
+                "f-qdq--scale-value--_img_src_x___", "f-qdq--scale-value--relu___t__",
+                "f-qdq--scale-value--conv_1-3", "f-qdq--scale-value", "f-qdq--scale-value--a-2",
+                "f-qdq--scale-value--a", "f-qdq--scale-value--a-3"}));
+  for (const auto& id : rows) {
+    EXPECT_TRUE(std::regex_match(id, std::regex("[A-Za-z0-9._-]+"))) << id;
+    EXPECT_NE(html.find("<a class=\"fid\" href=\"#" + id + "\""), std::string::npos) << id;
+  }
+  // Model text only ever escaped.
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_NE(html.find("&lt;img src=x&gt;&quot;&#39;"), std::string::npos);
+  // The same report renders the same anchors (the page is deterministic).
+  EXPECT_EQ(html, RenderHtml(r));
+}
+
+TEST(RenderHtml, EveryFindingIsListedAndCausedByLinksToTheCause) {
+  const Report r = ManyFindings(120, [](std::size_t i) { return "node" + std::to_string(i); });
+  ASSERT_EQ(r.groups.size(), 1u);
+  ASSERT_EQ(r.groups[0].first.size(), 5u);
+  const std::string html = RenderHtml(r);
+  // 5 rows in the table, the other 115 in a <details> below it: every finding has its row.
+  const auto details = html.find(
+      "<details class=\"more\" id=\"more-0\"><summary>&hellip; and 115 "
+      "more findings of this group</summary>");
+  ASSERT_NE(details, std::string::npos) << html;
+  std::size_t rows = 0;
+  for (std::size_t p = html.find("<tr class=\"finding"); p != std::string::npos;
+       p = html.find("<tr class=\"finding", p + 1)) {
+    ++rows;
+    EXPECT_EQ(p > details, rows > 5) << rows;
+  }
+  EXPECT_EQ(rows, 120u);
+  for (std::size_t i = 0; i < 120; ++i) {
+    EXPECT_NE(html.find("id=\"f-qdq--scale-value--node" + std::to_string(i) + "\""),
+              std::string::npos)
+        << i;
+  }
+  // "caused by" names the cause's rule and node and links to its row.
+  EXPECT_NE(html.find("(caused by <a class=\"caused-by\" href=\"#f-qdq--scale-value--node0\">"
+                      "qdq/scale-value at <code>node0</code></a>)"),
+            std::string::npos);
+  // The rule's summary and fix from the catalog, and the table of contents with the causes.
+  const RuleInfo* info = FindRule("qdq/scale-value");
+  ASSERT_NE(info, nullptr);
+  EXPECT_NE(html.find("<p class=\"rule-info\"><b>Rule:</b> "), std::string::npos);
+  EXPECT_NE(html.find("<b>Fix:</b> "), std::string::npos);
+  const auto toc = html.find("<nav id=\"toc\">");
+  ASSERT_NE(toc, std::string::npos);
+  EXPECT_LT(toc, html.find("<section id=\"causes\">"));
+  EXPECT_NE(html.find("<li><a href=\"#cause-1\">cause 1</a>: qdq/scale-value</li>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<div class=\"cause\" id=\"cause-1\""), std::string::npos);
+  EXPECT_NE(html.find("<li><a href=\"#group-0\">qdq/scale-value</a> &times;120"),
+            std::string::npos);
+  // The cause block links to its root finding.
+  EXPECT_NE(html.find("e.g. <a class=\"root\" href=\"#f-qdq--scale-value--node0\">"),
+            std::string::npos);
+  // At most 5000 folded rows per group; the page says where the others are.
+  const Report huge = ManyFindings(5020, [](std::size_t i) { return "n" + std::to_string(i); });
+  const std::string capped = RenderHtml(huge);
+  EXPECT_NE(capped.find("(the first 5000 listed here)"), std::string::npos);
+  EXPECT_NE(capped.find("The other 15 are in the JSON report"), std::string::npos);
+}
+
+TEST(RenderDot, AQdqNodeThatFansOutLabelsOneEdgeOnly) {
+  // Q feeding three DQs (one per consumer, as exporters write it): one label, not three.
+  ModelGraph g;
+  g.complete = true;
+  auto node = [&](const std::string& name, const std::string& op, std::vector<int> in,
+                  const std::string& quant = "") {
+    GraphNode n;
+    n.name = name;
+    n.op_type = op;
+    n.inputs = std::move(in);
+    n.quant = quant;
+    n.outputs = {static_cast<int>(g.tensors.size())};
+    GraphTensor t;
+    t.name = "t_" + name;
+    t.producer = static_cast<int>(g.nodes.size());
+    g.tensors.push_back(t);
+    g.nodes.push_back(n);
+    return n.outputs[0];
+  };
+  const int a = node("A", "Conv", {});
+  const int q = node("Q", "QuantizeLinear", {a}, "U8 per-tensor scale=0.5 zp=128");
+  for (int i = 0; i < 3; ++i) {
+    const int dq =
+        node("DQ" + std::to_string(i), "DequantizeLinear", {q}, "U8 per-tensor scale=0.5 zp=128");
+    node("R" + std::to_string(i), "Relu", {dq});
+  }
+  g.model_nodes = g.nodes.size();
+  Report r;
+  r.graph = std::make_shared<ModelGraph>(g);
+  const std::string dot = RenderDot(r);
+  std::size_t labels = 0;
+  for (std::size_t p = dot.find("label=\"U8 per-tensor"); p != std::string::npos;
+       p = dot.find("label=\"U8 per-tensor", p + 1)) {
+    ++labels;
+  }
+  EXPECT_EQ(labels, 1u) << dot;
+  // The other edges keep the parameters in their tooltip and their class.
+  EXPECT_NE(dot.find("id=\"edge-t_Q--DQ1\", class=\"qdq\", tooltip=\"t_Q (U8 per-tensor "
+                     "scale=0.5 zp=128)\""),
+            std::string::npos)
+      << dot;
+}
+
+// A residual network of `blocks` blocks: x -> Conv -> Relu -> Conv -> Add(x, .), with Q/DQ pairs
+// between the compute nodes.
+ModelGraph Residual(std::size_t blocks) {
+  ModelGraph g;
+  g.complete = true;
+  auto node = [&](const std::string& name, const std::string& op, std::vector<int> in,
+                  const std::string& quant = "") {
+    GraphNode n;
+    n.name = name;
+    n.op_type = op;
+    n.inputs = std::move(in);
+    n.quant = quant;
+    n.outputs = {static_cast<int>(g.tensors.size())};
+    GraphTensor t;
+    t.name = name + "_out";
+    t.producer = static_cast<int>(g.nodes.size());
+    g.tensors.push_back(t);
+    g.nodes.push_back(n);
+    return n.outputs[0];
+  };
+  const char* kQuant = "U8 per-tensor scale=0.0235 zp=128";
+  auto qdq = [&](const std::string& name, int t) {
+    return node(name + "/dq", "DequantizeLinear",
+                {node(name + "/q", "QuantizeLinear", {t}, kQuant)}, kQuant);
+  };
+  int x = node("stem", "Conv", {});
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::string p = "/block" + std::to_string(b);
+    const int c1 = node(p + "/conv1", "Conv", {qdq(p + "/in", x)});
+    const int r1 = node(p + "/relu", "Relu", {c1});
+    const int c2 = node(p + "/conv2", "Conv", {qdq(p + "/mid", r1)});
+    x = node(p + "/add", "Add", {x, c2});
+  }
+  g.model_nodes = g.nodes.size();
+  return g;
+}
+
+TEST(RenderHtml, ALargerModelHasAMapWithItsChainsCollapsed) {
+  Report r;
+  r.model.file = "residual.onnx";
+  r.graph = std::make_shared<ModelGraph>(Residual(50));  // 50 * 8 + 1 = 401 nodes
+  ASSERT_GT(r.graph->nodes.size(), HtmlOptions{}.whole_model_max_nodes);
+  Finding f;
+  f.rule = "qdq/scale-value";
+  f.group_key = "scale is zero";
+  f.message = "scale is 0";
+  f.nodes = {"/block7/relu"};
+  r.findings.push_back(f);
+  FinalizeReport(r, 5);
+  const std::string html = RenderHtml(r);
+  ASSERT_NE(html.find("<section id=\"model\"><h2>Map of the whole model, chains collapsed</h2>"),
+            std::string::npos);
+  ASSERT_NE(html.find("id=\"view-model\""), std::string::npos) << "the map is drawn";
+  std::size_t chains = 0;
+  std::size_t boxes = 0;
+  bool outlined = false;
+  for (const auto& e : Groups(html)) {
+    if (!e.id.starts_with("c-node-")) continue;
+    ++boxes;
+    chains += HasClass(e, "chain") ? 1 : 0;
+    if (e.id == "c-node-/block7/relu") outlined = HasClass(e, "offending") && !HasClass(e, "chain");
+  }
+  // Per block: conv1 -> relu -> conv2 is one chain, add a box of its own; block 7's relu (a
+  // finding's node) breaks its chain into conv1, relu, conv2.
+  EXPECT_EQ(boxes, 1 + 50 * 2 + 2u);
+  EXPECT_EQ(chains, 49u);
+  EXPECT_TRUE(outlined);
+  EXPECT_NE(html.find("<li><a href=\"#model\">Map of the whole model</a>"), std::string::npos);
+}
+
+TEST(RenderHtml, TenThousandNodesStayAReasonableSize) {
+  Report r;
+  r.model.file = "residual10k.onnx";
+  r.graph = std::make_shared<ModelGraph>(Residual(1250));  // 10 001 nodes
+  for (std::size_t b = 0; b < 1250; b += 5) {
+    Finding f;
+    f.rule = "qdq/scale-value";
+    f.group_key = "scale is zero";
+    f.message = "scale of /block" + std::to_string(b) + "/relu is 0";
+    f.nodes = {"/block" + std::to_string(b) + "/relu"};
+    f.id = "0123456789abcdef:" + std::to_string(b);
+    r.findings.push_back(f);
+  }
+  FinalizeReport(r, 5);
+  const std::string html = RenderHtml(r);
+  // Too many boxes even with the chains collapsed: the page says so, the explorer has every node.
+  EXPECT_NE(html.find("with its linear chains collapsed the model's 10001 nodes are still"),
+            std::string::npos);
+  EXPECT_NE(html.find("id=\"axqc-graph\""), std::string::npos);
+  const auto ids = Ids(html);
+  EXPECT_EQ(ids.size(), std::set<std::string>(ids.begin(), ids.end()).size());
+  // 250 findings, 5000 compute nodes in the explorer: well under 2 MB (measured: see
+  // docs/report-html.md).
+  EXPECT_LT(html.size(), 2u << 20) << html.size();
+  std::cout << "[ size ] HTML report of 10001 nodes, 250 findings: " << html.size() << " bytes\n";
 }
 
 }  // namespace
