@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   save("constant_forms", fm::ConstantForms(), "constant-to-initializer");
   save("identity_chains", fm::IdentityChains(), "identity-of-initializer");
   save("static_shapes", fm::StaticShapes(), "fold-shape");
+  save("torch_shape_arithmetic", fm::TorchShapeArithmetic(), "fold-shape");
+  save("torch_shape_arithmetic_dynamic", fm::TorchShapeArithmetic("batch"), "fold-shape");
   save("dynamic_reshapes", fm::DynamicReshapes(), "reshape-copy-dims");
   save("no_value_info", fm::NoValueInfo(), "value-info");
   save("omitted_zero_points", fm::OmittedZeroPoints(), "explicit-zero-point");

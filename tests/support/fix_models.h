@@ -179,6 +179,67 @@ inline onnx::ModelProto StaticShapes() {
   return b.Build();
 }
 
+// fold-shape, issue #40: the shape arithmetic PyTorch writes for `cls.expand(B, -1, -1)`
+// (Shape -> Gather -> Unsqueeze -> Concat -> ConstantOfShape -> Mul -> Equal -> Where -> Expand)
+// and for a `reshape(B, -1)` whose target is computed (Size, Range, Gather, ReduceProd, Mod, Tile,
+// Not, Where, Cast, Identity), around a quantized MatMul; its only findings are the uncovered
+// shape arithmetic. `batch`: the batch dim of the input (a value: everything folds; a name:
+// nothing that reads it does).
+inline onnx::ModelProto TorchShapeArithmetic(const Dim& batch = Dim(2)) {
+  ModelBuilder b;
+  b.InputDims("x", TP::FLOAT, {batch, 4, 8});
+  b.InitInt("i0", TP::INT64, {}, {0});
+  b.InitInt("i1", TP::INT64, {}, {1});
+  b.InitInt("i3", TP::INT64, {}, {3});
+  b.InitInt("ax0", TP::INT64, {1}, {0});
+  b.InitInt("m1", TP::INT64, {1}, {-1});
+  b.InitInt("k8", TP::INT64, {1}, {8});
+  b.InitInt("big", TP::INT64, {1}, {1000});
+  b.InitInt("reps", TP::INT64, {1}, {1});
+  const auto x = b.QDQ("x", "x", QParams::S8(0.02f));
+  const auto w = b.WeightIntDQ("w", {8, 8}, QParams::S8(0.01f));
+  b.Node("MatMul", {x, w}, {"mm"}, {}, "matmul");
+  const auto mm = b.QDQ("mm", "mm", QParams::S8(0.05f));
+  const auto cls = b.WeightIntDQ("cls", {1, 1, 8}, QParams::S8(0.05f));
+  // cls.expand(B, -1, -1), as torch.onnx writes it.
+  b.Node("Shape", {x}, {"s"}, {}, "shape");
+  b.Node("Gather", {"s", "i0"}, {"n"}, {ModelBuilder::AttrI("axis", 0)}, "gather_b");
+  b.Node("Unsqueeze", {"n", "ax0"}, {"n1"}, {}, "unsqueeze_b");
+  b.Node("Concat", {"n1", "m1", "m1"}, {"size"}, {ModelBuilder::AttrI("axis", 0)}, "concat_size");
+  b.Node("Shape", {"size"}, {"size_len"}, {}, "shape_size");
+  b.Node("ConstantOfShape", {"size_len"}, {"ones"},
+         {ModelBuilder::AttrT("value", ModelBuilder::MakeInt("value", TP::INT64, {1}, {1}))},
+         "constant_of_shape");
+  b.Node("Mul", {"ones", "m1"}, {"neg_ones"}, {}, "mul_neg_ones");
+  b.Node("Equal", {"size", "neg_ones"}, {"is_neg"}, {}, "equal");
+  b.Node("Where", {"is_neg", "ones", "size"}, {"expand_shape"}, {}, "where");
+  b.Node("Expand", {cls, "expand_shape"}, {"cls_b"}, {}, "expand");
+  const auto cls_b = b.QDQ("cls_b", "cls_b", QParams::S8(0.05f));
+  b.Node("Concat", {cls_b, mm}, {"tokens"}, {ModelBuilder::AttrI("axis", 1)}, "concat_tokens");
+  const auto tokens = b.QDQ("tokens", "tokens", QParams::S8(0.05f));
+  // tokens.reshape(B, -1) with the -1 computed: prod(dims 1..2), checked against Size.
+  b.Node("Shape", {tokens}, {"ts"}, {}, "shape_tokens");
+  b.Node("Size", {tokens}, {"count"}, {}, "size_tokens");
+  b.Node("Range", {"i1", "i3", "i1"}, {"tail_axes"}, {}, "range");
+  b.Node("Gather", {"ts", "tail_axes"}, {"tail"}, {ModelBuilder::AttrI("axis", 0)}, "gather_tail");
+  b.Node("ReduceProd", {"tail"}, {"per_row"}, {ModelBuilder::AttrI("keepdims", 1)}, "reduce_prod");
+  b.Node("Mul", {"per_row", "n1"}, {"count2"}, {}, "mul_count");
+  b.Node("Unsqueeze", {"count", "ax0"}, {"count1"}, {}, "unsqueeze_count");
+  b.Node("Sub", {"count1", "count2"}, {"zero"}, {}, "sub_check");
+  b.Node("Mod", {"per_row", "big"}, {"per_row_m"}, {}, "mod");
+  b.Node("Tile", {"n1", "reps"}, {"n_t"}, {}, "tile");
+  b.Node("Concat", {"n_t", "per_row_m"}, {"target"}, {ModelBuilder::AttrI("axis", 0)},
+         "concat_target");
+  b.Node("Equal", {"zero", "k8"}, {"odd"}, {}, "equal_zero");  // false
+  b.Node("Not", {"odd"}, {"even"}, {}, "not");
+  b.Node("Where", {"even", "target", "m1"}, {"target2"}, {}, "where_target");
+  b.Node("Cast", {"target2"}, {"target3"}, {ModelBuilder::AttrI("to", TP::INT64)}, "cast");
+  b.Node("Identity", {"target3"}, {"target4"}, {}, "identity");
+  b.Node("Reshape", {tokens, "target4"}, {"flat"}, {}, "reshape");
+  b.Output(b.QDQ("flat", "y", QParams::S8(0.05f)));
+  return b.Build();
+}
+
 // reshape-copy-dims: a dynamic-batch input whose Reshape targets are built from its own dims
 // (directly, after a Transpose, through Shape's end attribute), and one from another input's
 // batch (not provably the same: skipped).

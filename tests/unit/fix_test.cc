@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -429,6 +430,73 @@ TEST(FoldShape, DynamicDimsAreNotFolded) {
       << SkipReason(o, "shape");
   EXPECT_NE(SkipReason(o, "shape_z").find("[other, 4]"), std::string::npos);
   EXPECT_EQ(CountOp(f.m.graph(), "Shape"), 3);
+}
+
+// Issue #40: torch's arithmetic for `cls.expand(B, -1, -1)` (ConstantOfShape, Mul, Equal, Where
+// over INT64) and for a computed reshape target (Size, Range, ReduceProd, Mod, Tile, Not, ...)
+// is left uncovered before the fix and folded by it when the input shape is static.
+std::vector<std::string> UncoveredNodes(const Report& r) {
+  std::vector<std::string> v;
+  for (const auto& f : r.findings) {
+    if (f.rule == "closure/uncovered-node" && !f.nodes.empty()) v.push_back(f.nodes[0]);
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST(FoldShape, TorchExpandAndReshapeArithmeticIsFolded) {
+  const auto f = Fix(fm::TorchShapeArithmetic());  // every rewrite, as `axqc fix`
+  // Before: the shape arithmetic is the model's only finding (Gather, Concat, Mul, Equal, ...
+  // are in operator lists; these are not).
+  EXPECT_EQ(UncoveredNodes(f.r.before),
+            (std::vector<std::string>{"constant_of_shape", "mod", "range", "reduce_prod", "shape",
+                                      "shape_size", "shape_tokens", "size_tokens", "where",
+                                      "where_target"}));
+  EXPECT_EQ(f.r.before.summary.by_rule.size(), 1u);
+  EXPECT_EQ(f.r.before.verdict, Verdict::kNonConformant);
+  // After: nothing is left.
+  EXPECT_TRUE(f.r.after.findings.empty()) << f.r.after.findings.front().rule;
+  EXPECT_EQ(f.r.after.verdict, Verdict::kConformant);
+  const auto& o = Outcome(f.r, "fold-shape");
+  EXPECT_EQ(o.applied, 25u);
+  EXPECT_EQ(o.skipped, 0u);
+  const auto& g = f.m.graph();
+  std::vector<std::string> ops;
+  for (const auto& n : g.node()) {
+    if (n.op_type() != "QuantizeLinear" && n.op_type() != "DequantizeLinear") {
+      ops.push_back(n.op_type());
+    }
+  }
+  EXPECT_EQ(ops, (std::vector<std::string>{"MatMul", "Expand", "Concat", "Reshape"}));
+  const auto* expand = NodeNamed(g, "expand");
+  ASSERT_NE(expand, nullptr);
+  ASSERT_NE(Init(g, expand->input(1)), nullptr);
+  EXPECT_EQ(Ints(*Init(g, expand->input(1))), (std::vector<std::int64_t>{2, 1, 1}));
+  const auto* reshape = NodeNamed(g, "reshape");
+  ASSERT_NE(reshape, nullptr);
+  ASSERT_NE(Init(g, reshape->input(1)), nullptr);
+  EXPECT_EQ(Ints(*Init(g, reshape->input(1))), (std::vector<std::int64_t>{2, 40}));
+}
+
+TEST(FoldShape, TorchArithmeticOnADynamicBatchFoldsOnlyWhatIsStatic) {
+  const auto f = Fix(fm::TorchShapeArithmetic("batch"), Only({"fold-shape"}));
+  const auto& o = Outcome(f.r, "fold-shape");
+  EXPECT_NE(SkipReason(o, "shape").find("[batch, 4, 8], not every dim known"), std::string::npos)
+      << SkipReason(o, "shape");
+  EXPECT_NE(SkipReason(o, "size_tokens").find("not every dim known"), std::string::npos)
+      << SkipReason(o, "size_tokens");
+  const auto& g = f.m.graph();
+  // The length of the expand target is static (3): its ones and minus ones fold ...
+  for (const char* n : {"shape_size", "constant_of_shape", "mul_neg_ones", "range"}) {
+    EXPECT_EQ(NodeNamed(g, n), nullptr) << n;
+  }
+  EXPECT_EQ(Ints(*Init(g, "ones")), (std::vector<std::int64_t>{1, 1, 1}));
+  EXPECT_EQ(Ints(*Init(g, "neg_ones")), (std::vector<std::int64_t>{-1, -1, -1}));
+  // ... the values that read the batch do not.
+  for (const char* n : {"shape", "gather_b", "concat_size", "equal", "where", "size_tokens",
+                        "reduce_prod", "where_target"}) {
+    EXPECT_NE(NodeNamed(g, n), nullptr) << n;
+  }
 }
 
 // ------------------------------------------------------------------- reshape-copy-dims

@@ -1,11 +1,15 @@
-// fold-shape: static shape subgraphs become initializers. A Shape node whose input has a fully
-// known shape (every dim a value, per ONNX shape inference of the valid model), and the nodes
-// computing on its result or on constant INT64 initializers with Gather, Unsqueeze, Squeeze,
-// Concat, Slice, Cast (to INT64/INT32) and integer Add/Sub/Mul/Div, are evaluated exactly
-// (fix/shape_eval.cc) and removed; the values their remaining consumers read become initializers
-// with the same names. Nothing else is evaluated (no float math, no op outside that list, no
-// integer data that is not shape-like: INT8/UINT8/INT16/... quantized data are never touched).
-// A node whose output is a graph output is kept. Main graph only.
+// fold-shape: static shape subgraphs become initializers. A Shape or Size node whose input has a
+// fully known shape (every dim a value, per ONNX shape inference of the valid model), and the nodes
+// computing on its result or on constant INT64/BOOL initializers with the ops of exporters' shape
+// arithmetic (Gather, Slice, Concat, Unsqueeze, Squeeze, Reshape, Identity, Cast to
+// INT64/INT32/BOOL, integer Add/Sub/Mul/Div/Mod, Equal, Not, Where, ConstantOfShape of an integer
+// or BOOL value, Expand, Tile, Range, ReduceProd), are evaluated exactly (fix/shape_eval.cc) and
+// removed; the values their remaining consumers read become initializers with the same names.
+// Nothing else is evaluated (no float math, no op outside that list, no integer data that is not
+// shape-like: INT8/UINT8/INT16/... quantized data are never touched). A node whose output is a
+// graph output is kept. Main graph only.
+#include <algorithm>
+
 #include "fix/session.h"
 #include "fix/shape_eval.h"
 
@@ -23,7 +27,7 @@ TP ToTensor(const std::string& name, const IntTensor& t) {
   for (auto v : t.v) {
     if (t.type == TP::INT64) {
       out.add_int64_data(v);
-    } else {
+    } else {  // INT32, BOOL
       out.add_int32_data(static_cast<std::int32_t>(v));
     }
   }
@@ -63,7 +67,15 @@ std::size_t FoldPass(Session& s, bool* folded_any) {
     if (auto it = known.find(name); it != known.end()) return &it->second;
     const auto* t = s.ConstantInitializer(name);
     if (t == nullptr) return nullptr;
-    auto v = SmallInts(*t, s.ext(), kMaxFoldElements);
+    std::optional<std::vector<std::int64_t>> v;
+    if (t->data_type() == TP::BOOL) {
+      v = ReadInts(*t, s.ext(), kMaxFoldElements);
+      if (v && std::any_of(v->begin(), v->end(), [](auto x) { return x != 0 && x != 1; })) {
+        v.reset();
+      }
+    } else {
+      v = SmallInts(*t, s.ext(), kMaxFoldElements);
+    }
     if (!v) return nullptr;
     IntTensor it;
     it.type = t->data_type();
@@ -83,7 +95,7 @@ std::size_t FoldPass(Session& s, bool* folded_any) {
     std::string why;
     std::vector<std::int64_t> shape_of;
     std::vector<const IntTensor*> in;
-    if (n.op_type() == "Shape") {
+    if (n.op_type() == "Shape" || n.op_type() == "Size") {
       if (n.input_size() != 1) continue;
       auto dims = types.StaticDims(n.input(0));
       if (!dims) {
@@ -100,10 +112,12 @@ std::size_t FoldPass(Session& s, bool* folded_any) {
         in.push_back(t);
       }
       if (!all) continue;
-      // Only shape-like values: what a Shape produced, or INT64 constants.
+      // Only shape-like values: what a Shape or Size produced, or INT64/BOOL constants.
       bool shape_like = true;
       for (const auto* t : in) {
-        if (t != nullptr && !t->from_shape && t->type != TP::INT64) shape_like = false;
+        if (t != nullptr && !t->from_shape && t->type != TP::INT64 && t->type != TP::BOOL) {
+          shape_like = false;
+        }
       }
       if (!shape_like) continue;
     }
@@ -111,7 +125,7 @@ std::size_t FoldPass(Session& s, bool* folded_any) {
       s.Skipped(NodeLabel(n, i), why);
       continue;
     }
-    if (!out.from_shape && out.type != TP::INT64) continue;
+    if (!out.from_shape && out.type != TP::INT64 && out.type != TP::BOOL) continue;
     known[n.output(0)] = std::move(out);
     folded[static_cast<std::size_t>(i)] = true;
   }

@@ -32,8 +32,9 @@ const RewriteEntry kTable[] = {
       true},
      IdentityOfInitializer},
     {{"fold-shape",
-      "static shape subgraphs (Shape, Gather, Unsqueeze, Squeeze, Concat, Slice, Cast, integer "
-      "Add/Sub/Mul/Div) folded to initializers when every input shape is known",
+      "static shape subgraphs (Shape, Size, Gather, Slice, Concat, Unsqueeze, Squeeze, Reshape, "
+      "Identity, Cast, integer Add/Sub/Mul/Div/Mod, Equal, Not, Where, ConstantOfShape, Expand, "
+      "Tile, Range, ReduceProd) folded to initializers when every input shape is known",
       true},
      FoldShape},
     {{"reshape-copy-dims",
