@@ -114,13 +114,16 @@ constexpr std::array kArtifactTable{
                  "initializer (torch.onnx.export keeps Constant nodes even with "
                  "do_constant_folding)"},
     ArtifactInfo{"shape-subgraph", "shape subgraph of a dynamic-shape export", "reshape-copy-dims",
-                 "a Shape node and the integer nodes it feeds (Gather, Unsqueeze, Concat, "
-                 "Slice, Cast, ...) up to a shape input",
-                 "x.view(B, ...) / reshape with sizes read from the tensor exports as Shape -> "
-                 "Gather -> Unsqueeze -> Concat -> Reshape; `axqc fix` reshape-copy-dims writes "
-                 "a Reshape target built from its own input's dims as a constant with 0 (the "
-                 "batch stays dynamic) and fold-shape folds it when every shape is static (or "
-                 "export with static shapes / reshape(-1, ...) with constant sizes)"},
+                 "a Shape or Size node and the integer nodes it feeds (Gather, Unsqueeze, "
+                 "Concat, ConstantOfShape, Equal, Where, Range, ReduceProd, ...) up to a shape "
+                 "input",
+                 "x.view(B, ...) / reshape and expand with sizes read from the tensor or with -1 "
+                 "export as Shape -> Gather -> Unsqueeze -> Concat (and ConstantOfShape -> Mul "
+                 "-> Equal -> Where for expand's -1) -> Reshape/Expand; `axqc fix` "
+                 "reshape-copy-dims writes a Reshape target built from its own input's dims as a "
+                 "constant with 0 (the batch stays dynamic) and fold-shape folds all of that "
+                 "arithmetic when every input shape is static (or export with static shapes / "
+                 "reshape(-1, ...) with constant sizes)"},
     ArtifactInfo{"value-info-missing", "no value_info in a raw export", "value-info",
                  "onnx/value-info-missing that no other cause explains",
                  "raw exporter output carries no value_info for intermediate tensors; `axqc fix` "
@@ -511,7 +514,7 @@ class Causes {
           if (IsOp(add, "Add")) r.nodes.push_back(add);
           Add(std::move(r));
         }
-      } else if (op == "Shape") {
+      } else if (op == "Shape" || op == "Size") {
         ShapeSubgraphAt(i);
       }
     }
@@ -543,13 +546,26 @@ class Causes {
     }
   }
 
-  void ShapeSubgraphAt(int shape) {
-    static const std::set<std::string_view> kStructural = {"Gather", "Unsqueeze", "Squeeze",
-                                                           "Concat", "Slice",     "Cast"};
-    static const std::set<std::string_view> kArith = {"Mul",  "Div",   "Add",   "Sub",  "Floor",
-                                                      "Ceil", "Range", "Equal", "Where"};
-    Region r{shape, "shape-subgraph", {shape}};
-    std::unordered_set<int> in{shape};
+  // The integer arithmetic an exporter writes from a Shape or Size node to a shape input: torch's
+  // reshape/expand with -1 (Shape -> Gather -> Unsqueeze -> Concat, ConstantOfShape -> Mul ->
+  // Equal -> Where, Range -> Gather -> ReduceProd, ...). Forward from the anchor over integer (and
+  // boolean: Equal, Not) results, then the integer nodes that feed the region from constants only
+  // (a Range over initializers).
+  void ShapeSubgraphAt(int anchor) {
+    static const std::set<std::string_view> kStructural = {
+        "Gather", "Unsqueeze", "Squeeze",  "Concat", "Slice",           "Cast", "Shape",
+        "Size",   "Reshape",   "Identity", "Expand", "ConstantOfShape", "Tile"};
+    static const std::set<std::string_view> kArith = {
+        "Mul",   "Div",   "Add",   "Sub", "Mod", "Floor", "Ceil",
+        "Range", "Equal", "Where", "Not", "Max", "Min",   "ReduceProd"};
+    static const std::set<std::string_view> kBoolResult = {"Equal", "Not"};
+    Region r{anchor, "shape-subgraph", {anchor}};
+    std::unordered_set<int> in{anchor};
+    auto integer = [&](int node) {
+      const int et = g_.ElemTypeOf(Out0(node));
+      return et == onnx::TensorProto::INT64 || et == onnx::TensorProto::INT32 ||
+             (et == onnx::TensorProto::BOOL && kBoolResult.contains(g_.node(node).op_type()));
+    };
     for (std::size_t k = 0; k < r.nodes.size() && r.nodes.size() < 256; ++k) {
       for (const int id : g_.OutputIds(r.nodes[k])) {
         for (const auto& u : Uses(id)) {
@@ -557,16 +573,39 @@ class Causes {
           if (in.contains(c) || !IsOnnxDomain(g_.node(c).domain())) continue;
           const std::string& op = g_.node(c).op_type();
           const int et = g_.ElemTypeOf(Out0(c));
-          const bool integer = et == onnx::TensorProto::INT64 || et == onnx::TensorProto::INT32;
-          if ((kStructural.contains(op) && (integer || et == 0)) ||
-              (kArith.contains(op) && integer)) {
+          if ((kStructural.contains(op) && (integer(c) || et == 0)) ||
+              (kArith.contains(op) && integer(c))) {
             in.insert(c);
             r.nodes.push_back(c);
           }
         }
       }
     }
+    const auto nodes = r.nodes;
+    for (const int n : nodes) {
+      for (const int id : g_.InputIds(n)) {
+        const int p = g_.ProducerOf(id);
+        if (p < 0 || in.contains(p) || !IsOnnxDomain(g_.node(p).domain()) ||
+            !(kArith.contains(g_.node(p).op_type()) ||
+              kStructural.contains(g_.node(p).op_type())) ||
+            !integer(p) || !FromConstantsOnly(p)) {
+          continue;
+        }
+        in.insert(p);
+        r.nodes.push_back(p);
+      }
+    }
     Add(std::move(r));
+  }
+
+  // Every input of `node` is an initializer or the output of a Constant node.
+  bool FromConstantsOnly(int node) const {
+    for (const int id : g_.InputIds(node)) {
+      if (id < 0) continue;
+      const int p = g_.ProducerOf(id);
+      if (p >= 0 ? !IsOp(p, "Constant") : g_.InitializerOf(id) == nullptr) return false;
+    }
+    return true;
   }
 
   void Add(Region r) {
@@ -701,7 +740,8 @@ class Causes {
         id = "value-info-missing";
       } else if (rule == rules::kQdqRequantizeIdentity.id()) {
         id = "dropout-removed";
-      } else if (rule == rules::kClosureUncoveredNode.id() && IsOp(p, "Shape")) {
+      } else if (rule == rules::kClosureUncoveredNode.id() &&
+                 (IsOp(p, "Shape") || IsOp(p, "Size"))) {
         id = "shape-subgraph";
       } else if (rule == rules::kOpPassiveParams.id() && SplitLike(nodes_[f])) {
         id = "split-as-slices";

@@ -325,6 +325,26 @@ TEST(Hints, DedupIdentityScale) {
   EXPECT_EQ(r.summary.causes, 1u) << Causes(r);
 }
 
+// torch's reshape/expand with -1 (fixmodels::TorchShapeArithmetic): every uncovered node of the
+// integer arithmetic folds under the Shape or Size it starts from, with the shape-subgraph hint,
+// also the Range over initializers that feeds it.
+TEST(Hints, TorchShapeArithmeticFoldsUnderItsShapeNodes) {
+  const auto r = CheckProto(fixmodels::TorchShapeArithmetic());
+  EXPECT_EQ(r.verdict, Verdict::kNonConformant);
+  EXPECT_ROOT(r, "closure/uncovered-node", "shape", "shape-subgraph");
+  EXPECT_EQ(Primary(r, "closure/uncovered-node", "shape")->hint.rewrite, "reshape-copy-dims");
+  for (const char* n : {"shape_size", "constant_of_shape", "where"}) {
+    EXPECT_CAUSED_BY(r, "closure/uncovered-node", n, "closure/uncovered-node", "shape");
+  }
+  EXPECT_ROOT(r, "closure/uncovered-node", "shape_tokens", "shape-subgraph");
+  for (const char* n : {"range", "reduce_prod", "mod", "where_target"}) {
+    EXPECT_CAUSED_BY(r, "closure/uncovered-node", n, "closure/uncovered-node", "shape_tokens");
+  }
+  EXPECT_ROOT(r, "closure/uncovered-node", "size_tokens", "shape-subgraph");
+  // Nothing but the three anchors is a cause of its own.
+  EXPECT_EQ(r.summary.causes, 3u) << Causes(r);
+}
+
 TEST(Hints, QdqInsideModelLocalFunction) {
   const auto r = CheckProto(fixmodels::LocalFunctions());
   bool hinted = false;
