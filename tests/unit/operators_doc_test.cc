@@ -147,7 +147,7 @@ TEST(RuleDocs, EveryCatalogRuleHasItsPage) {
   }
 }
 
-// The "Code and tests" section of a rule page, from the registry row (core/src/rules.h).
+// The "Code and tests" section of a rule page, from the registry entry (core/src/rules.def).
 std::string CodeSection(const RuleInfo& r) {
   auto links = [](std::string_view list) {
     std::istringstream in{std::string(list)};
@@ -160,7 +160,7 @@ std::string CodeSection(const RuleInfo& r) {
   return "## Code and tests\n\n"
          "- Handle: `rules::" +
          HandleName(r.id) +
-         "` in the rule registry [`core/src/rules.h`](../../core/src/rules.h)\n" +
+         "` in the rule registry [`core/src/rules.def`](../../core/src/rules.def)\n" +
          "- Code: " + links(r.implementation) + "\n" + "- Tests: " + links(r.tests) + "\n\n";
 }
 
@@ -176,6 +176,16 @@ std::string WithCodeSection(std::string text, const std::string& section) {
   if (related == std::string::npos) related = text.size();
   text.insert(related, section);
   return text;
+}
+
+// scripts/new_rule.py writes a page whose sections are marked as still to be written; no page
+// keeps such a marker.
+TEST(RuleDocs, NoPageLeftAsWritten) {
+  for (const auto& r : Rules()) {
+    const auto page = DocsDir() / PageName(r.id);
+    EXPECT_EQ(ReadFile(page).find("new_rule.py: write this section"), std::string::npos)
+        << page << ": write the sections scripts/new_rule.py left as stubs";
+  }
 }
 
 TEST(RuleDocs, EveryPageNamesTheCodeAndTheTests) {

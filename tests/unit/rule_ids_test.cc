@@ -1,4 +1,5 @@
-// Rule IDs are a public contract and the registry (core/src/rules.h) is their one source. Code
+// Rule IDs are a public contract and the registry (core/src/rules.def, made into the catalog and
+// the handles by rules.h) is their one source. Code
 // names a rule only through its typed handle (`rules::kQdqScaleValue`), which the compiler looks
 // up in the catalog (tests/rule_handle_compile_test.sh proves that a typo does not compile).
 // These tests keep the rest of the registry true: handle names follow the IDs, each catalog row
@@ -58,13 +59,13 @@ std::map<std::string, std::string> CoreSources() {
 }
 
 TEST(RuleIds, HandleNamesFollowTheIds) {
-  const std::string text = ReadFile(kRoot / "core" / "src" / "rules.h");
-  static const std::regex decl(R"re(inline constexpr RuleId (k\w+)\{"([^"]+)"\})re");
+  const std::string text = ReadFile(kRoot / "core" / "src" / "rules.def");
+  static const std::regex decl(R"re(AXQC_RULE\((k\w+), "([^"]+)")re");
   std::size_t n = 0;
   for (std::sregex_iterator it(text.begin(), text.end(), decl), end; it != end; ++it, ++n) {
     EXPECT_EQ((*it)[1].str(), HandleName((*it)[2].str())) << "handle of " << (*it)[2];
   }
-  EXPECT_EQ(n, Rules().size()) << "one handle declaration per catalog row";
+  EXPECT_EQ(n, Rules().size()) << "one rules.def entry per catalog row";
   for (std::size_t i = 0; i < kAllRules.size(); ++i) {
     EXPECT_EQ(kAllRules[i].id(), Rules()[i].id);
     EXPECT_EQ(&kAllRules[i].info(), FindRule(Rules()[i].id));
@@ -85,7 +86,7 @@ TEST(RuleIds, EachRowNamesExactlyTheFilesThatUseItsHandle) {
     }
     EXPECT_FALSE(using_files.empty()) << "no code emits " << r.id;
     EXPECT_EQ(Words(r.implementation), using_files)
-        << "update the row's implementation files in core/src/rules.h";
+        << "update the entry's implementation files in core/src/rules.def";
   }
 }
 
