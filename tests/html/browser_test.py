@@ -355,7 +355,7 @@ def main():
     drows = [r["attrs"]["data-delivery-id"] for r in dom.find("tr", cls="delivery-row")]
     check(drows == [bad["delivery_id"]], f"outcome filter: only the failed delivery ({drows})")
     dom = Dom(browser(base + "/?q=" + urllib.parse.quote("VALUE-CHECKS")))
-    names = [e["text"] for e in dom.find("a", cls="report-link")]
+    names = [e["text"] for e in dom.find("a", cls="report-link") if e["text"] != "report"]
     check(names == ["cnn-value-checks.onnx"], f"the search finds the check by its name ({names})")
     dom = Dom(browser(base + "/?verdict=conformant&source=upload"))
     verdicts = {r["attrs"]["data-verdict"] for r in dom.find("tr", cls="check-row")}
