@@ -115,6 +115,10 @@ CREATE TABLE axqc_deliveries (
 CREATE INDEX axqc_deliveries_model ON axqc_deliveries (source, model, revision, created_ms);
 CREATE INDEX axqc_deliveries_due ON axqc_deliveries (state, next_attempt_ms);
 )sql",
+    // 6: the check's options (service::OptionsKey; '' = the defaults) for ListChecks' links.
+    R"sql(
+ALTER TABLE axqc_history ADD COLUMN options text NOT NULL DEFAULT '';
+)sql",
 };
 
 // Key of the advisory lock that serialises AddDelivery's duplicate check and insert.
@@ -470,12 +474,12 @@ void PgStore::AppendHistory(const HistoryRow& row) {
     const Result id = Run(
         c,
         "INSERT INTO axqc_history (ts_ms, request_id, replica, method, source, sha256, verdict, "
-        "cache, errors, warnings, duration_ms, name) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-        "$10, $11, $12) RETURNING id",
+        "cache, errors, warnings, duration_ms, name, options) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+        "$8, $9, $10, $11, $12, $13) RETURNING id",
         {Int(row.time_ms), Text(row.request_id), Text(replica_id_), Text(row.method),
          Text(row.source), Text(row.sha256), Text(row.verdict), Text(row.cache),
          Int(static_cast<std::int64_t>(row.errors)), Int(static_cast<std::int64_t>(row.warnings)),
-         Text(FormatDouble(row.duration_ms)), Text(row.name)});
+         Text(FormatDouble(row.duration_ms)), Text(row.name), Text(row.options)});
     const std::string history_id = id.Text(0, 0);
     for (const auto& [k, v] : row.labels) {
       Run(c, "INSERT INTO axqc_history_labels (history_id, key, value) VALUES ($1, $2, $3)",
@@ -647,6 +651,85 @@ std::vector<ModelRow> PgStore::LatestModels(const ModelsQuery& q) {
       for (int i = 0; i < r.rows(); ++i) out[n].labels[r.Text(i, 0)] = r.Text(i, 1);
     }
     Run(c, "COMMIT");
+    return out;
+  });
+}
+
+ChecksPage PgStore::ListChecks(const ChecksQuery& q) {
+  // $1 verdict, $2 source, $3 sha256, $4 search ('' = any), then the label pairs. lower() under
+  // the "C" collation folds ASCII letters only, as SQLite's does.
+  std::string where =
+      "($1 = '' OR h.verdict = $1) AND ($2 = '' OR h.source = $2) AND ($3 = '' OR h.sha256 = $3) "
+      "AND ($4 = '' OR strpos(lower(h.name COLLATE \"C\"), lower($4 COLLATE \"C\")) > 0)";
+  std::vector<Param> params = {Text(q.verdict), Text(q.source), Text(q.sha256), Text(q.search)};
+  for (const auto& [k, v] : q.label_filter) {
+    const std::size_t n = params.size();
+    where +=
+        " AND EXISTS (SELECT 1 FROM axqc_history_labels f WHERE f.history_id = h.id AND "
+        "f.key = $" +
+        std::to_string(n + 1) + " AND f.value = $" + std::to_string(n + 2) + ")";
+    params.push_back(Text(k));
+    params.push_back(Text(v));
+  }
+  std::vector<Param> page = params;
+  page.push_back(Int(q.limit));
+  page.push_back(Int(static_cast<std::int64_t>(
+      std::min<std::uint64_t>(q.offset, std::numeric_limits<std::int64_t>::max()))));
+  const std::string limit = "$" + std::to_string(page.size() - 1);
+  const std::string offset = "$" + std::to_string(page.size());
+  return With([&](PGconn* c) {
+    ChecksPage out;
+    Run(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    {
+      const Result r = Run(c, "SELECT COUNT(*) FROM axqc_history h WHERE " + where, params);
+      out.total = r.Count(0, 0);
+    }
+    {
+      const Result r = Run(c,
+                           "SELECT h.id, h.ts_ms, h.request_id, h.method, h.name, h.source, "
+                           "h.sha256, h.verdict, h.cache, h.errors, h.warnings, h.options FROM "
+                           "axqc_history h WHERE " +
+                               where + " ORDER BY h.id DESC LIMIT " + limit + " OFFSET " + offset,
+                           page);
+      for (int i = 0; i < r.rows(); ++i) {
+        CheckRow row;
+        row.id = r.Int(i, 0);
+        row.time_ms = r.Int(i, 1);
+        row.request_id = r.Text(i, 2);
+        row.method = r.Text(i, 3);
+        row.name = r.Text(i, 4);
+        row.source = r.Text(i, 5);
+        row.sha256 = r.Text(i, 6);
+        row.verdict = r.Text(i, 7);
+        row.cache = r.Text(i, 8);
+        row.errors = r.Count(i, 9);
+        row.warnings = r.Count(i, 10);
+        row.options = r.Text(i, 11);
+        out.checks.push_back(std::move(row));
+      }
+    }
+    for (auto& row : out.checks) {
+      const Result r =
+          Run(c, "SELECT key, value FROM axqc_history_labels WHERE history_id = $1", {Int(row.id)});
+      for (int i = 0; i < r.rows(); ++i) row.labels[r.Text(i, 0)] = r.Text(i, 1);
+    }
+    Run(c, "COMMIT");
+    return out;
+  });
+}
+
+std::vector<ReportInfo> PgStore::ListReports(const std::string& sha256, std::uint32_t limit) {
+  return With([&](PGconn* c) {
+    const Result r = Run(c,
+                         "SELECT cache_key, options, rule_set_version, verdict, created_ms FROM "
+                         "axqc_reports WHERE sha256 = $1 ORDER BY created_ms DESC, cache_key "
+                         "COLLATE \"C\" LIMIT $2",
+                         {Text(sha256), Int(limit)});
+    std::vector<ReportInfo> out;
+    for (int i = 0; i < r.rows(); ++i) {
+      out.push_back(
+          ReportInfo{r.Text(i, 0), r.Text(i, 1), r.Text(i, 2), r.Text(i, 3), r.Int(i, 4)});
+    }
     return out;
   });
 }

@@ -47,6 +47,8 @@ class PgStore final : public ReportStore {
                   const GateRecord& gate) override;
   StatsResult QueryStats(const StatsQuery& query) override;
   std::vector<ModelRow> LatestModels(const ModelsQuery& query) override;
+  ChecksPage ListChecks(const ChecksQuery& query) override;
+  std::vector<ReportInfo> ListReports(const std::string& sha256, std::uint32_t limit) override;
   std::optional<Delivery> AddDelivery(const Delivery& d, bool dedup_model,
                                       std::int64_t dedup_since_ms) override;
   void UpdateDelivery(const Delivery& d) override;

@@ -1,7 +1,9 @@
 #include "report_proto.h"
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 
 #include "axqc/render_graph.h"
 #include "axqc/sha256.h"
@@ -381,6 +383,82 @@ std::string OptionsKey(const v1::CheckOptions& options) {
 std::string CacheKey(const std::string& sha256, const v1::CheckOptions& options) {
   return sha256 + "|" + OptionsKey(options) + "|" + std::string(kRuleSetVersion) + "|" +
          kReportRevision;
+}
+
+std::string CacheKeyOf(const std::string& sha256, const std::string& options_key) {
+  return sha256 + "|" + options_key + "|" + std::string(kRuleSetVersion) + "|" + kReportRevision;
+}
+
+namespace {
+
+// The parts "k=v" of an OptionsKey; false when it is not one.
+bool SplitOptionsKey(const std::string& key,
+                     std::vector<std::pair<std::string, std::string>>* out) {
+  std::size_t start = 0;
+  while (start < key.size()) {
+    const std::size_t end = std::min(key.find(';', start), key.size());
+    const std::string part = key.substr(start, end - start);
+    const std::size_t eq = part.find('=');
+    if (eq == std::string::npos || eq == 0) return false;
+    out->emplace_back(part.substr(0, eq), part.substr(eq + 1));
+    start = end + 1;
+  }
+  return true;
+}
+
+bool IsChipList(const std::string& v) {
+  if (v.empty() || v.front() == ',' || v.back() == ',') return false;
+  for (char c : v) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == ',')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::string> OptionsQueryOfKey(const std::string& options_key) {
+  std::vector<std::pair<std::string, std::string>> parts;
+  if (!SplitOptionsKey(options_key, &parts)) return std::nullopt;
+  std::string query;
+  auto add = [&](const std::string& param) { query += (query.empty() ? "" : "&") + param; };
+  for (const auto& [k, v] : parts) {
+    if (k == "cv") {
+      if (v == "1") {
+        add("check_value=true");
+      } else if (v != "0") {
+        return std::nullopt;
+      }
+    } else if (k == "ml") {
+      if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos) {
+        return std::nullopt;
+      }
+      if (v != std::to_string(kDefaultMaxLocations)) add("max_locations=" + v);
+    } else if (k == "t") {
+      if (!IsChipList(v)) return std::nullopt;
+      add("target=" + v);
+    } else {
+      return std::nullopt;  // p2: the configuration's text is not in the key
+    }
+  }
+  return query;
+}
+
+std::vector<std::string> TargetsOfKey(const std::string& options_key) {
+  std::vector<std::pair<std::string, std::string>> parts;
+  std::vector<std::string> out;
+  if (!SplitOptionsKey(options_key, &parts)) return out;
+  for (const auto& [k, v] : parts) {
+    if (k != "t" || !IsChipList(v)) continue;
+    std::size_t start = 0;
+    while (start < v.size()) {
+      const std::size_t end = std::min(v.find(',', start), v.size());
+      out.push_back(v.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  return out;
 }
 
 }  // namespace axqc::service

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "axqc/catalog.h"
 #include "axqc/checker.h"
@@ -46,5 +48,16 @@ inline constexpr const char* kReportRevision = "r4";
 // Cache key of a report: sha256 + options + rule-set version + report revision,
 // e.g. "<sha256>|cv=0;ml=5|2026.12.1|r3".
 std::string CacheKey(const std::string& sha256, const v1::CheckOptions& options);
+// The same from an OptionsKey.
+std::string CacheKeyOf(const std::string& sha256, const std::string& options_key);
+
+// The query string of GET /models/{sha256} and GET /v1/reports/{sha256} that asks for the
+// report of the options `options_key` (an OptionsKey; "" = the defaults): "" for the defaults,
+// e.g. "check_value=true&target=ax650". nullopt when the options cannot be written as a query:
+// a Pulsar2 configuration is in the key by its sha256 only, or the key is not one OptionsKey
+// writes.
+std::optional<std::string> OptionsQueryOfKey(const std::string& options_key);
+// The chips an OptionsKey names ("t=ax650,ax620e"); none for a key without targets.
+std::vector<std::string> TargetsOfKey(const std::string& options_key);
 
 }  // namespace axqc::service

@@ -186,6 +186,10 @@ CREATE TABLE IF NOT EXISTS deliveries (
 CREATE INDEX IF NOT EXISTS deliveries_model ON deliveries(source, model, revision, created_ms);
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(state, next_attempt_ms);
 )sql",
+    // 5: the check's options (service::OptionsKey; '' = the defaults) for ListChecks' links.
+    R"sql(
+ALTER TABLE history ADD COLUMN options TEXT NOT NULL DEFAULT '';
+)sql",
 };
 static_assert(std::size(kMigrations) == SqliteStore::kSchemaVersion);
 
@@ -415,10 +419,11 @@ void SqliteStore::AppendHistory(const HistoryRow& row) {
   Exec(writer_, "BEGIN IMMEDIATE");
   try {
     {
-      Stmt s(writer_,
-             "INSERT INTO history (ts_ms, request_id, method, source, sha256, verdict, cache, "
-             "errors, warnings, duration_ms, name) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-             "?10, ?11)");
+      Stmt s(
+          writer_,
+          "INSERT INTO history (ts_ms, request_id, method, source, sha256, verdict, cache, "
+          "errors, warnings, duration_ms, name, options) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+          "?9, ?10, ?11, ?12)");
       s.Bind(1, row.time_ms)
           .Bind(2, row.request_id)
           .Bind(3, row.method)
@@ -429,7 +434,8 @@ void SqliteStore::AppendHistory(const HistoryRow& row) {
           .Bind(8, static_cast<std::int64_t>(row.errors))
           .Bind(9, static_cast<std::int64_t>(row.warnings))
           .Bind(10, row.duration_ms)
-          .Bind(11, row.name);
+          .Bind(11, row.name)
+          .Bind(12, row.options);
       s.Step();
     }
     const std::int64_t id = sqlite3_last_insert_rowid(writer_);
@@ -623,6 +629,91 @@ std::vector<ModelRow> SqliteStore::LatestModels(const ModelsQuery& q) {
   } catch (...) {
     sqlite3_exec(reader_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
+  }
+  return out;
+}
+
+ChecksPage SqliteStore::ListChecks(const ChecksQuery& q) {
+  // ?1 verdict, ?2 source, ?3 sha256, ?4 search ('' = any), then the label pairs.
+  std::string where =
+      "(?1 = '' OR h.verdict = ?1) AND (?2 = '' OR h.source = ?2) AND (?3 = '' OR h.sha256 = ?3) "
+      "AND (?4 = '' OR instr(lower(h.name), lower(?4)) > 0)";
+  int next = 5;
+  for (std::size_t i = 0; i < q.label_filter.size(); ++i) {
+    where += " AND EXISTS (SELECT 1 FROM history_labels f WHERE f.history_id = h.id AND f.key = ?" +
+             std::to_string(next) + " AND f.value = ?" + std::to_string(next + 1) + ")";
+    next += 2;
+  }
+  auto bind_common = [&](Stmt& s) {
+    s.Bind(1, q.verdict).Bind(2, q.source).Bind(3, q.sha256).Bind(4, q.search);
+    int i = 5;
+    for (const auto& [k, v] : q.label_filter) {
+      s.Bind(i, k).Bind(i + 1, v);
+      i += 2;
+    }
+    return i;
+  };
+  ChecksPage out;
+  std::lock_guard<std::mutex> lock(ReaderMutex());
+  Exec(reader_, "BEGIN");
+  try {
+    {
+      Stmt s(reader_, "SELECT COUNT(*) FROM history h WHERE " + where);
+      bind_common(s);
+      if (s.Step()) out.total = static_cast<std::uint64_t>(std::max<std::int64_t>(0, s.Int(0)));
+    }
+    {
+      Stmt s(reader_,
+             "SELECT h.id, h.ts_ms, h.request_id, h.method, h.name, h.source, h.sha256, "
+             "h.verdict, h.cache, h.errors, h.warnings, h.options FROM history h WHERE " +
+                 where + " ORDER BY h.id DESC LIMIT ?" + std::to_string(next) + " OFFSET ?" +
+                 std::to_string(next + 1));
+      const int i = bind_common(s);
+      s.Bind(i, static_cast<std::int64_t>(q.limit))
+          .Bind(i + 1, static_cast<std::int64_t>(std::min<std::uint64_t>(
+                           q.offset, std::numeric_limits<std::int64_t>::max())));
+      while (s.Step()) {
+        CheckRow row;
+        row.id = s.Int(0);
+        row.time_ms = s.Int(1);
+        row.request_id = s.Text(2);
+        row.method = s.Text(3);
+        row.name = s.Text(4);
+        row.source = s.Text(5);
+        row.sha256 = s.Text(6);
+        row.verdict = s.Text(7);
+        row.cache = s.Text(8);
+        row.errors = static_cast<std::uint64_t>(std::max<std::int64_t>(0, s.Int(9)));
+        row.warnings = static_cast<std::uint64_t>(std::max<std::int64_t>(0, s.Int(10)));
+        row.options = s.Text(11);
+        out.checks.push_back(std::move(row));
+      }
+    }
+    {
+      Stmt s(reader_, "SELECT key, value FROM history_labels WHERE history_id = ?1");
+      for (auto& row : out.checks) {
+        s.Bind(1, row.id);
+        while (s.Step()) row.labels[s.Text(0)] = s.Text(1);
+        s.Reset();
+      }
+    }
+    Exec(reader_, "COMMIT");
+  } catch (...) {
+    sqlite3_exec(reader_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  return out;
+}
+
+std::vector<ReportInfo> SqliteStore::ListReports(const std::string& sha256, std::uint32_t limit) {
+  std::lock_guard<std::mutex> lock(ReaderMutex());
+  Stmt s(reader_,
+         "SELECT cache_key, options, rule_set_version, verdict, created_ms FROM reports WHERE "
+         "sha256 = ?1 ORDER BY created_ms DESC, cache_key LIMIT ?2");
+  s.Bind(1, sha256).Bind(2, static_cast<std::int64_t>(limit));
+  std::vector<ReportInfo> out;
+  while (s.Step()) {
+    out.push_back(ReportInfo{s.Text(0), s.Text(1), s.Text(2), s.Text(3), s.Int(4)});
   }
   return out;
 }

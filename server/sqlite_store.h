@@ -33,6 +33,8 @@ class SqliteStore final : public ReportStore {
                   const GateRecord& gate) override;
   StatsResult QueryStats(const StatsQuery& query) override;
   std::vector<ModelRow> LatestModels(const ModelsQuery& query) override;
+  ChecksPage ListChecks(const ChecksQuery& query) override;
+  std::vector<ReportInfo> ListReports(const std::string& sha256, std::uint32_t limit) override;
   std::optional<Delivery> AddDelivery(const Delivery& d, bool dedup_model,
                                       std::int64_t dedup_since_ms) override;
   void UpdateDelivery(const Delivery& d) override;
@@ -47,7 +49,7 @@ class SqliteStore final : public ReportStore {
 
   // Schema version written to PRAGMA user_version: the number of migrations
   // (sqlite_store.cc, kMigrations).
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
  private:
   std::string path_;

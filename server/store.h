@@ -51,6 +51,9 @@ struct HistoryRow {
   double duration_ms = 0;
   std::map<std::string, std::string> labels;
   std::vector<RuleTally> rules;
+  // The check's options (service::OptionsKey); "" = the defaults (and rows recorded before the
+  // options were).
+  std::string options;
 };
 
 // The outcome of a client's CI gate for one history row (RecordGate): whether it passed and its
@@ -127,6 +130,49 @@ struct ModelRow {
   std::map<std::string, std::string> labels;
 };
 
+// One check of the history (ListChecks).
+struct CheckRow {
+  std::int64_t id = 0;  // the history row's id (unique, increasing)
+  std::int64_t time_ms = 0;
+  std::string request_id;
+  std::string method;
+  std::string name;
+  std::string source;
+  std::string sha256;
+  std::string verdict;
+  std::string cache;
+  std::uint64_t errors = 0;
+  std::uint64_t warnings = 0;
+  std::string options;  // service::OptionsKey; "" = the defaults
+  std::map<std::string, std::string> labels;
+};
+
+// Every filter is optional ("" / empty = any); all given ones must hold. The values are bound as
+// SQL parameters, never written into the statement.
+struct ChecksQuery {
+  std::string verdict;
+  std::string source;
+  std::string sha256;
+  std::map<std::string, std::string> label_filter;
+  std::string search;  // a substring of the name, ASCII letters case-insensitive
+  std::uint32_t limit = 50;
+  std::uint64_t offset = 0;  // rows skipped (newest first)
+};
+
+struct ChecksPage {
+  std::vector<CheckRow> checks;  // newest first
+  std::uint64_t total = 0;       // rows matching the filters
+};
+
+// A stored report without its bytes (ListReports).
+struct ReportInfo {
+  std::string cache_key;
+  std::string options;  // service::OptionsKey
+  std::string rule_set_version;
+  std::string verdict;
+  std::int64_t created_ms = 0;
+};
+
 // A registry webhook delivery (server/http/hooks.h): recorded before the registry is answered
 // 202, worked on until it is done or failed, retried with backoff, resumed after a restart.
 // `request` holds what is needed to redo it (model URL or registry coordinates, check options,
@@ -195,6 +241,12 @@ class ReportStore {
   virtual StatsResult QueryStats(const StatsQuery& query) = 0;
   // The newest history row of every sha256 matching the query, newest first. Throws StoreError.
   virtual std::vector<ModelRow> LatestModels(const ModelsQuery& query) = 0;
+  // The history rows matching the query, newest first, one page of them and how many match.
+  // Throws StoreError.
+  virtual ChecksPage ListChecks(const ChecksQuery& query) = 0;
+  // The reports stored for `sha256` (every option set and rule set version), newest first, at
+  // most `limit`. Throws StoreError.
+  virtual std::vector<ReportInfo> ListReports(const std::string& sha256, std::uint32_t limit) = 0;
   // Makes everything written so far durable (checkpoint). Throws StoreError.
   virtual void Flush() = 0;
   // Webhook deliveries. Records `d` (with the store's seq) unless it is a duplicate: a delivery

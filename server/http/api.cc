@@ -7,6 +7,7 @@ std::shared_ptr<Router> BuildRouter(Api api) {
   AddCheckRoutes(*router, api);
   AddLookupRoutes(*router, api);
   AddStatsRoutes(*router, api);
+  AddCheckListRoutes(*router, api);
   AddOpenApiRoutes(*router);
   AddHealthRoutes(*router, api);
   AddPageRoutes(*router);

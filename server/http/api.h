@@ -7,6 +7,8 @@
 //   GET  /v1/rules                   lookup.cc    ListRules
 //   GET  /v1/stats                   stats.cc     GetStats (+ time series)
 //   GET  /v1/models                  stats.cc     ListModels
+//   GET  /v1/checks                  checks.cc    ListChecks: the history, paged and filtered
+//   GET  /v1/models/{sha256}/reports checks.cc    ListModelReports: a model's stored reports
 //   GET  /v1/openapi.json            openapi.cc   the OpenAPI 3 document (docs/openapi.json)
 //   GET  /healthz  GET /readyz       health.cc    the gRPC health service's answer
 //   POST /v1/hooks/mlflow            hooks_mlflow.cc        MLflow model-registry webhooks
@@ -50,6 +52,7 @@ void AddPageRoutes(Router& router);                 // pages.cc
 void AddHookRoutes(Router& router, Api api);        // hooks_mlflow.cc
 void AddHuggingFaceRoute(Router& router, Api api);  // hooks_huggingface.cc
 void AddDeliveryRoutes(Router& router, Api api);    // hook_deliveries.cc
+void AddCheckListRoutes(Router& router, Api api);   // checks.cc
 
 // The OpenAPI document served at /v1/openapi.json (docs/openapi.json, embedded at build time).
 const std::string& OpenApiDocument();

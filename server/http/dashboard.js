@@ -1,7 +1,10 @@
 // The dashboard pages of axqc-server (docs/report-html.md): "/" (pass rate over time, top failing
-// rules, recent checks) and "/models/{sha256}" (the stored report as the HTML report). Data come
-// from the JSON API (/v1/stats, /v1/models, /v1/reports/{sha256}/html) with the bearer token kept
-// in this browser's localStorage when the server asks for one. No external resources.
+// rules, every check with paging, filters and a search, the webhook deliveries) and
+// "/models/{sha256}" (the stored report as the HTML report, the model's stored reports and its
+// check history). Data come from the JSON API (/v1/stats, /v1/checks, /v1/deliveries,
+// /v1/models/{sha256}/reports, /v1/reports/{sha256}/html) with the bearer token kept in this
+// browser's localStorage when the server asks for one. No external resources; data are written
+// with textContent and attributes only, never as HTML.
 (function () {
   'use strict';
   var TOKEN_KEY = 'axqc-token';
@@ -137,35 +140,149 @@
     }).catch(function (e) { fail('chart', e); });
   }
 
-  function loadModels() {
-    var key = $('label-key').value.trim(), value = $('label-value').value;
-    var q = 'limit=25';
-    if (key && value !== '*') q += '&label.' + encodeURIComponent(key) + '=' + encodeURIComponent(value);
-    api('/v1/models?' + q).then(function (r) { return r.json(); }).then(function (m) {
-      var body = $('models-body');
-      body.textContent = '';
-      (m.models || []).forEach(function (v) {
-        var tr = el('tr', {'class': 'check-row', 'data-sha256': v.sha256, 'data-verdict': v.verdict}, body);
-        el('td', {}, tr, (v.time || '').replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
-        var a = el('a', {href: '/models/' + v.sha256}, el('td', {}, tr), v.name || v.sha256.slice(0, 12));
-        a.title = v.sha256;
-        el('span', {'class': 'verdict verdict-' + v.verdict}, el('td', {}, tr), v.verdict);
-        el('td', {'class': 'n'}, tr, num(v.errors));
-        el('td', {'class': 'n'}, tr, num(v.warnings));
-        var labels = Object.keys(v.labels || {}).sort().map(function (k) { return k + '=' + v.labels[k]; });
-        el('td', {'class': 'small'}, tr, labels.join(' '));
+  // An error in place of a table's rows.
+  function failRow(body, columns, err) {
+    var b = $(body);
+    if (!b) return;
+    b.textContent = '';
+    el('td', {colspan: columns, 'class': 'error'}, el('tr', {}, b), String(err.message || err));
+  }
+  function time(t) { return (t || '').replace('T', ' ').replace(/\.\d+Z$/, 'Z'); }
+
+  // The options of a check or report as a person reads them ("check_value, target ax650").
+  function optionsText(v) {
+    var key = v.options || '', parts = [];
+    if (v.check_value) parts.push('check_value');
+    if ((v.targets || []).length) parts.push('target ' + v.targets.join(','));
+    var ml = /(?:^|;)ml=(\d+)/.exec(key);
+    if (ml && ml[1] !== '5') parts.push('max_locations ' + ml[1]);
+    if (/(?:^|;)p2=/.test(key)) parts.push('pulsar2 config');
+    return parts.length ? parts.join(', ') : 'defaults';
+  }
+  // The page of a check's report: /models/{sha256}?<its options> (from the server).
+  function modelPage(v) {
+    if (v.model_page) return v.model_page;
+    return v.sha256 ? '/models/' + encodeURIComponent(v.sha256) : null;
+  }
+  function labelsText(labels) {
+    return Object.keys(labels || {}).sort().map(function (k) { return k + '=' + labels[k]; }).join(' ');
+  }
+  function verdictCell(tr, verdict) {
+    el('span', {'class': 'verdict verdict-' + verdict}, el('td', {}, tr), verdict);
+  }
+
+  // A paged table of GET /v1/checks: `query()` gives the filters, `ids` the element ids of the
+  // table body, pager buttons and page text; `withName` adds the model name column's link.
+  function checksTable(ids, query, pageSize, emptyText, firstOffset) {
+    var offset = firstOffset || 0;
+    function load() {
+      var q = query() + (query() ? '&' : '') + 'limit=' + pageSize + '&offset=' + offset;
+      api('/v1/checks?' + q).then(function (r) { return r.json(); }).then(function (m) {
+        var body = $(ids.body);
+        body.textContent = '';
+        var checks = m.checks || [], total = num(m.total);
+        checks.forEach(function (v) {
+          var tr = el('tr', {'class': 'check-row', 'data-sha256': v.sha256, 'data-verdict': v.verdict,
+                             'data-request-id': v.request_id, 'data-source': v.source}, body);
+          el('td', {}, tr, time(v.time));
+          var name = v.name || (v.sha256 ? v.sha256.slice(0, 12) : '(no model)');
+          var link = modelPage(v), td = el('td', {}, tr);
+          if (link) {
+            var a = el('a', {href: link, 'class': 'report-link'}, td, name);
+            a.title = v.sha256 + (v.report_query ? '?' + v.report_query : '');
+          } else {
+            td.textContent = name;
+          }
+          el('td', {}, tr, v.source);
+          verdictCell(tr, v.verdict);
+          el('td', {'class': 'n'}, tr, num(v.errors));
+          el('td', {'class': 'n'}, tr, num(v.warnings));
+          el('td', {'class': 'small'}, tr, labelsText(v.labels));
+          el('td', {'class': 'small options'}, tr, optionsText(v));
+        });
+        if (!checks.length) el('td', {colspan: 8, 'class': 'small'}, el('tr', {}, body), emptyText);
+        $(ids.page).textContent = total === 0 ? '0 checks'
+            : !checks.length ? 'none from ' + (offset + 1) + ' on (' + total + ' checks)'
+            : (offset + 1) + '\u2013' + (offset + checks.length) + ' of ' + total + ' checks';
+        $(ids.page).setAttribute('data-total', total);
+        $(ids.prev).disabled = offset === 0;
+        $(ids.next).disabled = m.next_offset === undefined;
+        $(ids.next).onclick = function () { offset = num(m.next_offset); load(); };
+        $(ids.prev).onclick = function () { offset = Math.max(0, offset - pageSize); load(); };
+      }).catch(function (e) { failRow(ids.body, 8, e); });
+    }
+    return {reload: function () { offset = 0; load(); }, load: load};
+  }
+
+  // GET /v1/deliveries, paged by cursor (older) with the cursors of the pages seen (newer).
+  function deliveriesTable() {
+    var cursors = [''];
+    function load() {
+      var q = 'limit=20', src = $('deliveries-source').value, out = $('deliveries-outcome').value;
+      if (src) q += '&source=' + encodeURIComponent(src);
+      if (out) q += '&outcome=' + encodeURIComponent(out);
+      var cursor = cursors[cursors.length - 1];
+      if (cursor) q += '&cursor=' + encodeURIComponent(cursor);
+      api('/v1/deliveries?' + q).then(function (r) { return r.json(); }).then(function (j) {
+        var body = $('deliveries-body');
+        body.textContent = '';
+        var list = j.deliveries || [];
+        list.forEach(function (d) {
+          var tr = el('tr', {'class': 'delivery-row', 'data-delivery-id': d.delivery_id,
+                             'data-state': d.state, 'data-outcome': d.outcome || ''}, body);
+          el('td', {}, tr, time(d.created_time));
+          el('td', {}, tr, d.source);
+          el('td', {'class': 'mono'}, tr, d.model);
+          el('td', {'class': 'mono small'}, tr, (d.revision || '').slice(0, 16));
+          el('td', {'class': d.state === 'failed' ? 'outcome-failed' : d.state === 'done' ? 'outcome-done' : ''},
+             tr, d.state);
+          el('td', {}, tr, d.outcome || '');
+          el('td', {'class': 'n'}, tr, num(d.attempts));
+          el('td', {'class': 'err'}, tr, d.error || '');
+          el('td', {'class': 'mono small'}, tr, d.request_id || '');
+          var td = el('td', {}, tr);
+          if (d.model_page) el('a', {href: d.model_page, 'class': 'report-link'}, td, 'report');
+        });
+        if (!list.length) el('td', {colspan: 10, 'class': 'small'}, el('tr', {}, body), 'no deliveries');
+        $('deliveries-page').textContent = 'page ' + cursors.length;
+        $('deliveries-prev').disabled = cursors.length === 1;
+        $('deliveries-next').disabled = !j.next_cursor;
+        $('deliveries-next').onclick = function () { cursors.push(j.next_cursor); load(); };
+        $('deliveries-prev').onclick = function () { cursors.pop(); load(); };
+      }).catch(function (e) {
+        var body = $('deliveries-body');
+        body.textContent = '';
+        el('td', {colspan: 10, 'class': 'small'}, el('tr', {}, body), String(e.message || e));
+        $('deliveries-prev').disabled = $('deliveries-next').disabled = true;
       });
-      if (!(m.models || []).length) {
-        el('td', {colspan: 6, 'class': 'small'}, el('tr', {}, body), 'no checks yet');
-      }
-    }).catch(function (e) { fail('models', e); });
+    }
+    return {reload: function () { cursors = ['']; load(); }};
   }
 
   function dashboard() {
     var params = new URLSearchParams(location.search);
     if (params.get('window') && WINDOWS[params.get('window')]) $('window').value = params.get('window');
     if (params.get('label')) $('label-key').value = params.get('label');
-    function reload() { loadStats(); loadModels(); }
+    // Preselected filters of the checks (?q=...&verdict=...&source=...) and deliveries.
+    if (params.get('q')) $('checks-q').value = params.get('q').slice(0, 100);
+    [['verdict', 'checks-verdict'], ['source', 'checks-source'],
+     ['delivery_source', 'deliveries-source'], ['outcome', 'deliveries-outcome']].forEach(function (p) {
+      var v = params.get(p[0]), sel = $(p[1]);
+      if (v && Array.prototype.some.call(sel.options, function (o) { return o.value === v; })) sel.value = v;
+    });
+    var checks = checksTable({body: 'checks-body', page: 'checks-page', prev: 'checks-prev', next: 'checks-next'},
+      function () {
+        var key = $('label-key').value.trim(), value = $('label-value').value, q = [];
+        if (key && value !== '*') q.push('label.' + encodeURIComponent(key) + '=' + encodeURIComponent(value));
+        var text = $('checks-q').value.trim();
+        if (text) q.push('q=' + encodeURIComponent(text));
+        if ($('checks-verdict').value) q.push('verdict=' + encodeURIComponent($('checks-verdict').value));
+        if ($('checks-source').value) q.push('source=' + encodeURIComponent($('checks-source').value));
+        return q.join('&');
+      }, 25, 'no checks', Math.min(1000000, Math.max(0, parseInt(params.get('offset'), 10) || 0)));
+    var deliveries = deliveriesTable();
+    function reload() { loadStats(); checks.reload(); }
+    function first() { loadStats(); checks.load(); }
     $('window').onchange = reload;
     $('label-value').onchange = reload;
     $('label-key').onchange = function () {
@@ -174,21 +291,84 @@
       sel.value = '*';
       reload();
     };
-    reload();
+    var typing = null;
+    $('checks-q').oninput = function () {
+      clearTimeout(typing);
+      typing = setTimeout(checks.reload, 250);
+    };
+    $('checks-verdict').onchange = checks.reload;
+    $('checks-source').onchange = checks.reload;
+    $('deliveries-source').onchange = deliveries.reload;
+    $('deliveries-outcome').onchange = deliveries.reload;
+    first();
+    deliveries.reload();
   }
 
   // ---- "/models/{sha256}" ----
+  // The stored reports of the model, each linking to its page; the one shown is marked.
+  function modelReports(sha, shownQuery) {
+    return api('/v1/models/' + encodeURIComponent(sha) + '/reports').then(function (r) { return r.json(); })
+      .then(function (j) {
+        var body = $('model-reports-body');
+        body.textContent = '';
+        var list = j.reports || [];
+        list.forEach(function (v) {
+          var shown = v.current && v.report_query === shownQuery;
+          var tr = el('tr', {'class': 'report-row' + (shown ? ' current' : ''),
+                             'data-options': v.options, 'data-verdict': v.verdict}, body);
+          el('td', {'class': 'small options'}, tr, optionsText(v));
+          el('td', {}, tr, v.rule_set_version + (v.current ? '' : ' (older)'));
+          verdictCell(tr, v.verdict);
+          el('td', {}, tr, time(v.created_time));
+          var td = el('td', {}, tr);
+          if (shown) {
+            td.textContent = 'shown';
+          } else if (v.model_page) {
+            el('a', {href: v.model_page, 'class': 'report-link'}, td, 'open');
+          } else {
+            td.textContent = v.current ? 'needs its Pulsar2 configuration (pulsar2_config=...)'
+                                       : 'checked again when asked for';
+          }
+        });
+        if (!list.length) {
+          el('td', {colspan: 5, 'class': 'small'}, el('tr', {}, body), 'no stored report of this model');
+        }
+        return list;
+      });
+  }
+
   function report(sha) {
-    var qs = location.search || '';
-    api('/v1/reports/' + encodeURIComponent(sha) + '/html' + qs)
+    var shownQuery = (location.search || '').replace(/^\?/, '');
+    var history = checksTable({body: 'model-history-body', page: 'model-history-page',
+                               prev: 'model-history-prev', next: 'model-history-next'},
+      function () { return 'sha256=' + encodeURIComponent(sha); }, 10, 'no checks of this model');
+    var lists = modelReports(sha, shownQuery).catch(function (e) { failRow('model-reports-body', 5, e); });
+    history.reload();
+    api('/v1/reports/' + encodeURIComponent(sha) + '/html' + (location.search || ''))
       .then(function (r) { return r.text(); })
       .then(function (html) {
-        // The report is a whole document with its own scripts: it replaces this page.
-        document.open();
-        document.write(html);
-        document.close();
+        // The report is a whole document with its own scripts: it replaces this page, and the
+        // lists of the model (built above, their handlers kept) move into it.
+        var reports = $('model-reports'), past = $('model-history');
+        return lists.then(function () {
+          document.open();
+          document.write(html);
+          document.close();
+          var main = document.querySelector('main') || document.body;
+          main.insertBefore(reports, main.firstChild);
+          main.appendChild(past);
+          // document.open() erased the handlers of the old nodes: the pager binds them again.
+          history.load();
+        });
       })
-      .catch(function (e) { fail('report', e); });
+      .catch(function (e) {
+        var box = $('report');
+        box.textContent = '';
+        el('p', {'class': 'error'}, box, String(e.message || e));
+        el('p', {'id': 'report-missing'}, box, 'No report of this model with ' +
+           (shownQuery ? 'the options ' + shownQuery : 'the default options') +
+           ' is stored; the reports of this model that are stored are listed below.');
+      });
   }
 
   var page = document.body.getAttribute('data-page');

@@ -473,6 +473,9 @@ void ListDeliveriesRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Respon
                           {"updated_time", Rfc3339OfMs(d.updated_ms)}};
       if (!d.sha256.empty()) {
         j["report"] = ReportLink(d);
+        // The dashboard's page of that report (the same query string).
+        const std::string link = j["report"];
+        j["model_page"] = "/models/" + link.substr(std::string("/v1/reports/").size());
       }
       if ((d.state == "pending" || d.state == "writing_back") && d.owner.empty()) {
         j["next_attempt_time"] = Rfc3339OfMs(d.next_attempt_ms);

@@ -30,7 +30,11 @@ th{background:#f6f8fa}td.n{text-align:right}
 .chart{width:100%;max-width:760px;height:auto}
 .chart .grid{stroke:#e3e7eb}.chart .axis{font-size:11px;fill:#57606a}
 .chart .line{fill:none;stroke:#1565c0;stroke-width:2}.chart .point{fill:#1565c0}
-.controls label{margin-right:14px}
+.controls label{margin-right:14px}div.controls{margin:0 0 8px}
+.pager{margin:8px 0 0}.pager button{font-size:12px}
+.outcome-failed{color:#c62828;font-weight:600}.outcome-done{color:#2e7d32;font-weight:600}
+td.err{max-width:320px;overflow-wrap:anywhere;color:#c62828;font-size:12px}
+tr.current td{background:#fff8c5}
 )CSS";
 
 std::string Shell(const std::string& title, const std::string& body_attrs,
@@ -61,19 +65,43 @@ const std::string& DashboardPage() {
       "<section><h2>Top failing rules</h2><table><thead><tr><th>rule</th><th>checks</th>"
       "<th>models</th><th>findings</th></tr></thead><tbody id=\"rules-body\"></tbody></table>"
       "</section>\n"
-      "<section id=\"models\"><h2>Recent checks</h2><p class=\"small\">The latest check of each "
-      "model, newest first; a model's name opens its report.</p><table><thead><tr><th>time "
-      "(UTC)</th><th>model</th><th>verdict</th><th>errors</th><th>warnings</th><th>labels</th>"
-      "</tr></thead><tbody id=\"models-body\"></tbody></table></section>\n</main>\n");
+      "<section id=\"checks\"><h2>Checks</h2><p class=\"small\">Every check, newest first; a "
+      "model's name opens the report of that check's options. The label above filters these "
+      "too.</p><div class=\"controls\"><label>Search <input id=\"checks-q\" type=\"search\" "
+      "size=\"24\" maxlength=\"100\" placeholder=\"model name contains\"></label><label>Verdict "
+      "<select id=\"checks-verdict\"><option value=\"\">any</option><option "
+      "value=\"conformant\">conformant</option><option value=\"non_conformant\">non_conformant"
+      "</option><option value=\"not_applicable\">not_applicable</option><option "
+      "value=\"invalid_input\">invalid_input</option><option value=\"checker_failed\">"
+      "checker_failed</option></select></label><label>Source <select id=\"checks-source\">"
+      "<option value=\"\">any</option><option value=\"upload\">upload</option><option "
+      "value=\"path\">path</option><option value=\"url\">url</option><option "
+      "value=\"inline\">inline</option><option value=\"webhook\">webhook</option></select>"
+      "</label></div><table><thead><tr><th>time (UTC)</th><th>model</th><th>source</th>"
+      "<th>verdict</th><th>errors</th><th>warnings</th><th>labels</th><th>options</th></tr>"
+      "</thead><tbody id=\"checks-body\"></tbody></table><p class=\"pager\"><button "
+      "id=\"checks-prev\" type=\"button\">&larr; newer</button> <span id=\"checks-page\" "
+      "class=\"small\"></span> <button id=\"checks-next\" type=\"button\">older &rarr;"
+      "</button></p></section>\n"
+      "<section id=\"deliveries\"><h2>Webhook deliveries</h2><p class=\"small\">Registry "
+      "webhooks (MLflow, Hugging Face) as the server received them, newest first: state, outcome, "
+      "last error, the request id of the check and its report.</p><div class=\"controls\">"
+      "<label>Source <select id=\"deliveries-source\"><option value=\"\">any</option><option "
+      "value=\"huggingface\">huggingface</option><option value=\"mlflow\">mlflow</option>"
+      "</select></label><label>Outcome <select id=\"deliveries-outcome\"><option "
+      "value=\"\">any</option><option value=\"conformant\">conformant</option><option "
+      "value=\"non_conformant\">non_conformant</option><option value=\"not_applicable\">"
+      "not_applicable</option><option value=\"invalid_input\">invalid_input</option><option "
+      "value=\"download_failed\">download_failed</option><option value=\"policy_refused\">"
+      "policy_refused</option><option value=\"check_failed\">check_failed</option><option "
+      "value=\"writeback_failed\">writeback_failed</option></select></label></div><table>"
+      "<thead><tr><th>received (UTC)</th><th>source</th><th>model</th><th>revision</th>"
+      "<th>state</th><th>outcome</th><th>attempts</th><th>error</th><th>request id</th>"
+      "<th>report</th></tr></thead><tbody id=\"deliveries-body\"></tbody></table><p "
+      "class=\"pager\"><button id=\"deliveries-prev\" type=\"button\">&larr; newer</button> "
+      "<span id=\"deliveries-page\" class=\"small\"></span> <button id=\"deliveries-next\" "
+      "type=\"button\">older &rarr;</button></p></section>\n</main>\n");
   return page;
-}
-
-bool IsSha256(const std::string& s) {
-  if (s.size() != 64) return false;
-  for (char c : s) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
 }
 
 // Nothing is loaded from elsewhere. Scripts: /ui/dashboard.js and, on the model page (which
@@ -98,6 +126,22 @@ Response Page(std::string body, const char* type, const Request& request) {
   return r;
 }
 
+// The model page's lists (dashboard.js fills them; with a report they move into its document):
+// the stored reports of the model and its check history.
+std::string ModelSections() {
+  return "<section id=\"model-reports\"><h2>Stored reports of this model</h2><p "
+         "class=\"small\">One per option set and rule set version; each opens its report.</p>"
+         "<table><thead><tr><th>options</th><th>rule set</th><th>verdict</th><th>stored (UTC)"
+         "</th><th></th></tr></thead><tbody id=\"model-reports-body\"></tbody></table></section>"
+         "<section id=\"model-history\"><h2>Check history of this model</h2><table><thead><tr>"
+         "<th>time (UTC)</th><th>name</th><th>source</th><th>verdict</th><th>errors</th>"
+         "<th>warnings</th><th>labels</th><th>options</th></tr></thead><tbody "
+         "id=\"model-history-body\"></tbody></table><p class=\"pager\"><button "
+         "id=\"model-history-prev\" type=\"button\">&larr; newer</button> <span "
+         "id=\"model-history-page\" class=\"small\"></span> <button "
+         "id=\"model-history-next\" type=\"button\">older &rarr;</button></p></section>";
+}
+
 }  // namespace
 
 void AddPageRoutes(Router& router) {
@@ -116,7 +160,7 @@ void AddPageRoutes(Router& router) {
   model.page = true;
   model.handle = [](Request& request, Reply reply) {
     const std::string sha = request.path_params["sha256"];
-    if (!IsSha256(sha)) {
+    if (!IsSha256Hex(sha)) {
       reply(ErrorResponse(grpc::Status(grpc::StatusCode::NOT_FOUND,
                                        "a model page is /models/<sha256, lowercase hex>"),
                           request.Header("x-request-id")));
@@ -128,7 +172,8 @@ void AddPageRoutes(Router& router) {
                      "Report " +
                          sha.substr(0, 12) +
                          "&hellip;</h1></header><main><section id=\"report\">Loading the "
-                         "report&hellip;</section></main>\n"),
+                         "report&hellip;</section>" +
+                         ModelSections() + "</main>\n"),
                "text/html; charset=utf-8", request));
   };
   router.Add(std::move(model));

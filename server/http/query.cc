@@ -213,6 +213,85 @@ grpc::Status ParseModelsQuery(const Request& request, v1::ListModelsRequest& req
   return grpc::Status::OK;
 }
 
+namespace {
+
+// The value of `name` when it is one of `values`; INVALID_ARGUMENT naming them otherwise.
+grpc::Status OneOf(const Request& request, const char* name,
+                   std::initializer_list<const char*> values, std::string* out) {
+  auto v = request.Query(name);
+  if (!v) return grpc::Status::OK;
+  std::string allowed;
+  for (const char* a : values) {
+    if (*v == a) {
+      *out = *v;
+      return grpc::Status::OK;
+    }
+    allowed += allowed.empty() ? a : std::string(", ") + a;
+  }
+  return Invalid(std::string(name) + " must be one of " + allowed + ", not '" + Clip(*v, 64) + "'");
+}
+
+}  // namespace
+
+bool IsSha256Hex(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+grpc::Status ParseChecksQuery(const Request& request, ChecksQuery& q) {
+  if (auto st = KnownParams(request, {"verdict", "source", "sha256", "q", "limit", "offset"});
+      !st.ok()) {
+    return st;
+  }
+  if (auto st = OneOf(
+          request, "verdict",
+          {"conformant", "non_conformant", "not_applicable", "invalid_input", "checker_failed"},
+          &q.verdict);
+      !st.ok()) {
+    return st;
+  }
+  if (auto st = OneOf(request, "source", {"path", "url", "inline", "upload", "webhook"}, &q.source);
+      !st.ok()) {
+    return st;
+  }
+  if (auto v = request.Query("sha256")) {
+    if (!IsSha256Hex(*v)) return Invalid("sha256 must be 64 lowercase hexadecimal digits");
+    q.sha256 = *v;
+  }
+  if (auto v = request.Query("q")) {
+    if (v->size() > kMaxChecksSearch) {
+      return Invalid("q is longer than " + std::to_string(kMaxChecksSearch) + " bytes");
+    }
+    if (!ValidUtf8(*v)) return Invalid("q is not valid UTF-8");
+    for (unsigned char c : *v) {
+      if (c < 0x20 || c == 0x7f) return Invalid("q contains a control character");
+    }
+    q.search = *v;
+  }
+  q.label_filter = LabelParams(request);
+  if (auto st = ValidateLabels(q.label_filter, "label_filter"); !st.ok()) return st;
+  std::uint32_t limit = 50;
+  if (request.Query("limit")) {
+    if (auto st = UintParam(request, "limit", &limit); !st.ok()) return st;
+    if (limit == 0 || limit > kMaxChecksLimit) {
+      return Invalid("limit must be 1.." + std::to_string(kMaxChecksLimit));
+    }
+  }
+  q.limit = limit;
+  if (auto v = request.Query("offset")) {
+    std::uint64_t offset = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), offset);
+    if (ec != std::errc() || p != v->data() + v->size() || offset > kMaxChecksOffset) {
+      return Invalid("offset must be a number 0.." + std::to_string(kMaxChecksOffset));
+    }
+    q.offset = offset;
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status ParseDeliveriesQuery(const Request& request, DeliveriesQuery& q) {
   for (const auto& [k, v] : request.query) {
     if (k != "source" && k != "outcome" && k != "state" && k != "limit" && k != "cursor") {

@@ -46,5 +46,15 @@ grpc::Status ParseModelsQuery(const Request& request, v1::ListModelsRequest& req
 // default 50), cursor (the next_cursor of the previous page).
 inline constexpr std::uint32_t kMaxDeliveriesLimit = 1000;
 grpc::Status ParseDeliveriesQuery(const Request& request, DeliveriesQuery& q);
+// GET /v1/checks: verdict, source (each one of its known values), sha256 (64 lowercase hex
+// digits), q (a substring of the model name, at most kMaxChecksSearch bytes of UTF-8 without
+// control characters), label.KEY (as GET /v1/models), limit (1-kMaxChecksLimit, default 50),
+// offset (at most kMaxChecksOffset). Validated here: the store binds them as they are.
+inline constexpr std::uint32_t kMaxChecksLimit = 200;
+inline constexpr std::uint64_t kMaxChecksOffset = 1000000;
+inline constexpr std::size_t kMaxChecksSearch = 100;
+grpc::Status ParseChecksQuery(const Request& request, ChecksQuery& q);
+// "/v1/models/{sha256}/reports" and "/models/{sha256}": 64 lowercase hex digits.
+bool IsSha256Hex(const std::string& s);
 
 }  // namespace axqc::server::http

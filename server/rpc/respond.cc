@@ -92,6 +92,11 @@ void RecordHistory(const ServiceDeps& d, const CheckCall& call, const v1::Report
   row.warnings = fields.warnings;
   row.duration_ms = SecondsSince(call.start) * 1e3;
   row.labels = fields.labels;
+  try {
+    row.options = service::OptionsKey(fields.options);
+  } catch (const std::exception&) {
+    // Options that never reached a check (an unknown chip): the row keeps the defaults.
+  }
   if (!fields.options.targets().empty()) {
     // The chips as resolved (the cache key's order), so that group_by=axqc.target counts the
     // same request the same way however it named them.

@@ -222,6 +222,8 @@ EXPECTED = {
         ("curl -s 'http://127.0.0.1:8080/v1/stats?window=7d&group_by=project&top_rules=5'", 0),
         ("curl -s 'http://127.0.0.1:8080/v1/models?label.project=detector'", 0),
         ("curl -s http://127.0.0.1:8080/v1/openapi.json", 0),
+        ("curl -s 'http://127.0.0.1:8080/v1/checks?verdict=non_conformant&q=yolo&limit=20'", 0),
+        ('curl -s "http://127.0.0.1:8080/v1/models/$sha/reports"', 0),
         ("curl -s 'http://127.0.0.1:8080/v1/deliveries?outcome=download_failed&limit=20'", 0),
         ("""body='{"entity":"model_version","action":"created","timestamp":"2026-12-01T10:00:00Z","data":{"name":"detector","version":"3","run_id":"4f1c9a"}}'""", 0),
         ("id=0f8a2c4e-delivery-1", 0),

@@ -34,6 +34,8 @@ inline const std::vector<std::pair<std::string, std::string>>& HttpRoutePatterns
       {"GET", "/v1/rules"},
       {"GET", "/v1/stats"},
       {"GET", "/v1/models"},
+      {"GET", "/v1/checks"},
+      {"GET", "/v1/models/{sha256}/reports"},
       {"GET", "/v1/deliveries"},
       {"GET", "/v1/openapi.json"},
       {"GET", "/healthz"},
@@ -164,6 +166,27 @@ inline std::string RunHttpQueryInput(const std::uint8_t* data, std::size_t size)
       if (const std::string err = RoundTrips(req); !err.empty()) return "GET /v1/models: " + err;
     } else if (const std::string err = CheckRefusal(st); !err.empty()) {
       return "GET /v1/models: " + err;
+    }
+  }
+  {
+    // GET /v1/checks: an accepted query is what the store binds as parameters; it must keep
+    // within the bounds the parser promises.
+    server::ChecksQuery q;
+    const grpc::Status st = server::http::ParseChecksQuery(request, q);
+    if (st.ok()) {
+      if (q.limit == 0 || q.limit > server::http::kMaxChecksLimit) return "GET /v1/checks: limit";
+      if (q.offset > server::http::kMaxChecksOffset) return "GET /v1/checks: offset";
+      if (q.search.size() > server::http::kMaxChecksSearch || !server::ValidUtf8(q.search)) {
+        return "GET /v1/checks: search accepted beyond its bounds";
+      }
+      if (!q.sha256.empty() && !server::http::IsSha256Hex(q.sha256)) {
+        return "GET /v1/checks: sha256 accepted that is not 64 hex digits";
+      }
+      if (!server::ValidateLabels(q.label_filter, "label_filter").ok()) {
+        return "GET /v1/checks: label filter accepted that the validation refuses";
+      }
+    } else if (const std::string err = CheckRefusal(st); !err.empty()) {
+      return "GET /v1/checks: " + err;
     }
   }
   return "";

@@ -13,10 +13,14 @@
    "caused by" links to the cause's row, and every in-page link leads to an element.
 1b. A generated model of 400+ nodes (axqc-bench-gen --violations): its map of the whole model with
    linear chains collapsed, and a deep link (#<finding id>) that opens the folded group.
-2. axqc-server (release binary, HTTP port, no token) after checks with labels: "/" must show a
-   pass-rate chart with data points, the failing rules of those checks and the recent checks with
-   their verdicts; "/models/{sha256}" must show the stored report with its graph views, and a deep
-   link into a folded group opens it there too.
+2. axqc-server (release binary, HTTP port, no token, Hugging Face webhooks against a stub Hub)
+   after checks with labels and options and two webhook deliveries (one checked, one whose
+   download failed): "/" must show a pass-rate chart with data points, the failing rules of those
+   checks, every check (one row each, linked to the report of its options; search, filters and
+   pages through the page's own URL parameters) and the deliveries with their outcome, error,
+   request id and report link; "/models/{sha256}" must show the stored report with its graph
+   views, every stored report of the model and its check history, and say so and list the stored
+   reports when none has the options asked for.
 
 Screenshots of each view are written to $AXQC_SCREENSHOTS when set (scripts/screenshots.sh writes
 docs/images/), else into a temporary directory. Exit 77 (skipped) when Chromium is not installed.
@@ -32,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/release")
 SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -45,6 +50,10 @@ PASSING = os.path.join(EXPORTS, "spec_cnn_op17.onnx")
 WORK = tempfile.mkdtemp(prefix="axqc-browser-")
 SHOTS = os.environ.get("AXQC_SCREENSHOTS") or os.path.join(WORK, "shots")
 SERVER_PROC = None
+HF_SECRET = "browser-test-hf-secret"
+HF_REVISION = "5" * 40
+sys.path.insert(0, os.path.join(SOURCE, "tests", "server", "http"))
+import registry_stub  # noqa: E402  (tests/server/http/registry_stub.py)
 
 
 def finish(rc):
@@ -225,6 +234,26 @@ def post(port, path, body, headers=None):
     return r.status, data
 
 
+def get_json(port, path):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", path)
+    r = conn.getresponse()
+    data = r.read()
+    conn.close()
+    return r.status, json.loads(data)
+
+
+def settled_deliveries(port, want):
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        st, j = get_json(port, "/v1/deliveries")
+        done = [d for d in j.get("deliveries", []) if d["state"] in ("done", "failed")]
+        if st == 200 and len(done) >= want:
+            return j["deliveries"]
+        time.sleep(0.25)
+    check(False, f"{want} webhook deliveries finished")
+
+
 def main():
     global SERVER_PROC
     if CHROME is None:
@@ -307,10 +336,20 @@ def main():
     # --- 2. the dashboard of a running server ---
     ready = os.path.join(WORK, "ready.json")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AXQC_")}
+    # A stub Hub with one model (org/classifier at HF_REVISION); org/missing has none (404).
+    hub = os.path.join(WORK, "hub")
+    os.makedirs(os.path.join(hub, "org", "classifier", HF_REVISION))
+    shutil.copy(PASSING, os.path.join(hub, "org", "classifier", HF_REVISION, "model.onnx"))
+    stub, stub_port = registry_stub.start(hub, None)
+    with open(os.path.join(WORK, "hf-secret"), "w") as f:
+        f.write(HF_SECRET + "\n")
     SERVER_PROC = subprocess.Popen(
         [SERVER, "--listen", "127.0.0.1:0", "--metrics-listen", "", "--http-listen",
          "127.0.0.1:0", "--ready-file", ready, "--store-path",
-         os.path.join(WORK, "store.sqlite3")],
+         os.path.join(WORK, "store.sqlite3"), "--url-allow-host", f"127.0.0.1:{stub_port}",
+         "--huggingface-webhook-secret-file", os.path.join(WORK, "hf-secret"),
+         "--huggingface-url", f"http://127.0.0.1:{stub_port}", "--webhook-check-value", "true",
+         "--webhook-max-attempts", "1"],
         stdout=open(os.path.join(WORK, "server.log"), "w"), stderr=subprocess.STDOUT, env=env)
     deadline = time.time() + 30
     while time.time() < deadline and not (os.path.exists(ready) and os.path.getsize(ready) > 0):
@@ -344,10 +383,85 @@ def main():
           "recent checks show each model's verdict")
     links = {e["attrs"].get("href") for e in dom.find("a")}
     check(f"/models/{shas[FAILING]}" in links, "a recent check links to its report page")
-    browser(base + "/", screenshot=os.path.join(SHOTS, "dashboard.png"), size="1280,1100")
     dom = Dom(browser(base + "/?label=project"))
     values = {e["attrs"].get("value") for e in dom.find("option")}
     check({"vit", "cnn"} <= values, f"the label's values are selectable ({sorted(values - {None})})")
+
+    # --- 3. every check with its options, and the webhook deliveries ---
+    with open(FAILING_CNN, "rb") as f:
+        st, data = post(port, "/v1/check?name=cnn-value-checks.onnx&check_value=true"
+                        "&label.project=cnn", f.read(), {"Content-Type": "application/octet-stream"})
+    check(st == 200 and json.loads(data)["check_value"] is True, "POST /v1/check with check_value")
+    for repo in ("org/classifier", "org/missing"):
+        body = json.dumps({"event": {"action": "update", "scope": "repo.content"},
+                           "repo": {"type": "model", "name": repo, "headSha": HF_REVISION}})
+        st, data = post(port, "/v1/hooks/huggingface", body,
+                        {"X-Webhook-Secret": HF_SECRET, "Content-Type": "application/json"})
+        check(st == 202, f"Hub delivery of {repo}: 202 (got {st} {data[:200]})")
+    deliveries = {d["model"]: d for d in settled_deliveries(port, 2)}
+    good, bad = deliveries["org/classifier"], deliveries["org/missing"]
+    check(good["state"] == "done" and good["outcome"] in ("conformant", "non_conformant") and
+          bad["state"] == "failed" and bad["outcome"] == "download_failed",
+          f"one delivery checked, one failed to download (got {good['outcome']}, {bad['outcome']})")
+    dom = Dom(browser(base + "/"))
+    rows = dom.find("tr", cls="check-row")
+    check(len(rows) == 6, f"one row per check: 4 uploads, 1 with check_value, 1 webhook (got {len(rows)})")
+    page = dom.find("span", id="checks-page")[0]
+    check(page["attrs"].get("data-total") == "6" and "of 6 checks" in page["text"],
+          f"the pager counts 6 checks (got {page})")
+    hrefs = [a["attrs"].get("href") for a in dom.find("a", cls="report-link")]
+    check(f"/models/{shas[FAILING_CNN]}?check_value=true" in hrefs and
+          f"/models/{shas[FAILING_CNN]}" in hrefs,
+          f"the same model's checks link the reports of their own options ({hrefs})")
+    check(f"/models/{shas[PASSING]}?check_value=true" in hrefs and
+          sum(1 for r in rows if r["attrs"].get("data-sha256") == shas[PASSING]) == 3,
+          "the model checked by CI and by the registry under another name keeps both rows")
+    webhook = [r for r in rows if r["attrs"].get("data-source") == "webhook"]
+    check(len(webhook) == 1 and webhook[0]["attrs"]["data-request-id"] == good["request_id"],
+          "the webhook's check is a row with the delivery's request id")
+    drows = {r["attrs"]["data-delivery-id"]: r for r in dom.find("tr", cls="delivery-row")}
+    check(set(drows) == {good["delivery_id"], bad["delivery_id"]},
+          f"the deliveries section lists both deliveries ({sorted(drows)})")
+    check(drows[bad["delivery_id"]]["attrs"]["data-state"] == "failed" and
+          drows[bad["delivery_id"]]["attrs"]["data-outcome"] == "download_failed" and
+          drows[good["delivery_id"]]["attrs"]["data-outcome"] == good["outcome"],
+          "the deliveries' states and outcomes")
+    cells = [e["text"] for e in dom.find("td", cls="err")]
+    check(any("404" in c for c in cells), f"the failed delivery shows its error ({cells})")
+    cells = [e["text"] for e in dom.find("td")]
+    check(good["request_id"] in cells and bad["request_id"] in cells,
+          "each delivery shows its check's request id")
+    check(good["model_page"] in hrefs and good["model_page"].endswith("?check_value=true"),
+          f"the checked delivery links the report of its options ({good['model_page']})")
+    browser(base + "/", screenshot=os.path.join(SHOTS, "dashboard.png"), size="1280,1750")
+    dom = Dom(browser(base + "/?delivery_source=huggingface&outcome=download_failed"))
+    drows = [r["attrs"]["data-delivery-id"] for r in dom.find("tr", cls="delivery-row")]
+    check(drows == [bad["delivery_id"]], f"outcome filter: only the failed delivery ({drows})")
+    dom = Dom(browser(base + "/?q=" + urllib.parse.quote("VALUE-CHECKS")))
+    names = [e["text"] for e in dom.find("a", cls="report-link") if e["text"] != "report"]
+    check(names == ["cnn-value-checks.onnx"], f"the search finds the check by its name ({names})")
+    dom = Dom(browser(base + "/?verdict=conformant&source=upload"))
+    verdicts = {r["attrs"]["data-verdict"] for r in dom.find("tr", cls="check-row")}
+    check(len(dom.find("tr", cls="check-row")) == 2 and verdicts == {"conformant"},
+          f"verdict and source filters: the 2 conformant uploads ({verdicts})")
+    # Pages of 25: 20 more checks of a stored model, then the second page.
+    with open(PASSING, "rb") as f:
+        passing = f.read()
+    for i in range(20):
+        st, _ = post(port, f"/v1/check?name=batch-{i:02d}.onnx", passing,
+                     {"Content-Type": "application/octet-stream"})
+        check(st == 200 or i > 0, "20 more checks")
+    dom = Dom(browser(base + "/"))
+    page = dom.find("span", id="checks-page")[0]["text"]
+    nxt = dom.find("button", id="checks-next")[0]["attrs"]
+    check(len(dom.find("tr", cls="check-row")) == 25 and "1\u201325 of 26" in page and
+          "disabled" not in nxt, f"the first page of 26 checks: 25 rows, next enabled ({page})")
+    dom = Dom(browser(base + "/?offset=25"))
+    rows = dom.find("tr", cls="check-row")
+    page = dom.find("span", id="checks-page")[0]["text"]
+    check(len(rows) == 1 and "26\u201326 of 26" in page and
+          "disabled" in dom.find("button", id="checks-next")[0]["attrs"],
+          f"the second page: the oldest check ({page})")
 
     dom = Dom(browser(f"{base}/models/{shas[FAILING]}"))
     check(dom.find("span", id="verdict") and dom.find("span", id="verdict")[0]["text"] ==
@@ -364,8 +478,39 @@ def main():
     check(row and any(t == "details" and "open" in a for t, a in row[0]["ancestors"]) and
           dom.find("nav", id="toc") != [],
           f"/models/{{sha256}}#{target}: the table of contents, and the finding's <details> open")
-    browser(f"{base}/models/{shas[FAILING_CNN]}", screenshot=os.path.join(SHOTS, "server-report.png"),
-            size="1400,1300")
+    # The model page: the report of the options asked for, every stored report, the history.
+    dom = Dom(browser(f"{base}/models/{shas[FAILING_CNN]}?check_value=true"))
+    check(dom.find("span", id="verdict") and dom.find("span", id="verdict")[0]["text"] ==
+          "non_conformant", "/models/{sha256}?check_value=true: the report of those options")
+    reps = dom.find("tr", cls="report-row")
+    check(sorted(r["attrs"]["data-options"][:4] for r in reps) == ["cv=0", "cv=1"] and
+          [r["attrs"]["data-options"][:4] for r in dom.find("tr", cls="current")] == ["cv=1"],
+          f"both stored reports listed, the shown one marked ({[r['attrs'] for r in reps]})")
+    hrefs = [a["attrs"].get("href") for a in dom.find("a", cls="report-link")]
+    check(f"/models/{shas[FAILING_CNN]}" in hrefs, f"the other report is a link ({hrefs})")
+    hist = dom.find("tr", cls="check-row")
+    check(len(hist) == 2 and {r["attrs"]["data-sha256"] for r in hist} == {shas[FAILING_CNN]},
+          f"the model's check history: its 2 checks ({len(hist)})")
+    dom = Dom(browser(f"{base}/models/{shas[PASSING]}?check_value=true"))
+    hist = dom.find("tr", cls="check-row")
+    check(dom.find("span", id="verdict") and dom.find("span", id="verdict")[0]["text"] == good["outcome"],
+          "the page of the model the registry delivered: the report of its options")
+    page = dom.find("span", id="model-history-page")[0]["text"]
+    check("of 23 checks" in page and len(hist) == 10,
+          f"its history: 23 checks (2 uploads, 1 webhook, 20 more), 10 a page ({page}, {len(hist)})")
+    browser(f"{base}/models/{shas[PASSING]}?check_value=true",
+            screenshot=os.path.join(SHOTS, "server-report.png"), size="1400,1300")
+    # No report with the options asked for: the page says so and lists the stored ones.
+    dom = Dom(browser(f"{base}/models/{shas[FAILING]}?target=ax650"))
+    missing = dom.find("p", id="report-missing")
+    check(missing and "target=ax650" in missing[0]["text"] and not dom.find("span", id="verdict"),
+          f"no report for target=ax650: the page says so ({missing})")
+    reps = dom.find("tr", cls="report-row")
+    check(len(reps) == 1 and dom.find("a", cls="report-link") and
+          dom.find("a", cls="report-link")[0]["attrs"]["href"] == f"/models/{shas[FAILING]}",
+          "and links the report that is stored")
+    browser(f"{base}/models/{shas[FAILING]}?target=ax650",
+            screenshot=os.path.join(SHOTS, "server-no-report.png"), size="1280,800")
     print("screenshots in", SHOTS)
     return finish(0)
 

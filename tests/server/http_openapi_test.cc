@@ -51,6 +51,8 @@ TEST(HttpOpenApi, EveryRouteIsDocumentedAndEveryDocumentedPathIsRouted) {
   EXPECT_TRUE(routed.count({"get", "/v1/reports/{sha256}"}));
   EXPECT_TRUE(routed.count({"get", "/v1/stats"}));
   EXPECT_TRUE(routed.count({"get", "/v1/models"}));
+  EXPECT_TRUE(routed.count({"get", "/v1/checks"}));
+  EXPECT_TRUE(routed.count({"get", "/v1/models/{sha256}/reports"}));
   EXPECT_TRUE(routed.count({"post", "/v1/hooks/mlflow"}));
   EXPECT_TRUE(routed.count({"get", "/v1/reports/{sha256}/html"}));
   // The dashboard's pages are routes too, but not endpoints of the API.

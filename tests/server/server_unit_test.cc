@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -161,6 +162,29 @@ TEST(ReportProto, CacheKeyHasShaOptionsAndRuleSet) {
   EXPECT_EQ(service::OptionsKey(o), "cv=1;ml=7");
   EXPECT_EQ(service::CacheKey("abc", o),
             "abc|cv=1;ml=7|" + std::string(kRuleSetVersion) + "|" + service::kReportRevision);
+}
+
+// An OptionsKey back to the query string of the report lookups (the links of ListChecks).
+TEST(ReportProto, OptionsQueryOfKeyInvertsOptionsKey) {
+  v1::CheckOptions o;
+  EXPECT_EQ(service::OptionsQueryOfKey(service::OptionsKey(o)).value(), "");
+  EXPECT_EQ(service::OptionsQueryOfKey("").value(), "");  // rows before the options were
+  o.set_check_value(true);
+  EXPECT_EQ(service::OptionsQueryOfKey(service::OptionsKey(o)).value(), "check_value=true");
+  o.set_max_locations(7);
+  o.add_targets("ax650");
+  const std::string key = service::OptionsKey(o);
+  EXPECT_EQ(service::OptionsQueryOfKey(key).value(),
+            "check_value=true&max_locations=7&target=" + service::TargetsOfKey(key).at(0));
+  EXPECT_EQ(service::TargetsOfKey(key).size(), 1u);
+  EXPECT_EQ(service::CacheKeyOf("abc", key), service::CacheKey("abc", o));
+  o.set_pulsar2_config("{}");
+  EXPECT_FALSE(service::OptionsQueryOfKey(service::OptionsKey(o)).has_value());
+  // Anything OptionsKey does not write is no query.
+  for (const char* bad : {"cv=2", "ml=x", "t=AX650", "t=a&b", "zz=1", "cv", "t=,", "=1"}) {
+    EXPECT_FALSE(service::OptionsQueryOfKey(bad).has_value()) << bad;
+  }
+  EXPECT_TRUE(service::TargetsOfKey("cv=0;ml=5").empty());
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -714,6 +738,124 @@ TEST_P(StoreContract, LatestModelsTakesTheNewestRowOfEachModel) {
   EXPECT_EQ(s.LatestModels(since).size(), 2u);  // a (300) and c (400)
 }
 
+// One row per check (not per model), newest first, paged with a total, filtered by verdict,
+// source, sha256 and labels, searched by a substring of the name; values that look like SQL are
+// data.
+TEST_P(StoreContract, ListChecksPagesFiltersAndSearches) {
+  auto store = Open();
+  auto& s = *store;
+  auto row = [](std::int64_t t, const std::string& verdict, char model, const std::string& name,
+                const std::string& source, const std::string& options,
+                std::map<std::string, std::string> labels) {
+    auto r = Row(t, verdict, std::move(labels));
+    r.sha256 = std::string(64, model);
+    r.name = name;
+    r.source = source;
+    r.options = options;
+    r.errors = verdict == "non_conformant" ? 3 : 0;
+    r.warnings = 1;
+    return r;
+  };
+  s.AppendHistory(row(100, "non_conformant", 'a', "Detector-v1.onnx", "upload", "cv=1;ml=5",
+                      {{"project", "det"}}));
+  s.AppendHistory(row(200, "conformant", 'a', "org/detector", "webhook", "cv=1;ml=5",
+                      {{"hf.repo", "org/detector"}}));
+  s.AppendHistory(
+      row(300, "conformant", 'b', "classifier.onnx", "upload", "cv=0;ml=5", {{"project", "cls"}}));
+  s.AppendHistory(row(400, "invalid_input", 'c', "it's'; DROP TABLE history;--", "path", "", {}));
+  s.AppendHistory(row(500, "non_conformant", 'b', "classifier-100%_done.onnx", "upload",
+                      "cv=0;ml=5;t=ax650", {{"project", "cls"}}));
+
+  server::ChecksQuery all;
+  auto page = s.ListChecks(all);
+  EXPECT_EQ(page.total, 5u);
+  ASSERT_EQ(page.checks.size(), 5u);
+  EXPECT_EQ(page.checks[0].time_ms, 500);  // newest first
+  EXPECT_EQ(page.checks[0].options, "cv=0;ml=5;t=ax650");
+  EXPECT_EQ(page.checks[0].labels.at("project"), "cls");
+  EXPECT_EQ(page.checks[0].errors, 3u);
+  EXPECT_EQ(page.checks[0].warnings, 1u);
+  EXPECT_EQ(page.checks[0].request_id, "r500");
+  EXPECT_EQ(page.checks[4].name, "Detector-v1.onnx");
+  EXPECT_EQ(page.checks[4].source, "upload");
+  EXPECT_EQ(page.checks[4].options, "cv=1;ml=5");
+  // The same model under two names (CI upload, registry webhook): both rows.
+  server::ChecksQuery of_a;
+  of_a.sha256 = std::string(64, 'a');
+  page = s.ListChecks(of_a);
+  EXPECT_EQ(page.total, 2u);
+  ASSERT_EQ(page.checks.size(), 2u);
+  EXPECT_EQ(page.checks[0].name, "org/detector");
+  EXPECT_EQ(page.checks[0].source, "webhook");
+  EXPECT_EQ(page.checks[1].name, "Detector-v1.onnx");
+
+  server::ChecksQuery paged;
+  paged.limit = 2;
+  paged.offset = 2;
+  page = s.ListChecks(paged);
+  EXPECT_EQ(page.total, 5u);
+  ASSERT_EQ(page.checks.size(), 2u);
+  EXPECT_EQ(page.checks[0].time_ms, 300);
+  EXPECT_EQ(page.checks[1].time_ms, 200);
+  paged.offset = 4;
+  EXPECT_EQ(s.ListChecks(paged).checks.size(), 1u);
+  paged.offset = 99;
+  page = s.ListChecks(paged);
+  EXPECT_TRUE(page.checks.empty());
+  EXPECT_EQ(page.total, 5u);
+
+  server::ChecksQuery q;
+  q.search = "DETECTOR";  // case-insensitive substring
+  EXPECT_EQ(s.ListChecks(q).total, 2u);
+  q.search = "100%_";  // LIKE wildcards are plain text
+  page = s.ListChecks(q);
+  ASSERT_EQ(page.total, 1u);
+  EXPECT_EQ(page.checks[0].time_ms, 500);
+  q.search = "%";
+  EXPECT_EQ(s.ListChecks(q).total, 1u);
+  q.search = "'; DROP TABLE history;--";
+  EXPECT_EQ(s.ListChecks(q).total, 1u);
+  EXPECT_EQ(s.ListChecks(all).total, 5u);  // still there
+
+  server::ChecksQuery f;
+  f.verdict = "non_conformant";
+  EXPECT_EQ(s.ListChecks(f).total, 2u);
+  f.source = "upload";
+  f.label_filter = {{"project", "cls"}};
+  page = s.ListChecks(f);
+  ASSERT_EQ(page.total, 1u);
+  EXPECT_EQ(page.checks[0].time_ms, 500);
+  f.label_filter = {{"project", "det"}};
+  EXPECT_EQ(s.ListChecks(f).total, 1u);
+  f.verdict = "conformant";
+  EXPECT_EQ(s.ListChecks(f).total, 0u);
+  server::ChecksQuery none;
+  none.sha256 = std::string(64, 'f');
+  EXPECT_EQ(s.ListChecks(none).total, 0u);
+}
+
+TEST_P(StoreContract, ListReportsGivesEveryReportOfAModel) {
+  auto s = Open();
+  const std::string a(64, 'a');
+  s->PutReport({a + "|cv=0;ml=5|v1|r4", a, "cv=0;ml=5", "v1", "non_conformant", "x"});
+  s->PutReport({a + "|cv=1;ml=5|v1|r4", a, "cv=1;ml=5", "v1", "conformant", "y"});
+  s->PutReport({std::string(64, 'b') + "|cv=0;ml=5|v1|r4", std::string(64, 'b'), "cv=0;ml=5", "v1",
+                "conformant", "z"});
+  const auto reports = s->ListReports(a, 10);
+  ASSERT_EQ(reports.size(), 2u);
+  std::set<std::string> options;
+  for (const auto& r : reports) {
+    options.insert(r.options);
+    EXPECT_EQ(r.rule_set_version, "v1");
+    EXPECT_GT(r.created_ms, 0);
+    EXPECT_EQ(r.cache_key, a + "|" + r.options + "|v1|r4");
+    EXPECT_EQ(r.verdict, r.options == "cv=1;ml=5" ? "conformant" : "non_conformant");
+  }
+  EXPECT_EQ(options, (std::set<std::string>{"cv=0;ml=5", "cv=1;ml=5"}));
+  EXPECT_EQ(s->ListReports(a, 1).size(), 1u);
+  EXPECT_TRUE(s->ListReports(std::string(64, 'c'), 10).empty());
+}
+
 TEST_P(StoreContract, GateOutcomesGoToTheirHistoryRowOnce) {
   auto store = Open();
   auto& s = *store;
@@ -1002,6 +1144,15 @@ PRAGMA user_version=1;
     d.source = "mlflow";
     EXPECT_FALSE(s.AddDelivery(d, true, 0).has_value());
     EXPECT_EQ(s.ListDeliveries({}).size(), 1u);
+    // The options of the checks (schema version 5): empty for the old row (the defaults).
+    const auto checks = s.ListChecks({});
+    ASSERT_EQ(checks.total, 1u);
+    EXPECT_EQ(checks.checks.at(0).request_id, "old-request");
+    EXPECT_EQ(checks.checks.at(0).options, "");
+    auto row = Row(60, "conformant", {});
+    row.options = "cv=1;ml=5";
+    s.AppendHistory(row);
+    EXPECT_EQ(s.ListChecks({}).checks.at(0).options, "cv=1;ml=5");
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);

@@ -378,12 +378,90 @@ def main():
           and {m["errors"] for m in j["models"]} == {0, 1},
           f"/v1/models: counts are JSON numbers (got {[(m['errors'], m['warnings']) for m in j['models']]})")
 
+    # --- every check: GET /v1/checks, with the options that open its report ---
+    st, _, j = api.call("POST", "/v1/check?name=cnn-cv.onnx&check_value=true&label.project=cv",
+                        body=read(ok), headers={"Content-Type": "application/octet-stream"})
+    check(st == 200 and j["verdict"] == "conformant" and j["check_value"] is True,
+          f"a check with check_value: 200 conformant (got {st})")
+    st, _, j = api.get("/v1/checks?label.project=cv")
+    check(st == 200 and j["total"] == 1 and len(j["checks"]) == 1 and "next_offset" not in j,
+          f"/v1/checks?label.project=cv: one check (got {st} {j})")
+    c = j["checks"][0]
+    check(c["name"] == "cnn-cv.onnx" and c["source"] == "upload" and c["sha256"] == sha(ok)
+          and c["check_value"] is True and c["options"].startswith("cv=1;")
+          and c["report_query"] == "check_value=true"
+          and c["model_page"] == f"/models/{sha(ok)}?check_value=true" and c["targets"] == []
+          and c["labels"] == {"project": "cv"} and c["request_id"],
+          f"the check carries its options and the page of its report (got {c})")
+    st, _, j = api.get(f"/v1/reports/{sha(ok)}?{c['report_query']}")
+    check(st == 200 and j["check_value"] is True, f"its report_query opens its report (got {st})")
+    st, _, j = api.get(f"/v1/checks?sha256={sha(ok)}&limit=200")
+    names = sorted(x["name"] for x in j["checks"])
+    check(st == 200 and j["total"] == len(j["checks"]) and
+          {"cnn.onnx", "inline.onnx", "org/classifier@abc123", "cnn-cv.onnx"} <= set(names) and
+          {x["source"] for x in j["checks"]} >= {"upload", "inline", "webhook"},
+          f"/v1/checks?sha256=: one model under every name it was checked with (got {names})")
+    st, _, j = api.get("/v1/checks?label.project=detector&limit=3")
+    check(st == 200 and j["total"] == 4 and len(j["checks"]) == 3 and j["next_offset"] == 3
+          and j["offset"] == 0 and j["limit"] == 3,
+          f"label.project=detector: 4 checks, a page of 3, next_offset 3 (got {st} {j.get('total')} "
+          f"{len(j.get('checks', []))} {j.get('next_offset')})")
+    first = [x["request_id"] for x in j["checks"]]
+    times = [x["time"] for x in j["checks"]]
+    check(times == sorted(times, reverse=True), "checks newest first")
+    check(all(isinstance(x["errors"], int) and isinstance(x["warnings"], int) for x in j["checks"])
+          and isinstance(j["total"], int), "counts are JSON numbers")
+    st, _, j = api.get("/v1/checks?label.project=detector&limit=3&offset=3")
+    check(st == 200 and j["total"] == 4 and len(j["checks"]) == 1 and "next_offset" not in j
+          and j["checks"][0]["request_id"] not in first,
+          f"the second page: the 4th check, no next_offset (got {j})")
+    st, _, j = api.get("/v1/checks?q=YOLO")
+    check(st == 200 and j["total"] == 1 and j["checks"][0]["name"] == "detector/yolo-int8.onnx"
+          and j["checks"][0]["source"] == "path",
+          f"q=YOLO: the name search is case-insensitive (got {j})")
+    st, _, j = api.get("/v1/checks?q=%25")
+    check(st == 200 and j["total"] == 0, f"q=%: a percent sign is text, not a wildcard (got {j})")
+    st, _, j = api.get("/v1/checks?verdict=non_conformant&source=webhook")
+    check(st == 200 and j["total"] == 1 and j["checks"][0]["name"] == "detector/3"
+          and j["checks"][0]["labels"].get("mlflow.model") == "detector",
+          f"verdict=non_conformant&source=webhook: the MLflow check (got {j})")
+    for query, word in (("verdict=bad", "verdict"), ("source=ftp", "source"), ("limit=0", "limit"),
+                        ("limit=201", "limit"), ("offset=-1", "offset"), ("offset=x", "offset"),
+                        ("sha256=XYZ", "sha256"), ("q=" + "x" * 101, "q"), ("q=%01", "q"),
+                        ("foo=1", "foo"), ("label.=x", "label")):
+        st, _, j = api.get("/v1/checks?" + query)
+        check(st == 400 and error_code(j) == "INVALID_ARGUMENT" and word in j["error"]["message"],
+              f"/v1/checks?{query[:30]}: 400 INVALID_ARGUMENT naming {word} (got {st} {j})")
+    st, _, j = api.get("/v1/checks", token=None)
+    check(st == 401 and error_code(j) == "UNAUTHENTICATED", f"/v1/checks without token: 401 (got {st})")
+
+    # --- the stored reports of a model ---
+    st, _, j = api.get(f"/v1/models/{sha(ok)}/reports")
+    check(st == 200 and j["sha256"] == sha(ok) and j["rule_set_version"], f"model reports: 200 (got {st} {j})")
+    by_query = {r.get("report_query"): r for r in j["reports"]}
+    check(set(by_query) == {"", "check_value=true"} and all(r["current"] for r in j["reports"])
+          and by_query[""]["model_page"] == f"/models/{sha(ok)}"
+          and by_query["check_value=true"]["model_page"] == f"/models/{sha(ok)}?check_value=true"
+          and all(r["verdict"] == "conformant" and r["rule_set_version"] == j["rule_set_version"]
+                  for r in j["reports"]),
+          f"two stored reports of the model: defaults and check_value, each with its page (got {j})")
+    st, _, j = api.get("/v1/models/XYZ/reports")
+    check(st == 400 and error_code(j) == "INVALID_ARGUMENT", f"malformed sha256: 400 (got {st})")
+    st, _, j = api.get(f"/v1/models/{sha(ok)}/reports?check_value=true")
+    check(st == 400 and "check_value" in j["error"]["message"], f"no query parameters: 400 (got {st} {j})")
+    st, _, j = api.get(f"/v1/models/{'0' * 64}/reports")
+    check(st == 200 and j["reports"] == [], f"a model never checked: no reports (got {j})")
+    st, _, j = api.get("/v1/deliveries?source=huggingface")
+    d = j["deliveries"][0]
+    check(d["model_page"] == f"/models/{sha(ok)}", f"a delivery links its report's page (got {d})")
+
     # --- the same metrics and request log as gRPC ---
     conn = http.client.HTTPConnection("127.0.0.1", ports["metrics_port"], timeout=30)
     conn.request("GET", "/metrics")
     text = conn.getresponse().read().decode()
     for method, code in (("Upload", "OK"), ("Check", "OK"), ("ListModels", "OK"), ("GetStats", "OK"),
-                         ("ListRules", "UNAUTHENTICATED"), ("MlflowWebhook", "OK")):
+                         ("ListRules", "UNAUTHENTICATED"), ("MlflowWebhook", "OK"),
+                         ("ListChecks", "OK"), ("ListModelReports", "OK")):
         check(f'axqc_requests_total{{code="{code}",method="{method}"}}' in text,
               f"metric axqc_requests_total{{method={method},code={code}}}")
     SERVER_PROC.send_signal(signal.SIGTERM)
