@@ -172,12 +172,19 @@
   }
 
   // A paged table of GET /v1/checks: `query()` gives the filters, `ids` the element ids of the
-  // table body, pager buttons and page text; `withName` adds the model name column's link.
+  // table body, pager buttons and page text. load() and reload() return a promise of the filled
+  // table; bind() sets the pager's handlers again (after document.open() erased them).
   function checksTable(ids, query, pageSize, emptyText, firstOffset) {
-    var offset = firstOffset || 0;
+    var offset = firstOffset || 0, last = null;
+    function bind() {
+      if (!last) return;
+      var m = last;
+      $(ids.next).onclick = function () { offset = num(m.next_offset); load(); };
+      $(ids.prev).onclick = function () { offset = Math.max(0, offset - pageSize); load(); };
+    }
     function load() {
       var q = query() + (query() ? '&' : '') + 'limit=' + pageSize + '&offset=' + offset;
-      api('/v1/checks?' + q).then(function (r) { return r.json(); }).then(function (m) {
+      return api('/v1/checks?' + q).then(function (r) { return r.json(); }).then(function (m) {
         var body = $(ids.body);
         body.textContent = '';
         var checks = m.checks || [], total = num(m.total);
@@ -207,11 +214,11 @@
         $(ids.page).setAttribute('data-total', total);
         $(ids.prev).disabled = offset === 0;
         $(ids.next).disabled = m.next_offset === undefined;
-        $(ids.next).onclick = function () { offset = num(m.next_offset); load(); };
-        $(ids.prev).onclick = function () { offset = Math.max(0, offset - pageSize); load(); };
+        last = m;
+        bind();
       }).catch(function (e) { failRow(ids.body, 8, e); });
     }
-    return {reload: function () { offset = 0; load(); }, load: load};
+    return {reload: function () { offset = 0; return load(); }, load: load, bind: bind};
   }
 
   // GET /v1/deliveries, paged by cursor (older) with the cursors of the pages seen (newer).
@@ -343,22 +350,23 @@
                                prev: 'model-history-prev', next: 'model-history-next'},
       function () { return 'sha256=' + encodeURIComponent(sha); }, 10, 'no checks of this model');
     var lists = modelReports(sha, shownQuery).catch(function (e) { failRow('model-reports-body', 5, e); });
-    history.reload();
+    var past = history.reload();
     api('/v1/reports/' + encodeURIComponent(sha) + '/html' + (location.search || ''))
       .then(function (r) { return r.text(); })
       .then(function (html) {
         // The report is a whole document with its own scripts: it replaces this page, and the
         // lists of the model (built above, their handlers kept) move into it.
-        var reports = $('model-reports'), past = $('model-history');
-        return lists.then(function () {
+        // Both are filled before the swap, so the new document is whole when it has loaded.
+        var reports = $('model-reports'), checks = $('model-history');
+        return Promise.all([lists, past]).then(function () {
           document.open();
           document.write(html);
           document.close();
           var main = document.querySelector('main') || document.body;
           main.insertBefore(reports, main.firstChild);
-          main.appendChild(past);
+          main.appendChild(checks);
           // document.open() erased the handlers of the old nodes: the pager binds them again.
-          history.load();
+          history.bind();
         });
       })
       .catch(function (e) {
