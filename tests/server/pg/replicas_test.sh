@@ -224,8 +224,8 @@ wait_ready A
 wait_ready B
 log "replicas: A gRPC :${GRPC[A]} metrics :${METRICS[A]}, B gRPC :${GRPC[B]} metrics :${METRICS[B]} (both ready in $(elapsed "$t0" "$(now)") s)"
 log "0. concurrent start-up migrated the schema once"
-expect_eq "rows of axqc_schema_version (one per migration)" "$(psql_q axqc 'SELECT count(*) FROM axqc_schema_version')" 5
-expect_eq "schema version" "$(psql_q axqc 'SELECT max(version) FROM axqc_schema_version')" 5
+expect_eq "rows of axqc_schema_version (one per migration)" "$(psql_q axqc 'SELECT count(*) FROM axqc_schema_version')" 6
+expect_eq "schema version" "$(psql_q axqc 'SELECT max(version) FROM axqc_schema_version')" 6
 
 # ------------------------------------------------------------------ 1. shared cache
 log "1. uploads to A; on B a hash-first GetReport and a Check (path reference) are store hits"
