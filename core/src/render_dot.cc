@@ -262,8 +262,9 @@ std::string_view NodeClass(const Report& report, const GraphNode& node) {
 
 std::string RulePage(std::string_view rule) { return RulePageName(rule); }
 
-std::string BuildDot(const Report& report, const ModelGraph& g, std::span<const int> nodes,
-                     const DotView& view) {
+// The opening of every drawing: the digraph and its graph and node defaults (the edge defaults
+// follow, per view).
+std::string DotHeader() {
   std::ostringstream os;
   os << "digraph axqc {\n  graph "
      << Attrs()
@@ -285,8 +286,14 @@ std::string BuildDot(const Report& report, const ModelGraph& g, std::span<const 
             .Add("margin", "0.08,0.03")
             .Add("color", "#5b6470")
             .Add("penwidth", "1")
-            .Done()
-     << ";\n  edge "
+            .Done();
+  return os.str();
+}
+
+std::string BuildDot(const Report& report, const ModelGraph& g, std::span<const int> nodes,
+                     const DotView& view) {
+  std::ostringstream os;
+  os << DotHeader() << ";\n  edge "
      << Attrs()
             .Add("fontname", "Helvetica")
             .Add("fontsize", "8")
@@ -474,28 +481,8 @@ Condensed Condense(const ModelGraph& g, const std::set<std::string>& keep) {
 std::string BuildCondensedDot(const Report& report, const ModelGraph& g, const Condensed& c,
                               const DotView& view) {
   std::ostringstream os;
-  os << "digraph axqc {\n  graph "
-     << Attrs()
-            .Add("rankdir", "TB")
-            .Add("fontname", "Helvetica")
-            .Add("fontsize", "10")
-            .Add("nodesep", "0.25")
-            .Add("ranksep", "0.3")
-            .Add("bgcolor", "transparent")
-            .Add("pad", "0.1")
-            .Done()
-     << ";\n  node "
-     << Attrs()
-            .Add("shape", "box")
-            .Add("style", "rounded,filled")
-            .Add("fontname", "Helvetica")
-            .Add("fontsize", "10")
-            .Add("height", "0.3")
-            .Add("margin", "0.08,0.03")
-            .Add("color", "#5b6470")
-            .Add("penwidth", "1")
-            .Done()
-     << ";\n  edge " << Attrs().Add("color", "#7a828c").Add("arrowsize", "0.6").Done() << ";\n";
+  os << DotHeader() << ";\n  edge "
+     << Attrs().Add("color", "#7a828c").Add("arrowsize", "0.6").Done() << ";\n";
   for (std::size_t b = 0; b < c.boxes.size(); ++b) {
     const auto& members = c.boxes[b];
     const auto& first = g.nodes[static_cast<std::size_t>(members.front())];
