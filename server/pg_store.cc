@@ -518,21 +518,32 @@ bool PgStore::RecordGate(const std::string& request_id, const std::string& sha25
   });
 }
 
+namespace {
+
+// Narrows `where` to the history rows carrying every label of `labels`; the keys and values are
+// appended to `params` as the next parameters.
+void AddLabelFilter(const std::map<std::string, std::string>& labels, std::string& where,
+                    std::vector<Param>& params) {
+  for (const auto& [k, v] : labels) {
+    const std::size_t n = params.size();
+    where +=
+        " AND EXISTS (SELECT 1 FROM axqc_history_labels f WHERE f.history_id = h.id AND "
+        "f.key = $" +
+        std::to_string(n + 1) + " AND f.value = $" + std::to_string(n + 2) + ")";
+    params.push_back(Text(k));
+    params.push_back(Text(v));
+  }
+}
+
+}  // namespace
+
 StatsResult PgStore::QueryStats(const StatsQuery& q) {
   // The same three queries as the SQLite store; text is compared byte-wise (COLLATE "C") so that
   // groups and ties sort as there.
   std::string where = "h.ts_ms >= $1 AND h.ts_ms < $2";
   std::vector<Param> common = {Int(q.since_ms.value_or(std::numeric_limits<std::int64_t>::min())),
                                Int(q.until_ms)};
-  for (const auto& [k, v] : q.label_filter) {
-    const std::size_t n = common.size();
-    where +=
-        " AND EXISTS (SELECT 1 FROM axqc_history_labels f WHERE f.history_id = h.id AND "
-        "f.key = $" +
-        std::to_string(n + 1) + " AND f.value = $" + std::to_string(n + 2) + ")";
-    common.push_back(Text(k));
-    common.push_back(Text(v));
-  }
+  AddLabelFilter(q.label_filter, where, common);
   const std::string next = "$" + std::to_string(common.size() + 1);
   return With([&](PGconn* c) {
     StatsResult out;
@@ -608,15 +619,7 @@ StatsResult PgStore::QueryStats(const StatsQuery& q) {
 std::vector<ModelRow> PgStore::LatestModels(const ModelsQuery& q) {
   std::string where = "h.sha256 <> '' AND h.ts_ms >= $1";
   std::vector<Param> params = {Int(q.since_ms.value_or(std::numeric_limits<std::int64_t>::min()))};
-  for (const auto& [k, v] : q.label_filter) {
-    const std::size_t n = params.size();
-    where +=
-        " AND EXISTS (SELECT 1 FROM axqc_history_labels f WHERE f.history_id = h.id AND "
-        "f.key = $" +
-        std::to_string(n + 1) + " AND f.value = $" + std::to_string(n + 2) + ")";
-    params.push_back(Text(k));
-    params.push_back(Text(v));
-  }
+  AddLabelFilter(q.label_filter, where, params);
   params.push_back(Int(q.limit));
   const std::string limit = "$" + std::to_string(params.size());
   return With([&](PGconn* c) {
@@ -662,15 +665,7 @@ ChecksPage PgStore::ListChecks(const ChecksQuery& q) {
       "($1 = '' OR h.verdict = $1) AND ($2 = '' OR h.source = $2) AND ($3 = '' OR h.sha256 = $3) "
       "AND ($4 = '' OR strpos(lower(h.name COLLATE \"C\"), lower($4 COLLATE \"C\")) > 0)";
   std::vector<Param> params = {Text(q.verdict), Text(q.source), Text(q.sha256), Text(q.search)};
-  for (const auto& [k, v] : q.label_filter) {
-    const std::size_t n = params.size();
-    where +=
-        " AND EXISTS (SELECT 1 FROM axqc_history_labels f WHERE f.history_id = h.id AND "
-        "f.key = $" +
-        std::to_string(n + 1) + " AND f.value = $" + std::to_string(n + 2) + ")";
-    params.push_back(Text(k));
-    params.push_back(Text(v));
-  }
+  AddLabelFilter(q.label_filter, where, params);
   std::vector<Param> page = params;
   page.push_back(Int(q.limit));
   page.push_back(Int(static_cast<std::int64_t>(

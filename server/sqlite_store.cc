@@ -489,23 +489,39 @@ bool SqliteStore::RecordGate(const std::string& request_id, const std::string& s
   return sqlite3_changes(writer_) > 0;
 }
 
+namespace {
+
+// The history rows carrying every label of `count` key=value filters, as SQL with parameters
+// ?first, ?first+1, ... (a key and its value each); BindLabels binds them and returns the next
+// parameter's number.
+std::string LabelFilterSql(std::size_t count, int first) {
+  std::string sql;
+  for (std::size_t i = 0; i < count; ++i, first += 2) {
+    sql += " AND EXISTS (SELECT 1 FROM history_labels f WHERE f.history_id = h.id AND f.key = ?" +
+           std::to_string(first) + " AND f.value = ?" + std::to_string(first + 1) + ")";
+  }
+  return sql;
+}
+
+int BindLabels(Stmt& s, const std::map<std::string, std::string>& labels, int first) {
+  for (const auto& [k, v] : labels) {
+    s.Bind(first, k).Bind(first + 1, v);
+    first += 2;
+  }
+  return first;
+}
+
+}  // namespace
+
 StatsResult SqliteStore::QueryStats(const StatsQuery& q) {
   // Window and label filters shared by all three queries; ?1 = since, ?2 = until, then filters.
   std::string where = "h.ts_ms >= ?1 AND h.ts_ms < ?2";
   int next = 3;
-  for (std::size_t i = 0; i < q.label_filter.size(); ++i) {
-    where += " AND EXISTS (SELECT 1 FROM history_labels f WHERE f.history_id = h.id AND f.key = ?" +
-             std::to_string(next) + " AND f.value = ?" + std::to_string(next + 1) + ")";
-    next += 2;
-  }
+  where += LabelFilterSql(q.label_filter.size(), next);
+  next += 2 * static_cast<int>(q.label_filter.size());
   auto bind_common = [&](Stmt& s) {
     s.Bind(1, q.since_ms.value_or(std::numeric_limits<std::int64_t>::min())).Bind(2, q.until_ms);
-    int i = 3;
-    for (const auto& [k, v] : q.label_filter) {
-      s.Bind(i, k).Bind(i + 1, v);
-      i += 2;
-    }
-    return i;
+    return BindLabels(s, q.label_filter, 3);
   };
 
   StatsResult out;
@@ -581,11 +597,8 @@ StatsResult SqliteStore::QueryStats(const StatsQuery& q) {
 std::vector<ModelRow> SqliteStore::LatestModels(const ModelsQuery& q) {
   std::string where = "h.sha256 <> '' AND h.ts_ms >= ?1";
   int next = 2;
-  for (std::size_t i = 0; i < q.label_filter.size(); ++i) {
-    where += " AND EXISTS (SELECT 1 FROM history_labels f WHERE f.history_id = h.id AND f.key = ?" +
-             std::to_string(next) + " AND f.value = ?" + std::to_string(next + 1) + ")";
-    next += 2;
-  }
+  where += LabelFilterSql(q.label_filter.size(), next);
+  next += 2 * static_cast<int>(q.label_filter.size());
   std::vector<ModelRow> out;
   std::vector<std::int64_t> ids;
   std::lock_guard<std::mutex> lock(ReaderMutex());
@@ -598,12 +611,7 @@ std::vector<ModelRow> SqliteStore::LatestModels(const ModelsQuery& q) {
                  where + " GROUP BY h.sha256) ORDER BY h.ts_ms DESC, h.id DESC LIMIT ?" +
                  std::to_string(next));
       s.Bind(1, q.since_ms.value_or(std::numeric_limits<std::int64_t>::min()));
-      int i = 2;
-      for (const auto& [k, v] : q.label_filter) {
-        s.Bind(i, k).Bind(i + 1, v);
-        i += 2;
-      }
-      s.Bind(i, static_cast<std::int64_t>(q.limit));
+      s.Bind(BindLabels(s, q.label_filter, 2), static_cast<std::int64_t>(q.limit));
       while (s.Step()) {
         ids.push_back(s.Int(0));
         ModelRow row;
@@ -639,19 +647,11 @@ ChecksPage SqliteStore::ListChecks(const ChecksQuery& q) {
       "(?1 = '' OR h.verdict = ?1) AND (?2 = '' OR h.source = ?2) AND (?3 = '' OR h.sha256 = ?3) "
       "AND (?4 = '' OR instr(lower(h.name), lower(?4)) > 0)";
   int next = 5;
-  for (std::size_t i = 0; i < q.label_filter.size(); ++i) {
-    where += " AND EXISTS (SELECT 1 FROM history_labels f WHERE f.history_id = h.id AND f.key = ?" +
-             std::to_string(next) + " AND f.value = ?" + std::to_string(next + 1) + ")";
-    next += 2;
-  }
+  where += LabelFilterSql(q.label_filter.size(), next);
+  next += 2 * static_cast<int>(q.label_filter.size());
   auto bind_common = [&](Stmt& s) {
     s.Bind(1, q.verdict).Bind(2, q.source).Bind(3, q.sha256).Bind(4, q.search);
-    int i = 5;
-    for (const auto& [k, v] : q.label_filter) {
-      s.Bind(i, k).Bind(i + 1, v);
-      i += 2;
-    }
-    return i;
+    return BindLabels(s, q.label_filter, 5);
   };
   ChecksPage out;
   std::lock_guard<std::mutex> lock(ReaderMutex());
