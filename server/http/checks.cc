@@ -38,6 +38,26 @@ nlohmann::json::string_t Dump(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// Runs `read` against the store on the I/O context and hands its result to `answer`; a store
+// error answers UNAVAILABLE ("the store cannot list <what>") and is counted.
+template <class Call, class Read, class Answer>
+void ReadStore(ServiceContext& s, const std::shared_ptr<Call>& call, const char* what, Read read,
+               Answer answer) {
+  boost::asio::post(*s.d.io, [&s, call, what, read = std::move(read), answer = std::move(answer)] {
+    if (call->cancelled.load()) return;
+    decltype(read()) result;
+    try {
+      result = read();
+    } catch (const StoreError& e) {
+      s.d.metrics->CountStoreError();
+      call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                std::string("the store cannot list ") + what + ": " + e.what()));
+      return;
+    }
+    answer(result);
+  });
+}
+
 struct ListChecksRpc {
   static constexpr const char* kMethod = "ListChecks";
   using Request = ChecksQuery;
@@ -45,43 +65,35 @@ struct ListChecksRpc {
   static grpc::Status Validate(const Request& /*req*/) { return grpc::Status::OK; }
   static void Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& call,
                   const Request& req, Response* /*grpc_resp*/) {
-    boost::asio::post(*s.d.io, [&s, call = call, req = req] {
-      if (call->cancelled.load()) return;
-      ChecksPage page;
-      try {
-        page = s.d.store->ListChecks(req);
-      } catch (const StoreError& e) {
-        s.d.metrics->CountStoreError();
-        call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                  std::string("the store cannot list checks: ") + e.what()));
-        return;
-      }
-      nlohmann::json list = nlohmann::json::array();
-      for (const CheckRow& c : page.checks) {
-        nlohmann::json j = {{"time", Rfc3339OfMs(c.time_ms)},
-                            {"request_id", c.request_id},
-                            {"method", c.method},
-                            {"name", c.name},
-                            {"source", c.source},
-                            {"sha256", c.sha256},
-                            {"verdict", c.verdict},
-                            {"cache", c.cache},
-                            {"errors", c.errors},
-                            {"warnings", c.warnings},
-                            {"labels", c.labels}};
-        AddOptions(j, c.sha256, c.options);
-        list.push_back(std::move(j));
-      }
-      auto& out = call->response;
-      out["checks"] = std::move(list);
-      out["total"] = page.total;
-      out["offset"] = req.offset;
-      out["limit"] = req.limit;
-      if (req.offset + page.checks.size() < page.total) {
-        out["next_offset"] = req.offset + page.checks.size();
-      }
-      call->Finish(grpc::Status::OK);
-    });
+    ReadStore(
+        s, call, "checks", [&s, req] { return s.d.store->ListChecks(req); },
+        [call, req](const ChecksPage& page) {
+          nlohmann::json list = nlohmann::json::array();
+          for (const CheckRow& c : page.checks) {
+            nlohmann::json j = {{"time", Rfc3339OfMs(c.time_ms)},
+                                {"request_id", c.request_id},
+                                {"method", c.method},
+                                {"name", c.name},
+                                {"source", c.source},
+                                {"sha256", c.sha256},
+                                {"verdict", c.verdict},
+                                {"cache", c.cache},
+                                {"errors", c.errors},
+                                {"warnings", c.warnings},
+                                {"labels", c.labels}};
+            AddOptions(j, c.sha256, c.options);
+            list.push_back(std::move(j));
+          }
+          auto& out = call->response;
+          out["checks"] = std::move(list);
+          out["total"] = page.total;
+          out["offset"] = req.offset;
+          out["limit"] = req.limit;
+          if (req.offset + page.checks.size() < page.total) {
+            out["next_offset"] = req.offset + page.checks.size();
+          }
+          call->Finish(grpc::Status::OK);
+        });
   }
 };
 
@@ -96,35 +108,28 @@ struct ListModelReportsRpc {
   static grpc::Status Validate(const Request& /*req*/) { return grpc::Status::OK; }
   static void Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& call,
                   const Request& req, Response* /*grpc_resp*/) {
-    boost::asio::post(*s.d.io, [&s, call = call, req = req] {
-      if (call->cancelled.load()) return;
-      std::vector<ReportInfo> rows;
-      try {
-        rows = s.d.store->ListReports(req.sha256, kMaxModelReports);
-      } catch (const StoreError& e) {
-        s.d.metrics->CountStoreError();
-        call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                  std::string("the store cannot list reports: ") + e.what()));
-        return;
-      }
-      nlohmann::json list = nlohmann::json::array();
-      for (const ReportInfo& r : rows) {
-        // Served by GET /v1/reports only when written by this rule set and report revision;
-        // older ones are checked again when asked for.
-        const bool current = r.cache_key == service::CacheKeyOf(req.sha256, r.options);
-        nlohmann::json j = {{"rule_set_version", r.rule_set_version},
-                            {"verdict", r.verdict},
-                            {"created_time", Rfc3339OfMs(r.created_ms)},
-                            {"current", current}};
-        AddOptions(j, current ? req.sha256 : std::string(), r.options);
-        list.push_back(std::move(j));
-      }
-      auto& out = call->response;
-      out["sha256"] = req.sha256;
-      out["rule_set_version"] = std::string(kRuleSetVersion);
-      out["reports"] = std::move(list);
-      call->Finish(grpc::Status::OK);
-    });
+    ReadStore(
+        s, call, "reports",
+        [&s, req] { return s.d.store->ListReports(req.sha256, kMaxModelReports); },
+        [call, req](const std::vector<ReportInfo>& rows) {
+          nlohmann::json list = nlohmann::json::array();
+          for (const ReportInfo& r : rows) {
+            // Served by GET /v1/reports only when written by this rule set and report revision;
+            // older ones are checked again when asked for.
+            const bool current = r.cache_key == service::CacheKeyOf(req.sha256, r.options);
+            nlohmann::json j = {{"rule_set_version", r.rule_set_version},
+                                {"verdict", r.verdict},
+                                {"created_time", Rfc3339OfMs(r.created_ms)},
+                                {"current", current}};
+            AddOptions(j, current ? req.sha256 : std::string(), r.options);
+            list.push_back(std::move(j));
+          }
+          auto& out = call->response;
+          out["sha256"] = req.sha256;
+          out["rule_set_version"] = std::string(kRuleSetVersion);
+          out["reports"] = std::move(list);
+          call->Finish(grpc::Status::OK);
+        });
   }
 };
 
