@@ -146,6 +146,7 @@ std::string Encode(const CheckRequestMsg& m) {
   w.U32(m.html.view_max_edges);
   w.U32(m.html.whole_model_max_edges);
   w.F64(m.html.layout_seconds);
+  w.U8(m.html.repair_by_file_name ? 1 : 0);
   w.U8(m.external_data ? 1 : 0);
   w.U32(static_cast<std::uint32_t>(m.data_files.size()));
   for (const auto& f : m.data_files) {
@@ -240,7 +241,8 @@ std::optional<CheckRequestMsg> DecodeRequest(std::string_view data) {
       !r.Str(&m.html.rules_url) || !r.Str(&m.html.home_url) || !r.Str(&m.html.home_label) ||
       !r.U32(&m.html.hops) || !r.U32(&m.html.view_max_nodes) ||
       !r.U32(&m.html.whole_model_max_nodes) || !r.U32(&m.html.view_max_edges) ||
-      !r.U32(&m.html.whole_model_max_edges) || !r.F64(&m.html.layout_seconds)) {
+      !r.U32(&m.html.whole_model_max_edges) || !r.F64(&m.html.layout_seconds) ||
+      !r.Bool(&m.html.repair_by_file_name)) {
     return std::nullopt;
   }
   m.task = static_cast<Task>(task);

@@ -20,7 +20,7 @@ namespace axqc::isolate {
 // 4: AcceptedMsg (the worker took the request before it checks)
 // 5: CheckRequestMsg.task and .html (the worker lays out the HTML report of a report)
 // 6: CheckRequestMsg.data_files and DataFileMsg (external data files as descriptors)
-inline constexpr std::uint32_t kProtocolVersion = 8;
+inline constexpr std::uint32_t kProtocolVersion = 9;
 // Most external data files of one check: their names (at most axqc::kMaxExternalDataNameBytes
 // each) travel in the request, which must fit in kMaxMessageBytes.
 inline constexpr std::uint32_t kMaxDataFiles = 32;
@@ -45,6 +45,7 @@ struct HtmlSettings {
   std::uint32_t view_max_edges = 240;
   std::uint32_t whole_model_max_edges = 600;
   double layout_seconds = 10.0;
+  bool repair_by_file_name = false;
 };
 
 // Worker -> parent, once, after the sandbox is in place.

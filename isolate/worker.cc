@@ -146,6 +146,7 @@ HtmlOptions ToHtmlOptions(const HtmlSettings& s) {
   o.view_max_edges = s.view_max_edges;
   o.whole_model_max_edges = s.whole_model_max_edges;
   o.layout_seconds = s.layout_seconds;
+  o.repair_by_file_name = s.repair_by_file_name;
   return o;
 }
 

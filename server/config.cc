@@ -369,6 +369,20 @@ const std::vector<Opt>& Options() {
                 &ServerConfig::huggingface_token_file),
       StringOpt("huggingface-model-file", "file of the repo that is checked",
                 &ServerConfig::huggingface_model_file),
+      StringOpt("huggingface-write-back",
+                "off, failures or all: webhook checks written back to the Hub as a discussion "
+                "(a comment on the pull request of a push to refs/pr/N); needs "
+                "huggingface-token-file with write access",
+                &ServerConfig::huggingface_write_back),
+      StringOpt("public-url",
+                "address people open this server's dashboard at, e.g. https://axqc.example.com; "
+                "registry write-backs link the report there",
+                &ServerConfig::public_url),
+      StringOpt("rules-url",
+                "base of the rule links on the HTML pages, e.g. "
+                "https://github.com/ORG/axqc/blob/main/docs/rules/ (PAGE.md is appended; {page} "
+                "is replaced by PAGE); empty: the rule's summary and fix without a link",
+                &ServerConfig::rules_url),
       BoolOpt("webhook-check-value", "run the value checks (check_value) in webhook checks",
               &ServerConfig::webhook_check_value),
       ListOpt("webhook-target",
@@ -569,6 +583,27 @@ std::vector<OptionDoc> OptionDocs() {
 void FinalizeConfig(ServerConfig& c) {
   if (c.workers == 0) c.workers = std::max(1u, std::thread::hardware_concurrency());
   if (c.io_threads == 0) throw ConfigError("io-threads must be at least 1");
+  if (c.huggingface_write_back != "off" && c.huggingface_write_back != "failures" &&
+      c.huggingface_write_back != "all") {
+    throw ConfigError("huggingface-write-back must be off, failures or all, not '" +
+                      c.huggingface_write_back + "'");
+  }
+  for (const auto& [flag, url] : {std::pair<const char*, const std::string*>{"public-url",
+                                                                            &c.public_url},
+                                  {"rules-url", &c.rules_url}}) {
+    if (url->empty()) continue;
+    if (url->rfind("http://", 0) != 0 && url->rfind("https://", 0) != 0) {
+      throw ConfigError(std::string(flag) + " must be an http:// or https:// URL, not '" + *url +
+                        "'");
+    }
+    for (const char ch : *url) {
+      const auto u = static_cast<unsigned char>(ch);
+      if (u <= 0x20 || u >= 0x7f || ch == '"' || ch == '<' || ch == '>' || ch == '\\') {
+        throw ConfigError(std::string(flag) + " contains a character a URL does not (space, "
+                          "quote, angle bracket, backslash or non-ASCII): '" + *url + "'");
+      }
+    }
+  }
   if (c.isolation != "process" && c.isolation != "off") {
     throw ConfigError("isolation must be process or off, not '" + c.isolation + "'");
   }

@@ -108,6 +108,15 @@ struct ServerConfig {
   std::string huggingface_url = "https://huggingface.co";
   std::string huggingface_token_file;
   std::string huggingface_model_file = "model.onnx";
+  // off, failures or all: which webhook checks are written back to the Hub as a discussion (a
+  // comment on the pull request for a push to refs/pr/N); needs huggingface_token_file.
+  std::string huggingface_write_back = "off";
+  // The address people open the dashboard at (e.g. https://axqc.example.com): registry
+  // write-backs link the report there. "" = no links.
+  std::string public_url;
+  // Base of the rule links on the server's HTML pages (HtmlOptions::rules_url): "" = the rule's
+  // summary and fix without a link.
+  std::string rules_url;
   bool webhook_check_value = false;  // check_value for webhook checks
   std::vector<std::string> webhook_targets;  // chip targets of webhook checks (--target)
   // Webhook deliveries (the store's deliveries table): retries with exponential backoff.

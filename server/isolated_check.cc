@@ -47,6 +47,7 @@ IsolatedChecker MakeIsolatedCheck(const ServerConfig& config, Metrics* metrics, 
     input.html.rules_url = html.rules_url;
     input.html.home_url = html.home_url;
     input.html.home_label = html.home_label;
+    input.html.repair_by_file_name = html.repair_by_file_name;
     input.html.hops = static_cast<std::uint32_t>(std::max(0, html.hops));
     auto u32 = [](std::size_t v) {
       return static_cast<std::uint32_t>(std::min<std::size_t>(v, UINT32_MAX));

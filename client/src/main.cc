@@ -150,8 +150,8 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   cmd->add_option("--rules-url", check.rules_url,
                   "--format html and sarif: base of the links to the rule pages (<URL><rule>.md, "
-                  "'/' in the rule ID written '--'); an absolute http(s) URL also gives each SARIF "
-                  "rule its helpUri")
+                  "'/' in the rule ID written '--'; a {page} in URL is replaced by <rule> "
+                  "instead); an absolute http(s) URL also gives each SARIF rule its helpUri")
       ->capture_default_str();
   cmd->add_option("-o,--output", check.output, "Write the report to FILE instead of stdout");
   cmd->add_flag("--explain", check.explain, "Print the ownership map (units and their Q/DQ)");

@@ -37,6 +37,20 @@ std::string RulePageName(std::string_view id) {
   return page;
 }
 
+std::string RuleUrl(std::string_view rules_url, std::string_view id) {
+  constexpr std::string_view kPage = "{page}";
+  const std::string page = RulePageName(id);
+  if (rules_url.find(kPage) == std::string_view::npos) return std::string(rules_url) + page + ".md";
+  std::string out;
+  std::size_t from = 0;
+  for (std::size_t at = rules_url.find(kPage); at != std::string_view::npos;
+       at = rules_url.find(kPage, from)) {
+    out.append(rules_url.substr(from, at - from)).append(page);
+    from = at + kPage.size();
+  }
+  return out.append(rules_url.substr(from));
+}
+
 const RuleInfo* ClosestRule(std::string_view id) {
   const std::size_t bound = std::max<std::size_t>(3, id.size() / 3 + 1);
   const RuleInfo* best = nullptr;

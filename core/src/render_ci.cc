@@ -194,7 +194,7 @@ json SarifRule(const RuleInfo& r, std::string_view rules_url) {
         {"check_value", r.check_value}}}};
   // helpUri must be an absolute URI; the default base is a path in a checkout of the repository.
   if (rules_url.starts_with("https://") || rules_url.starts_with("http://")) {
-    rule["helpUri"] = std::string(rules_url) + RulePageName(r.id) + ".md";
+    rule["helpUri"] = RuleUrl(rules_url, r.id);
   }
   return rule;
 }

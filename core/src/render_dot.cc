@@ -586,7 +586,10 @@ ModelGraph GraphExcerpt(const Report& report, const HtmlOptions& options) {
   if (!report.graph) return out;
   const ModelGraph& g = *report.graph;
   out.model_nodes = g.model_nodes;
-  if (g.complete && g.nodes.size() <= options.whole_model_max_nodes) return g;
+  if (g.complete && g.nodes.size() <= std::max(options.whole_model_max_nodes,
+                                               options.excerpt_whole_max_nodes)) {
+    return g;
+  }
   const detail::Adjacency adj(g);
   std::vector<char> keep(g.nodes.size(), 0);
   for (const auto& seeds : GroupSeeds(report)) {

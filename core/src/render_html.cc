@@ -290,8 +290,18 @@ std::string RuleLink(const HtmlOptions& o, const std::string& rule) {
   const std::string title =
       info == nullptr ? "" : " title=\"" + Esc(std::string(info->summary)) + "\"";
   if (o.rules_url.empty()) return "<span class=\"rule\"" + title + ">" + Esc(rule) + "</span>";
-  return "<a class=\"rule\" href=\"" + Esc(o.rules_url + detail::RulePage(rule) + ".md") + "\"" +
+  return "<a class=\"rule\" href=\"" + Esc(RuleUrl(o.rules_url, rule)) + "\"" +
          title + ">" + Esc(rule) + "</a>";
+}
+
+// The model file a repair command names (HtmlOptions::repair_by_file_name).
+std::string RepairFile(const HtmlOptions& o, const std::string& model_file) {
+  if (!o.repair_by_file_name) return model_file;
+  const std::size_t slash = model_file.find_last_of("/\\");
+  std::string base = slash == std::string::npos ? model_file : model_file.substr(slash + 1);
+  const bool onnx = base.size() > 5 && base.compare(base.size() - 5, 5, ".onnx") == 0 &&
+                    base.find('@') == std::string::npos;
+  return onnx ? base : "model.onnx";
 }
 
 // What the rule checks and how a fix usually looks, from the catalog: the report explains its
@@ -302,7 +312,7 @@ void RuleInfoLine(std::ostream& os, const HtmlOptions& o, const std::string& rul
   os << "<p class=\"rule-info\"><b>Rule:</b> " << Esc(std::string(info->summary));
   if (!info->fix.empty()) os << " <b>Fix:</b> " << Esc(std::string(info->fix));
   if (!o.rules_url.empty()) {
-    os << " <a class=\"rule-page\" href=\"" << Esc(o.rules_url + detail::RulePage(rule) + ".md")
+    os << " <a class=\"rule-page\" href=\"" << Esc(RuleUrl(o.rules_url, rule))
        << "\">rule page</a>";
   }
   os << "</p>\n";
@@ -752,8 +762,10 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
       if (!c.hint.id.empty()) {
         os << "<div class=\"hint\">" << Esc(c.hint.text);
         if (!c.hint.rewrite.empty()) {
-          os << " Repair: <code>" << Esc(detail::FixCommand(r.model.file, c.hint.rewrite))
-             << "</code>.";
+          const std::string file = RepairFile(o, r.model.file);
+          os << " Repair";
+          if (file != r.model.file) os << " (with the model saved as <code>" << Esc(file) << "</code>)";
+          os << ": <code>" << Esc(detail::FixCommand(file, c.hint.rewrite)) << "</code>.";
         }
         os << "</div>";
       }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "http/api.h"
+#include "http/hook_payloads.h"
 #include "http/hooks.h"
 #include "labels.h"
 #include "report_proto.h"
@@ -321,23 +322,47 @@ void Hooks::Checked(Delivery d, const grpc::Status& status, const v1::CheckRespo
       }
     }
   }
-  bool write_back = false;
+  std::string write_back;
+  nlohmann::json request;
   try {
-    write_back = nlohmann::json::parse(d.request).value("write_back", "") == "mlflow" &&
-                 !settings_.mlflow_url.empty();
+    request = nlohmann::json::parse(d.request);
+    write_back = request.value("write_back", "");
   } catch (const nlohmann::json::exception&) {
   }
-  if (!write_back) {
+  const std::string& hf_policy = settings_.huggingface_write_back;
+  if ((write_back == "mlflow" && settings_.mlflow_url.empty()) ||
+      (write_back == "huggingface" &&
+       (hf_policy == "off" ||
+        (hf_policy == "failures" && (outcome == "conformant" || outcome == "not_applicable"))))) {
+    write_back.clear();
+  }
+  if (write_back != "mlflow" && write_back != "huggingface") {
     Settle(std::move(d), outcome, error);
     return;
   }
-  // The tags to write, and the check's error, which the delivery keeps once they are written
+  // The report on the dashboard, for people reading the registry.
+  std::string report_url;
+  if (status.ok() && !settings_.public_url.empty()) {
+    report_url = settings_.public_url + "/models/" +
+                 ReportLink(d).substr(std::string("/v1/reports/").size());
+  }
+  // What to write, and the check's error, which the delivery keeps once it is written
   // (Delivery::error holds the write-back's error meanwhile).
-  nlohmann::json tags = nlohmann::json::array();
-  for (const auto& [k, v] : MlflowTags(status, resp)) tags.push_back({k, v});
-  d.write_back =
-      nlohmann::json{{"tags", tags}, {"check_error", Bounded(error, kMaxDeliveryErrorBytes)}}.dump(
-          -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  nlohmann::json stored = {{"check_error", Bounded(error, kMaxDeliveryErrorBytes)}};
+  try {
+    if (write_back == "mlflow") {
+      nlohmann::json tags = nlohmann::json::array();
+      for (const auto& [k, v] : MlflowTags(status, resp, report_url)) tags.push_back({k, v});
+      stored["tags"] = std::move(tags);
+    } else {
+      stored["huggingface"] = HfWriteBackPost(request, status, resp, outcome, error, report_url);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    Settle(std::move(d), "writeback_failed",
+           std::string("the stored request of the delivery cannot be read: ") + e.what());
+    return;
+  }
+  d.write_back = stored.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   d.outcome = outcome;
   d.error = Bounded(error, kMaxDeliveryErrorBytes);
   d.state = "writing_back";
@@ -353,24 +378,29 @@ void Hooks::WriteBack(Delivery d) {
     const nlohmann::json r = nlohmann::json::parse(d.request);
     const nlohmann::json stored = nlohmann::json::parse(d.write_back);
     check_error = stored.value("check_error", "");
-    std::vector<std::pair<std::string, std::string>> tags;
-    for (const auto& t : stored.at("tags")) {
-      tags.emplace_back(t.at(0).get<std::string>(), t.at(1).get<std::string>());
+    if (stored.contains("huggingface")) {
+      HfWriteBack(*this, r, stored.at("huggingface"));
+      count = 1;
+    } else {
+      std::vector<std::pair<std::string, std::string>> tags;
+      for (const auto& t : stored.at("tags")) {
+        tags.emplace_back(t.at(0).get<std::string>(), t.at(1).get<std::string>());
+      }
+      count = tags.size();
+      MlflowWriteTags(*this, r.at("mlflow").at("model").get<std::string>(),
+                      r.at("mlflow").at("version").get<std::string>(), tags);
     }
-    count = tags.size();
-    MlflowWriteTags(*this, r.at("mlflow").at("model").get<std::string>(),
-                    r.at("mlflow").at("version").get<std::string>(), tags);
   } catch (const SourceError& e) {
     error = e.what();
   } catch (const nlohmann::json::exception& e) {
     Settle(std::move(d), "writeback_failed",
-           std::string("the stored tags of the delivery cannot be read: ") + e.what());
+           std::string("the stored write-back of the delivery cannot be read: ") + e.what());
     return;
   }
   if (error.empty()) {
     logger_->Info("webhook write-back", {{"delivery_id", d.id},
                                          {"source", d.source},
-                                         {"tags_written", count},
+                                         {"items_written", count},
                                          {"attempt", d.attempts}});
     d.write_back.clear();
     const std::string outcome = d.outcome;

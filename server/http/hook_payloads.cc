@@ -126,6 +126,44 @@ bool ValidAuthority(std::string_view a) {
   return true;
 }
 
+// Text from a model or a registry (node names, messages, errors) inside a Markdown code span:
+// no backtick, line break or control character, at most `max` bytes. Inside a code span the Hub
+// renders no link, mention, HTML or emphasis, whatever the model's names contain. In a table cell
+// (`cell`) a bar is escaped, as GitHub-flavoured tables split cells at bars inside code spans too.
+std::string CodeSpan(std::string_view text, std::size_t max = 200, bool cell = false) {
+  std::string out;
+  for (const char c : text) {
+    if (out.size() >= max) {
+      out += "...";
+      break;
+    }
+    const auto u = static_cast<unsigned char>(c);
+    if (cell && c == '|') {
+      out += "\\|";
+    } else {
+      out += (c == '`' || u < 0x20 || u == 0x7f) ? ' ' : c;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out.empty() ? "` `" : "`` " + out + " ``";
+}
+
+const char* SeverityWord(v1::Severity s) {
+  switch (s) {
+    case v1::SEVERITY_ERROR:
+      return "error";
+    case v1::SEVERITY_WARN:
+      return "warn";
+    case v1::SEVERITY_INFO:
+      return "info";
+    default:
+      return "unspecified";
+  }
+}
+
+// Findings listed in a write-back at most (the report has all of them).
+constexpr int kWriteBackFindings = 10;
+
 }  // namespace
 
 std::string UnsafePathReason(std::string_view path) {
@@ -234,6 +272,25 @@ grpc::Status ParseHuggingFacePayload(std::string_view body, HfPayload* out) {
   if (!p.head_sha.empty() && !ValidHfRevision(p.head_sha)) {
     return Invalid("webhook body: repo.headSha " + Quote(p.head_sha) +
                    " is neither a 40-hex commit sha nor a branch or tag name");
+  }
+  // A push to a pull request's branch names it in updatedRefs: [{"ref": "refs/pr/N", ...}].
+  if (const auto refs = j.find("updatedRefs"); refs != j.end() && !refs->is_null()) {
+    if (!refs->is_array()) return Invalid("webhook body: updatedRefs is not an array");
+    for (const auto& u : *refs) {
+      if (!u.is_object()) return Invalid("webhook body: an element of updatedRefs is not an object");
+      const auto ref = u.find("ref");
+      if (ref == u.end() || !ref->is_string()) continue;
+      constexpr std::string_view kPrefix = "refs/pr/";
+      const std::string_view r = ref->get_ref<const std::string&>();
+      if (!StartsWith(r, kPrefix)) continue;
+      const std::string_view num = r.substr(kPrefix.size());
+      if (num.empty() || num.size() > 9 || num[0] == '0' ||
+          num.find_first_not_of("0123456789") != std::string_view::npos) {
+        return Invalid("webhook body: updatedRefs names " + Quote(r) +
+                       ", not refs/pr/N with a pull request number N");
+      }
+      p.pull_request = std::string(num);
+    }
   }
   p.event = p.scope + "." + p.action;
   p.revision = p.head_sha.empty() ? "main" : p.head_sha;
@@ -358,6 +415,52 @@ std::string HuggingFaceModelUrl(std::string_view hf_url, std::string_view name,
                                 std::string_view revision, std::string_view model_file) {
   return std::string(hf_url) + "/" + std::string(name) + "/resolve/" + PercentEncodeAll(revision) +
          "/" + std::string(model_file);
+}
+
+nlohmann::json HfWriteBackPost(const nlohmann::json& request, const grpc::Status& status,
+                               const v1::CheckResponse& resp, const std::string& outcome,
+                               const std::string& error, const std::string& report_url) {
+  const nlohmann::json& hf = request.at("hf");
+  const std::string revision = hf.at("revision").get<std::string>();
+  const std::string short_rev = revision.substr(0, 12);
+  nlohmann::json post;
+  if (hf.contains("pull_request")) post["pull_request"] = hf.at("pull_request");
+  std::string text;
+  if (status.ok()) {
+    const auto& r = resp.report();
+    const auto& sum = r.summary();
+    post["title"] = "axqc: " + outcome + " at " + short_rev;
+    text = "**axqc: " + outcome + "** for the model at revision `" + short_rev + "`: " +
+           std::to_string(sum.errors()) + (sum.errors() == 1 ? " error, " : " errors, ") +
+           std::to_string(sum.warnings()) + (sum.warnings() == 1 ? " warning" : " warnings") +
+           " in " + std::to_string(sum.causes()) + (sum.causes() == 1 ? " root cause" : " root causes") +
+           " (rule set " + CodeSpan(resp.rule_set_version(), 40) + ").\n\n";
+    int listed = 0;
+    int shown = 0;
+    for (const auto& f : r.findings()) {
+      if (f.severity() != v1::SEVERITY_ERROR && f.severity() != v1::SEVERITY_WARN) continue;
+      ++listed;
+      if (shown == kWriteBackFindings) continue;
+      if (shown == 0) text += "| rule | severity | node | finding |\n|---|---|---|---|\n";
+      ++shown;
+      text += "| " + CodeSpan(f.rule(), 80, true) + " | " + SeverityWord(f.severity()) + " | " +
+              (f.nodes().empty() ? std::string("-") : CodeSpan(f.nodes(0), 120, true)) + " | " +
+              CodeSpan(f.message(), 300, true) + " |\n";
+    }
+    if (listed > shown) {
+      text += "\n... and " + std::to_string(listed - shown) + " more errors and warnings in the report.\n";
+    }
+    if (shown > 0) text += "\n";
+    text += "sha256 `" + resp.sha256() + "`, request id " + CodeSpan(resp.request_id(), 64);
+  } else {
+    post["title"] = "axqc: the model at " + short_rev + " could not be checked (" + outcome + ")";
+    text = "**axqc could not check the model** at revision `" + short_rev + "` (" + outcome +
+           "): " + CodeSpan(error, 600) + ".\n\nNothing is known about its conformance; the " +
+           "delivery can be found in the server's GET /v1/deliveries.";
+  }
+  if (!report_url.empty()) text += "\n\nReport: " + report_url;
+  post["text"] = text;
+  return post;
 }
 
 }  // namespace axqc::server::http

@@ -1,18 +1,21 @@
 // The registry webhooks' input handling as pure functions (no I/O, no server state): the
 // payloads of Hugging Face Hub and MLflow deliveries, MLflow's get-download-uri answer, and the
 // names, revisions and artifact paths taken from them, which end up in URLs sent to the registry
-// with its token. Used by hooks_huggingface.cc and hooks_mlflow.cc, fuzzed by tests/fuzz
-// (hook_hf, hook_mlflow).
+// with its token; and the text a Hugging Face write-back posts. Used by hooks_huggingface.cc and
+// hooks_mlflow.cc, fuzzed by tests/fuzz (hook_hf, hook_mlflow).
 //
-// Every failure is INVALID_ARGUMENT naming the field (or FAILED_PRECONDITION for an artifact
-// location this server cannot read); nothing throws.
+// Every failure of a parser is INVALID_ARGUMENT naming the field (or FAILED_PRECONDITION for an
+// artifact location this server cannot read); the parsers throw nothing.
 #pragma once
 
 #include <grpcpp/support/status.h>
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+
+#include "axqc/v1/axqc.pb.h"
 
 namespace axqc::server::http {
 
@@ -30,9 +33,22 @@ struct HfPayload {
   std::string head_sha;       // repo.headSha ("" when absent)
   std::string event;          // scope + "." + action
   std::string revision;       // head_sha, or "main" without it; a valid revision
+  std::string pull_request;   // N of a pushed ref refs/pr/N in updatedRefs ("" for none)
   std::string ignore_reason;  // set: nothing to check (not a model, not a content update)
 };
 grpc::Status ParseHuggingFacePayload(std::string_view body, HfPayload* out);
+
+// What a Hugging Face write-back posts for a delivery's check, as {"pull_request": N or absent,
+// "title", "text"}: Markdown with the verdict, counts, the first errors and warnings, sha256,
+// request id and `report_url` ("" = no link). Text from the model or the registry (node names,
+// messages, errors) appears only inside code spans (no backtick or line break in them, bars
+// escaped in table cells), so it adds no link, mention, HTML or table cell. `request` is the
+// delivery's stored request (its "hf" object: repo, revision, pull_request); `outcome` the
+// delivery's (a verdict, download_failed, ...). Throws nlohmann::json::exception for a request
+// without them.
+nlohmann::json HfWriteBackPost(const nlohmann::json& request, const grpc::Status& status,
+                               const v1::CheckResponse& resp, const std::string& outcome,
+                               const std::string& error, const std::string& report_url);
 
 // The fields of an MLflow model-registry delivery the server uses.
 struct MlflowPayload {

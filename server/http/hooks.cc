@@ -57,6 +57,9 @@ HookSettings LoadHookSettings(const ServerConfig& c) {
   }
   h.huggingface_token = ReadOptional(c.huggingface_token_file);
   h.huggingface_model_file = c.huggingface_model_file;
+  h.huggingface_write_back = c.huggingface_write_back;
+  h.public_url = c.public_url;
+  while (!h.public_url.empty() && h.public_url.back() == '/') h.public_url.pop_back();
   h.check_value = c.webhook_check_value;
   try {
     h.targets = ResolveTargets(c.webhook_targets);
@@ -67,6 +70,12 @@ HookSettings LoadHookSettings(const ServerConfig& c) {
   h.huggingface_origin = OriginOfSetting("--huggingface-url", h.huggingface_url);
   CheckModelFile("--mlflow-model-file", h.mlflow_model_file);
   CheckModelFile("--huggingface-model-file", h.huggingface_model_file);
+  if (h.huggingface_write_back != "off" && h.huggingface_token.empty()) {
+    throw std::runtime_error(
+        "huggingface-write-back is " + h.huggingface_write_back +
+        " but huggingface-token-file is not set: writing a discussion on the Hub needs a token "
+        "with write access to the repos");
+  }
   if (!h.mlflow_secret.empty() && h.mlflow_url.empty()) {
     throw std::runtime_error(
         "mlflow-webhook-secret-file is set but mlflow-url is not: the MLflow webhook needs the "

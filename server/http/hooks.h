@@ -6,7 +6,8 @@
 // asynchronously: fetched through the registry's download API from an allowlisted host
 // (--url-allow-host), checked like any Check (report cache, store, engine, history row with the
 // registry's labels), and with write-back configured the verdict is written to the registry
-// (MLflow: model-version tags, all of them again until every one was written). Temporary
+// (MLflow: model-version tags, all of them again until every one was written; Hugging Face: a
+// discussion on the repo, or a comment on the pull request of a push to refs/pr/N). Temporary
 // failures (registry 5xx, connection errors, a busy or stopping server) are retried with
 // exponential backoff (--webhook-retry-seconds, --webhook-max-attempts); deliveries in progress
 // when the server stopped are resumed when it starts again. A delivery recorded before (same id,
@@ -47,6 +48,8 @@ struct HookSettings {
   std::string huggingface_url = "https://huggingface.co";
   std::string huggingface_token;
   std::string huggingface_model_file = "model.onnx";
+  std::string huggingface_write_back = "off";  // off, failures, all (a discussion or PR comment)
+  std::string public_url;  // the dashboard's address: write-backs link the report ("" = none)
   bool check_value = false;           // options of webhook checks
   std::vector<std::string> targets;  // chip targets of webhook checks (resolved, profile order)
   // The registries' origins (ParsedUrl::Origin of mlflow_url, huggingface_url): their tokens are
@@ -203,10 +206,19 @@ class Hooks {
 // of an outcome, and writing them (all, in order; SourceError naming how many were written).
 std::string MlflowModelVersionUrl(const Hooks& hooks, const std::string& name,
                                   const std::string& version);
+// `report_url`: the report on the server's dashboard (--public-url), written as axqc.report_url
+// ("" = no such tag).
 std::vector<std::pair<std::string, std::string>> MlflowTags(const grpc::Status& status,
-                                                            const v1::CheckResponse& resp);
+                                                            const v1::CheckResponse& resp,
+                                                            const std::string& report_url = {});
 void MlflowWriteTags(const Hooks& hooks, const std::string& name, const std::string& version,
                      const std::vector<std::pair<std::string, std::string>>& tags);
+
+// Hugging Face (hooks_huggingface.cc): posts a write-back made by HfWriteBackPost
+// (hook_payloads.h) as a comment on pull request N (POST /api/models/REPO/discussions/N/comment)
+// or a new discussion (POST /api/models/REPO/discussions) with the token.
+// Throws SourceError (registry answer, network) or nlohmann::json::exception (a malformed post).
+void HfWriteBack(const Hooks& hooks, const nlohmann::json& request, const nlohmann::json& post);
 
 // `headers` when `url` has the origin `registry_origin` (scheme://host:port, ParsedUrl::Origin),
 // else none. Throws SourceError(INVALID_ARGUMENT) for a malformed URL.

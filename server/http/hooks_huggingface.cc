@@ -7,8 +7,10 @@
 // goes to that origin only). The body is parsed and validated by ParseHuggingFacePayload
 // (hook_payloads.h: bounded, typed, repo id and revision checked). Deliveries
 // are identified by repo, revision and event, and recorded in the store (hooks.h), so a retried
-// delivery is not checked twice, also after a restart. There is no write-back: the verdict is in
-// the history (GET /v1/models?label.hf.repo=...) and the delivery in GET /v1/deliveries.
+// delivery is not checked twice, also after a restart. The verdict is in the history
+// (GET /v1/models?label.hf.repo=...) and the delivery in GET /v1/deliveries; with
+// --huggingface-write-back failures|all it is also written to the Hub (HfWriteBack): a comment on
+// the pull request when the push updated refs/pr/N, else a new discussion on the repo.
 #include <string>
 
 #include "http/api.h"
@@ -40,11 +42,17 @@ grpc::Status VerifyAndParse(Hooks* hooks, const Request& request, HookDelivery& 
   d.labels = {{"source", "huggingface"},
               {"hf.repo", p.name.substr(0, kMaxLabelValue)},
               {"hf.revision", p.revision.substr(0, kMaxLabelValue)}};
+  if (!p.pull_request.empty()) d.labels["hf.pull_request"] = p.pull_request;
   const std::string url =
       HuggingFaceModelUrl(h.huggingface_url, p.name, p.revision, h.huggingface_model_file);
   nlohmann::json stored = {
       {"name", d.name}, {"labels", d.labels}, {"check_value", h.check_value}, {"url", url}};
   if (!h.targets.empty()) stored["targets"] = h.targets;
+  stored["hf"] = {{"repo", p.name}, {"revision", p.revision}};
+  if (!p.pull_request.empty()) {
+    stored["hf"]["pull_request"] = p.pull_request;
+  }
+  if (h.huggingface_write_back != "off") stored["write_back"] = "huggingface";
   // The pushed commit (headSha) names fixed contents: a delivery for it is a duplicate of the
   // first one. Without headSha the branch "main" is checked, which moves: each such delivery is
   // checked.
@@ -61,6 +69,30 @@ grpc::Status VerifyAndParse(Hooks* hooks, const Request& request, HookDelivery& 
 }
 
 }  // namespace
+
+void HfWriteBack(const Hooks& hooks, const nlohmann::json& request, const nlohmann::json& post) {
+  const HookSettings& h = hooks.settings();
+  const std::string repo = request.at("hf").at("repo").get<std::string>();
+  if (!ValidHfRepoName(repo)) {
+    throw SourceError(grpc::StatusCode::INVALID_ARGUMENT, "stored repo name is not a repo id");
+  }
+  std::string url = h.huggingface_url + "/api/models/" + repo + "/discussions";
+  nlohmann::json body;
+  if (post.contains("pull_request")) {
+    const std::string pr = post.at("pull_request").get<std::string>();
+    if (pr.empty() || pr.size() > 9 || pr.find_first_not_of("0123456789") != std::string::npos) {
+      throw SourceError(grpc::StatusCode::INVALID_ARGUMENT, "stored pull request is not a number");
+    }
+    url += "/" + pr + "/comment";
+    body = {{"comment", post.at("text")}};
+  } else {
+    body = {{"title", post.at("title")}, {"description", post.at("text")}, {"pullRequest", false}};
+  }
+  hooks.RegistryCall(
+      "POST", url, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+      CredentialsFor(url, h.huggingface_origin,
+                     {{"Authorization", "Bearer " + h.huggingface_token}}));
+}
 
 void AddHuggingFaceRoute(Router& router, Api api) {
   Route r;

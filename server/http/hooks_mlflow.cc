@@ -146,14 +146,18 @@ std::string MlflowModelVersionUrl(const Hooks& hooks, const std::string& name,
 }
 
 std::vector<std::pair<std::string, std::string>> MlflowTags(const grpc::Status& status,
-                                                            const v1::CheckResponse& resp) {
+                                                            const v1::CheckResponse& resp,
+                                                            const std::string& report_url) {
   if (status.ok()) {
-    return {{"axqc.verdict", VerdictLabel(resp.verdict())},
-            {"axqc.errors", std::to_string(resp.report().summary().errors())},
-            {"axqc.warnings", std::to_string(resp.report().summary().warnings())},
-            {"axqc.sha256", resp.sha256()},
-            {"axqc.rule_set_version", resp.rule_set_version()},
-            {"axqc.request_id", resp.request_id()}};
+    std::vector<std::pair<std::string, std::string>> tags = {
+        {"axqc.verdict", VerdictLabel(resp.verdict())},
+        {"axqc.errors", std::to_string(resp.report().summary().errors())},
+        {"axqc.warnings", std::to_string(resp.report().summary().warnings())},
+        {"axqc.sha256", resp.sha256()},
+        {"axqc.rule_set_version", resp.rule_set_version()},
+        {"axqc.request_id", resp.request_id()}};
+    if (!report_url.empty()) tags.emplace_back("axqc.report_url", report_url);
+    return tags;
   }
   return {{"axqc.verdict",
            status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? "invalid_input" : "error"},

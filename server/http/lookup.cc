@@ -55,7 +55,11 @@ void AddLookupRoutes(Router& router, Api api) {
   // rendered on the HtmlReports thread (never on a listener thread) and cached.
   HtmlOptions options;
   options.home_url = "/";
-  options.rules_url.clear();  // the server does not serve the rule pages
+  options.repair_by_file_name = true;  // the model is not where (or named as) the server read it
+  // The rule pages are not served here: --rules-url points the links at them (a docs site, the
+  // repository); without it the page shows each rule's summary and fix without a link.
+  options.rules_url =
+      api.s != nullptr && api.s->d.config != nullptr ? api.s->d.config->rules_url : "";
   auto renderer = std::make_shared<HtmlReports>(
       options, kHtmlQueue, kHtmlCacheBytes,
       api.s == nullptr ? HtmlRenderFn(RenderHtmlInProcess) : api.s->d.render_html);

@@ -4,7 +4,9 @@
 // suite (tests/server/hook_input_test.cc), which replays tests/fuzz/{hook_hf,hook_mlflow,
 // json_body}_regressions/.
 //
-//   hook_hf      the bytes as a Hugging Face webhook body -> ParseHuggingFacePayload
+//   hook_hf      the bytes as a Hugging Face webhook body -> ParseHuggingFacePayload, and as the
+//                node name, message and error of a write-back -> HfWriteBackPost (Markdown whose
+//                lines and table cells the model's text cannot add to)
 //   hook_mlflow  the bytes as an MLflow webhook body -> ParseMlflowPayload, as MLflow's
 //                get-download-uri answer -> ParseMlflowDownloadUri -> MlflowModelUrl, and as an
 //                artifact URI -> MlflowModelUrl
@@ -17,8 +19,10 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -120,9 +124,53 @@ inline std::string RunModelUrl(std::string_view uri) {
 
 }  // namespace hook_detail
 
+// The write-back's Markdown for a report whose finding carries `text` as node name and message,
+// and for a failed check with `text` as its error: the lines are the ones the format has (no
+// line break from the text), and each table row has its 5 cell bars (bars from the text
+// escaped).
+inline std::string CheckHfWriteBack(std::string_view text) {
+  v1::CheckResponse resp;
+  auto* f = resp.mutable_report()->add_findings();
+  f->set_rule("op/output-not-quantized");
+  f->set_severity(v1::SEVERITY_ERROR);
+  f->set_message(std::string(text));
+  f->add_nodes(std::string(text));
+  const nlohmann::json request = {{"hf", {{"repo", "org/m"}, {"revision", "main"}}}};
+  const std::string ok =
+      server::http::HfWriteBackPost(request, grpc::Status::OK, resp, "non_conformant", "", "")
+          .at("text");
+  std::size_t lines = 0;
+  std::size_t start = 0;
+  while (start <= ok.size()) {
+    std::size_t end = ok.find('\n', start);
+    if (end == std::string::npos) end = ok.size();
+    const std::string_view line = std::string_view(ok).substr(start, end - start);
+    if (line.starts_with("| `` ")) {
+      std::size_t bars = 0;
+      for (std::size_t i = 0; i < line.size(); ++i) {
+        if (line[i] == '|' && (i == 0 || line[i - 1] != '\\')) ++bars;
+      }
+      if (bars != 5) return "a write-back table row has " + std::to_string(bars) + " cell bars";
+    }
+    ++lines;
+    start = end + 1;
+  }
+  // Headline, blank, table head, rule, row, blank, ids.
+  if (lines != 7) return "the write-back has " + std::to_string(lines) + " lines, not 7";
+  const nlohmann::json failed = server::http::HfWriteBackPost(
+      request, grpc::Status(grpc::StatusCode::NOT_FOUND, "x"), resp, "download_failed",
+      std::string(text), "");
+  const std::string t = failed.at("text");
+  if (std::count(t.begin(), t.end(), '\n') != 2) return "the failure's write-back has extra lines";
+  const std::string title = failed.at("title");
+  if (title.find('\n') != std::string::npos) return "a title with a line break";
+  return "";
+}
+
 inline std::string RunHookHfInput(const std::uint8_t* data, std::size_t size) {
   using namespace hook_detail;
   const std::string_view body(reinterpret_cast<const char*>(data), size);
+  if (auto e = CheckHfWriteBack(body); !e.empty()) return e;
   server::http::HfPayload p;
   const grpc::Status st = server::http::ParseHuggingFacePayload(body, &p);
   if (auto e = CheckStatus(st, "ParseHuggingFacePayload"); !e.empty()) return e;
@@ -140,6 +188,12 @@ inline std::string RunHookHfInput(const std::uint8_t* data, std::size_t size) {
     return e;
   }
   if (p.event != p.scope + "." + p.action) return "event is not scope.action";
+  // The pull request number goes into a registry URL path (the write-back's comment).
+  if (!p.pull_request.empty() &&
+      (p.pull_request.size() > 9 || p.pull_request[0] == '0' ||
+       p.pull_request.find_first_not_of("0123456789") != std::string::npos)) {
+    return "pull request accepted that is not a number: " + p.pull_request;
+  }
   for (const auto* s : {&p.event, &p.ignore_reason, &p.type}) {
     if (auto e = Printable(*s, "a parsed field"); !e.empty()) return e;
   }

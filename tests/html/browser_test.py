@@ -45,6 +45,7 @@ SERVER = os.path.join(BUILD, "server", "axqc-server")
 BENCH_GEN = os.path.join(BUILD, "bench", "axqc-bench-gen")
 EXPORTS = os.path.join(SOURCE, "tests", "data", "real_exports")
 FAILING = os.path.join(EXPORTS, "vit_manual_numbers_op13.onnx")
+RULES_URL = "https://docs.example.com/rules/{page}/"
 FAILING_CNN = os.path.join(EXPORTS, "defect_weight_u8_op17.onnx")
 PASSING = os.path.join(EXPORTS, "spec_cnn_op17.onnx")
 WORK = tempfile.mkdtemp(prefix="axqc-browser-")
@@ -219,8 +220,11 @@ def check_report_dom(dom, report, where):
     check(labels, f"{where}: Q/DQ edges are labelled with scale and zero point ({labels[:1]})")
     check(dom.find("li") != [] and dom.find("g", cls="selected") != [],
           f"{where}: the graph explorer's script listed nodes and drew a neighbourhood")
+    # Links to the rule pages (the server's --rules-url) are links, not resources.
     external = [f"{e['tag']} {k}={e['attrs'][k]}" for e in dom.elements for k in ("src", "href")
-                if (e["attrs"].get(k) or "").startswith(("http:", "https:", "//"))]
+                if (e["attrs"].get(k) or "").startswith(("http:", "https:", "//")) and not (
+                    e["tag"] == "a" and k == "href" and
+                    e["attrs"][k].startswith(RULES_URL.split("{page}")[0]))]
     check(not external and dom.find("link") == [],
           f"{where}: no external resource (src/href to another site: {external[:3]})")
 
@@ -349,7 +353,7 @@ def main():
          os.path.join(WORK, "store.sqlite3"), "--url-allow-host", f"127.0.0.1:{stub_port}",
          "--huggingface-webhook-secret-file", os.path.join(WORK, "hf-secret"),
          "--huggingface-url", f"http://127.0.0.1:{stub_port}", "--webhook-check-value", "true",
-         "--webhook-max-attempts", "1"],
+         "--webhook-max-attempts", "1", "--rules-url", RULES_URL],
         stdout=open(os.path.join(WORK, "server.log"), "w"), stderr=subprocess.STDOUT, env=env)
     deadline = time.time() + 30
     while time.time() < deadline and not (os.path.exists(ready) and os.path.getsize(ready) > 0):
@@ -467,6 +471,26 @@ def main():
     check(dom.find("span", id="verdict") and dom.find("span", id="verdict")[0]["text"] ==
           "non_conformant", "/models/{sha256}: the stored report with its verdict")
     check_report_dom(dom, report, "server report page")
+    # Rule IDs link to the rule pages under --rules-url ({page} filled in).
+    rule_links = {a["attrs"].get("href") for a in dom.find("a", cls="rule")}
+    check(RULES_URL.replace("{page}", "onnx--constant-node") in rule_links and
+          all(h.startswith("https://docs.example.com/rules/") and h.endswith("/") for h in rule_links),
+          f"server page: rule links under --rules-url ({sorted(rule_links)[:3]})")
+    # Each repair command the page prints runs as printed, on a copy of the model under the name
+    # the page gives (what a reader of the page does).
+    repairs = [c["text"] for c in dom.find("code") if c["text"].startswith("axqc fix ")]
+    check(repairs, "server page: the causes print their repair commands")
+    for cmd in repairs:
+        words = cmd.split()
+        run_dir = tempfile.mkdtemp(dir=WORK)
+        shutil.copy(FAILING, os.path.join(run_dir, words[2]))
+        r = subprocess.run([AXQC] + words[1:], cwd=run_dir, capture_output=True, text=True)
+        # The exit code is the fixed model's verdict (1: other defects remain).
+        check(r.returncode in (0, 1) and "wrote FIXED.onnx" in r.stdout and
+              os.path.exists(os.path.join(run_dir, "FIXED.onnx")) and
+              f"{words[-1]:<26}" in r.stdout,
+              f"server page: `{cmd}` runs and applies {words[-1]} (exit {r.returncode}: "
+              f"{r.stdout[-300:]} {r.stderr[-300:]})")
     # The server's page is the same document: a deep link into a folded group works there too.
     with open(large, "rb") as f:
         st, data = post(port, "/v1/check?name=large.onnx", f.read(),
@@ -478,6 +502,12 @@ def main():
     check(row and any(t == "details" and "open" in a for t, a in row[0]["ancestors"]) and
           dom.find("nav", id="toc") != [],
           f"/models/{{sha256}}#{target}: the table of contents, and the finding's <details> open")
+    # The server stored the whole graph of the 400-node model: the same collapsed map as locally.
+    server_boxes = [e for e in dom.find("g", cls="node")
+                    if e["attrs"].get("id", "").startswith("c-node-")]
+    check(sorted(e["attrs"]["id"] for e in server_boxes) == sorted(e["attrs"]["id"] for e in boxes),
+          f"/models/{{sha256}} of the 400-node model: the map with chains collapsed, the same "
+          f"{len(boxes)} boxes as the local report (got {len(server_boxes)})")
     # The model page: the report of the options asked for, every stored report, the history.
     dom = Dom(browser(f"{base}/models/{shas[FAILING_CNN]}?check_value=true"))
     check(dom.find("span", id="verdict") and dom.find("span", id="verdict")[0]["text"] ==

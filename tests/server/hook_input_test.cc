@@ -194,6 +194,89 @@ TEST(HuggingFacePayload, DotSegmentsAndEncodedFormsInNamesAndRevisionsAreRefused
   }
 }
 
+TEST(HuggingFacePayload, PushToAPullRequestNamesItsNumber) {
+  const std::string repo = R"("repo":{"type":"model","name":"org/m","headSha":"abc"})";
+  auto body = [&](const std::string& refs) {
+    return R"({"event":{"action":"update","scope":"repo.content"},)" + repo +
+           R"(,"updatedRefs":)" + refs + "}";
+  };
+  HfPayload p;
+  ASSERT_TRUE(http::ParseHuggingFacePayload(
+                  body(R"([{"ref":"refs/pr/12","oldSha":"a","newSha":"abc"}])"), &p)
+                  .ok());
+  EXPECT_EQ(p.pull_request, "12");
+  ASSERT_TRUE(http::ParseHuggingFacePayload(body(R"([{"ref":"refs/heads/main"}])"), &p).ok());
+  EXPECT_EQ(p.pull_request, "");
+  ASSERT_TRUE(http::ParseHuggingFacePayload(body("null"), &p).ok());
+  EXPECT_EQ(p.pull_request, "");
+  for (const std::string bad : {R"([{"ref":"refs/pr/../../x"}])", R"([{"ref":"refs/pr/"}])",
+                                R"([{"ref":"refs/pr/012"}])", R"([{"ref":"refs/pr/1234567890"}])",
+                                R"([{"ref":"refs/pr/7%2f"}])"}) {
+    const grpc::Status st = http::ParseHuggingFacePayload(body(bad), &p);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+    EXPECT_TRUE(HasPart(st.error_message(), "not refs/pr/N")) << bad;
+  }
+  for (const std::string bad : {R"({"ref":"refs/pr/1"})", R"(["refs/pr/1"])"}) {
+    const grpc::Status st = http::ParseHuggingFacePayload(body(bad), &p);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+    EXPECT_TRUE(HasPart(st.error_message(), "updatedRefs")) << bad;
+  }
+}
+
+TEST(HuggingFaceWriteBack, ModelTextStaysInCodeSpans) {
+  v1::CheckResponse resp;
+  resp.set_sha256(std::string(64, 'a'));
+  resp.set_request_id("req-1");
+  resp.set_rule_set_version("2026.12.1");
+  auto* r = resp.mutable_report();
+  r->mutable_summary()->set_errors(12);
+  r->mutable_summary()->set_causes(1);
+  for (int i = 0; i < 12; ++i) {
+    auto* f = r->add_findings();
+    f->set_rule("op/output-not-quantized");
+    f->set_severity(v1::SEVERITY_ERROR);
+    f->set_message("output of `x` | @everyone <img src=x>\n# heading");
+    f->add_nodes("node`" + std::to_string(i) + "\n[link](http://evil)");
+  }
+  const nlohmann::json request = {{"hf", {{"repo", "org/m"}, {"revision", std::string(40, 'b')}}}};
+  const nlohmann::json post = http::HfWriteBackPost(request, grpc::Status::OK, resp,
+                                                    "non_conformant", "", "https://axqc.test/m");
+  const std::string text = post.at("text");
+  EXPECT_EQ(post.at("title"), "axqc: non_conformant at bbbbbbbbbbbb");
+  EXPECT_FALSE(post.contains("pull_request"));
+  EXPECT_TRUE(HasPart(text, "**axqc: non_conformant** for the model at revision `bbbbbbbbbbbb`"));
+  EXPECT_TRUE(HasPart(
+      text, "| `` op/output-not-quantized `` | error | `` node 0 [link](http://evil) `` | "
+            "`` output of  x  \\| @everyone <img src=x> # heading `` |"));
+  EXPECT_TRUE(HasPart(text, "... and 2 more errors and warnings"));
+  EXPECT_TRUE(HasPart(text, "Report: https://axqc.test/m"));
+  // Every table row has exactly its 5 cell bars: nothing from the model split a cell or a line.
+  std::size_t rows = 0;
+  std::size_t pos = 0;
+  while ((pos = text.find("\n| `` op/", pos)) != std::string::npos) {
+    const std::size_t end = text.find('\n', pos + 1);
+    const std::string line = text.substr(pos + 1, end - pos - 1);
+    // A table splits cells at every bar not escaped, inside code spans too.
+    std::size_t bars = 0;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == '|' && (i == 0 || line[i - 1] != '\\')) ++bars;
+    }
+    EXPECT_EQ(bars, 5u) << line;
+    ++rows;
+    pos = end;
+  }
+  EXPECT_EQ(rows, 10u);
+
+  const nlohmann::json failed = http::HfWriteBackPost(
+      {{"hf", {{"repo", "org/m"}, {"revision", "main"}, {"pull_request", "3"}}}},
+      grpc::Status(grpc::StatusCode::NOT_FOUND, "x"), v1::CheckResponse(), "download_failed",
+      "NOT_FOUND: HTTP 404 for http://hub/`x`", "");
+  EXPECT_EQ(failed.at("pull_request"), "3");
+  EXPECT_EQ(failed.at("title"), "axqc: the model at main could not be checked (download_failed)");
+  EXPECT_TRUE(HasPart(failed.at("text"), "`` NOT_FOUND: HTTP 404 for http://hub/ x ``"));
+  EXPECT_FALSE(HasPart(failed.at("text"), "Report:"));
+}
+
 TEST(HuggingFacePayload, ModelUrlEncodesTheRevision) {
   EXPECT_EQ(http::HuggingFaceModelUrl("https://hub.test", "org/m", "refs/pr/1", "onnx/model.onnx"),
             "https://hub.test/org/m/resolve/refs%2Fpr%2F1/onnx/model.onnx");
@@ -363,6 +446,9 @@ TEST(RegistryCredentials, HookSettingsRefuseUnsafeModelFilesAndBadRegistryUrls) 
   EXPECT_THROW(http::LoadHookSettings(c), std::runtime_error);
   c.huggingface_model_file = "onnx/model.onnx";
   c.mlflow_url = "ftp://mlflow";
+  EXPECT_THROW(http::LoadHookSettings(c), std::runtime_error);
+  c.mlflow_url = "http://mlflow:5000";
+  c.huggingface_write_back = "failures";  // a write-back needs a token
   EXPECT_THROW(http::LoadHookSettings(c), std::runtime_error);
 }
 

@@ -256,6 +256,7 @@ TEST(GraphExcerpt, KeepsTheNeighbourhoodsOfTheFindingsAndRendersTheSameViews) {
   const Report full = CheckWithGraph("vit_manual_numbers_op13");
   HtmlOptions small;
   small.whole_model_max_nodes = 10;  // force an excerpt
+  small.excerpt_whole_max_nodes = 10;
   const ModelGraph excerpt = GraphExcerpt(full, small);
   EXPECT_FALSE(excerpt.complete);
   EXPECT_EQ(excerpt.model_nodes, full.model.node_count);
@@ -533,6 +534,55 @@ TEST(RenderHtml, ALargerModelHasAMapWithItsChainsCollapsed) {
   EXPECT_EQ(chains, 49u);
   EXPECT_TRUE(outlined);
   EXPECT_NE(html.find("<li><a href=\"#model\">Map of the whole model</a>"), std::string::npos);
+
+  // What the service stores with the report keeps all 401 nodes (up to 3,000), so the server's
+  // page draws the same collapsed map; a graph over that limit is cut to the neighbourhoods.
+  const ModelGraph stored = GraphExcerpt(r);
+  EXPECT_TRUE(stored.complete);
+  EXPECT_EQ(stored.nodes.size(), 401u);
+  HtmlOptions limit;
+  limit.excerpt_whole_max_nodes = 400;
+  const ModelGraph cut = GraphExcerpt(r, limit);
+  EXPECT_FALSE(cut.complete);
+  EXPECT_LT(cut.nodes.size(), 100u);
+}
+
+TEST(RenderHtml, RepairCommandsOnServerPagesNameTheModelByItsFileName) {
+  Report r = CheckWithGraph("vit_manual_numbers_op13");
+  std::string rewrite;
+  for (const auto& c : GroupCauses(r)) {
+    if (!c.hint.rewrite.empty()) rewrite = c.hint.rewrite;
+  }
+  ASSERT_FALSE(rewrite.empty()) << "the model has a cause with a repair";
+  const std::string local = RenderHtml(r);
+  EXPECT_NE(local.find("Repair: <code>axqc fix " + r.model.file + " -o FIXED.onnx --only " +
+                       rewrite + "</code>"),
+            std::string::npos);
+  HtmlOptions server;
+  server.repair_by_file_name = true;
+  for (const auto& [file, shown] : std::vector<std::pair<std::string, std::string>>{
+           {"org/classifier@1a2b3c4d5e6f", "model.onnx"},
+           {"detector/3", "model.onnx"},
+           {"/srv/models/team a/vit.onnx", "vit.onnx"}}) {
+    r.model.file = file;
+    const std::string html = RenderHtml(r, server);
+    EXPECT_NE(html.find("Repair (with the model saved as <code>" + shown +
+                        "</code>): <code>axqc fix " + shown + " -o FIXED.onnx --only " + rewrite +
+                        "</code>"),
+              std::string::npos)
+        << file;
+  }
+  r.model.file = "vit.onnx";  // already a file name: said as is
+  EXPECT_NE(RenderHtml(r, server).find("Repair: <code>axqc fix vit.onnx -o FIXED.onnx"),
+            std::string::npos);
+}
+
+TEST(RuleUrl, AppendsThePageOrFillsItIn) {
+  EXPECT_EQ(RuleUrl("docs/rules/", "qdq/scale-value"), "docs/rules/qdq--scale-value.md");
+  EXPECT_EQ(RuleUrl("https://docs.example.com/rules/{page}/", "op/output-not-quantized"),
+            "https://docs.example.com/rules/op--output-not-quantized/");
+  EXPECT_EQ(RuleUrl("https://x.test/{page}#{page}", "onnx/constant-node"),
+            "https://x.test/onnx--constant-node#onnx--constant-node");
 }
 
 TEST(RenderHtml, TenThousandNodesStayAReasonableSize) {

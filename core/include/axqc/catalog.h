@@ -33,6 +33,10 @@ const RuleInfo* ClosestRule(std::string_view id);
 // The name of a rule's page under docs/rules, without ".md": "qdq/scale-value" ->
 // "qdq--scale-value".
 std::string RulePageName(std::string_view id);
+// The link to a rule's page under the base `rules_url` (the reports' --rules-url): each "{page}"
+// in it replaced by RulePageName(id) (a docs site, "https://docs.example.com/rules/{page}/"),
+// else RulePageName(id) + ".md" appended (a folder of the Markdown pages).
+std::string RuleUrl(std::string_view rules_url, std::string_view id);
 
 // Version of the rule set; part of every cache key and report.
 inline constexpr std::string_view kRuleSetVersion = "2026.12.1";

@@ -21,6 +21,9 @@ struct HtmlOptions {
   int hops = 2;  // compute nodes around the findings' nodes in a view (Q/DQ nodes are free)
   std::size_t view_max_nodes = 60;          // nodes of one finding group's view
   std::size_t whole_model_max_nodes = 300;  // the ownership map of the whole model up to this
+  // GraphExcerpt keeps the whole graph of a model up to this many nodes: the map with its chains
+  // collapsed and an explorer of every node, on the server's pages too.
+  std::size_t excerpt_whole_max_nodes = 3000;
   // The layout budget (Graphviz's dot is far worse than linear in the edges): a finding group's
   // view with more edges is narrowed to fewer nodes (the page says so), down to a table of its
   // nodes; the ownership map of a model with more edges is not drawn (the explorer is).
@@ -30,6 +33,10 @@ struct HtmlOptions {
   double layout_seconds = 10.0;
   std::string home_url;  // a "back" link in the header ("" = none)
   std::string home_label = "dashboard";
+  // Repair commands name the model by its file name (the last part of the report's model file,
+  // "model.onnx" when that is not an .onnx file) and say so: the pages of a server, whose
+  // reports name a model by where the server read it or by its registry name.
+  bool repair_by_file_name = false;
   // Shown (escaped) instead of the standard sentence when the report has no graph, e.g. why the
   // graph views were left out.
   std::string no_graph_note;
@@ -67,9 +74,9 @@ std::vector<int> Neighbourhood(const ModelGraph& graph, std::span<const int> see
 // nodes first) in report.graph; empty without a graph.
 std::vector<std::vector<int>> GroupSeeds(const Report& report);
 
-// The part of report.graph that the HTML report draws: the neighbourhoods of the finding groups,
-// and the whole graph when the model has at most options.whole_model_max_nodes nodes (then it
-// stays `complete`). What the service stores with a report.
+// The part of report.graph that the HTML report draws: the whole graph when the model has at
+// most options.excerpt_whole_max_nodes nodes (then it stays `complete`), else the
+// neighbourhoods of the finding groups. What the service stores with a report.
 ModelGraph GraphExcerpt(const Report& report, const HtmlOptions& options = {});
 
 }  // namespace axqc

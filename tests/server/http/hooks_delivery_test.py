@@ -14,7 +14,11 @@ One SQLite store, two server processes:
   4. a download answered 404 ends as download_failed (no retry), listed by GET /v1/deliveries;
   5. an MLflow write-back that fails after 3 of 6 tags is retried as a whole until every tag is
      written;
-  6. GET /v1/deliveries filters, pages and validates its parameters; the metric
+  6. GET /v1/deliveries filters, pages and validates its parameters;
+  7. Hugging Face write-back (--huggingface-write-back failures): the 404 of step 4 is written to
+     the repo as a discussion; a non-conformant model pushed to refs/pr/7 gets a comment on that
+     pull request (a 503 answer retried) naming its rule, node and the report's public URL, while
+     the conformant deliveries of steps 1-3 are not written back; the metric
      axqc_webhook_deliveries_total{source,outcome} counts every outcome.
 Each check names what it expects; the first failure ends the test with exit code 1. Deadlines
 are generous (nothing is timed): the test polls until the expected state is reached.
@@ -44,6 +48,9 @@ TOKEN = "delivery-test-token"
 MLFLOW_SECRET = "mlflow-webhook-secret"
 MLFLOW_TOKEN = "mlflow-api-token-77"
 HF_SECRET = "hf-webhook-secret"
+HF_TOKEN = "hf-write-token-5"
+PUBLIC_URL = "https://axqc.example.com"
+SHA_BAD = "4" * 40
 SHA_KILLED = "1" * 40
 SHA_FLAKY = "2" * 40
 SHA_MISSING = "3" * 40
@@ -128,9 +135,12 @@ def start_server(cmd, log_name):
     return json.load(open(ready))
 
 
-def hf_body(repo, sha, action="update"):
-    return json.dumps({"event": {"action": action, "scope": "repo.content"},
-                       "repo": {"type": "model", "name": repo, "headSha": sha}})
+def hf_body(repo, sha, action="update", refs=None):
+    body = {"event": {"action": action, "scope": "repo.content"},
+            "repo": {"type": "model", "name": repo, "headSha": sha}}
+    if refs:
+        body["updatedRefs"] = [{"ref": r, "oldSha": "0" * 40, "newSha": sha} for r in refs]
+    return json.dumps(body)
 
 
 def hf(port, body):
@@ -190,9 +200,13 @@ def main():
     for rel in (f"org/killed/{SHA_KILLED}", f"org/flaky/{SHA_FLAKY}", "detector/1"):
         os.makedirs(os.path.join(models, *rel.split("/")))
         shutil.copy(ok, os.path.join(models, *rel.split("/"), "model.onnx"))
-    stub, stub_port = registry_stub.start(models, MLFLOW_TOKEN)
+    os.makedirs(os.path.join(models, "org", "bad", SHA_BAD))
+    shutil.copy(os.path.join(EXAMPLES, "broken_missing_qdq.onnx"),
+                os.path.join(models, "org", "bad", SHA_BAD, "model.onnx"))
+    stub, stub_port = registry_stub.start(models, MLFLOW_TOKEN, hf_token=HF_TOKEN)
     for name, value in (("token", TOKEN), ("mlflow-secret", MLFLOW_SECRET),
-                        ("mlflow-token", MLFLOW_TOKEN), ("hf-secret", HF_SECRET)):
+                        ("mlflow-token", MLFLOW_TOKEN), ("hf-secret", HF_SECRET),
+                        ("hf-token", HF_TOKEN)):
         with open(os.path.join(WORK, name), "w") as f:
             f.write(value + "\n")
     base = [SERVER, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
@@ -207,6 +221,8 @@ def main():
             "--mlflow-write-back", "true",
             "--huggingface-webhook-secret-file", os.path.join(WORK, "hf-secret"),
             "--huggingface-url", f"http://127.0.0.1:{stub_port}",
+            "--huggingface-token-file", os.path.join(WORK, "hf-token"),
+            "--huggingface-write-back", "failures", "--public-url", PUBLIC_URL + "/",
             "--webhook-retry-seconds", "1", "--webhook-retry-max-seconds", "2",
             "--webhook-max-attempts", "4"]
 
@@ -288,19 +304,20 @@ def main():
     check(d["state"] == "done" and d["outcome"] == "conformant" and d["attempts"] == 2,
           f"write-back failed midway, then all tags: done, conformant, attempt 2 (got {d})")
     tag_calls = calls("/model-versions/set-tag")
-    check(len(tag_calls) == 10, f"set-tag: 3 written, 1 failed, then all 6 again (got {len(tag_calls)})")
+    check(len(tag_calls) == 11, f"set-tag: 3 written, 1 failed, then all 7 again (got {len(tag_calls)})")
     tags = {json.loads(c["body"])["key"]: json.loads(c["body"])["value"] for c in tag_calls}
     check(set(tags) == {"axqc.verdict", "axqc.errors", "axqc.warnings", "axqc.sha256",
-                        "axqc.rule_set_version", "axqc.request_id"}
-          and tags["axqc.verdict"] == "conformant" and tags["axqc.request_id"] == mlflow_request,
-          f"every tag written, the request id announced in the 202 (got {tags})")
+                        "axqc.rule_set_version", "axqc.request_id", "axqc.report_url"}
+          and tags["axqc.verdict"] == "conformant" and tags["axqc.request_id"] == mlflow_request
+          and tags["axqc.report_url"] == f"{PUBLIC_URL}/models/{tags['axqc.sha256']}",
+          f"every tag written, the request id announced in the 202, the report's URL (got {tags})")
     st, j = mlflow(port, created, mlflow_delivery)
     check(st == 200 and j["status"] == "duplicate", f"the MLflow delivery again: duplicate (got {st} {j})")
     st, j = mlflow(port, created, str(uuid.uuid4()))
     check(st == 200 and j["status"] == "duplicate" and j["delivery_id"] == mlflow_id,
           f"a new delivery of the same model version: duplicate (got {st} {j})")
     time.sleep(1.5)
-    check(len(calls("/model-versions/set-tag")) == 10 and len(calls("/detector/1/model.onnx")) == 1,
+    check(len(calls("/model-versions/set-tag")) == 11 and len(calls("/detector/1/model.onnx")) == 1,
           "no registry call after the duplicates")
     check(len(calls(f"/org/killed/resolve/{SHA_KILLED}/")) == downloads,
           "no download after the duplicates of the resumed delivery")
@@ -327,9 +344,38 @@ def main():
     st, j = call(port, "GET", "/v1/deliveries", token=None)
     check(st == 401, f"GET /v1/deliveries without the token: 401 (got {st})")
 
+    # --- 7. Hugging Face write-back: failures only
+    posts = calls("/api/models/")
+    check([c["path"] for c in posts] == ["/api/models/org/missing/discussions"],
+          f"one write-back so far: a discussion on org/missing, none for the conformant repos (got {posts})")
+    post = json.loads(posts[0]["body"])
+    check(posts[0]["authorization"] == "Bearer " + HF_TOKEN and post["pullRequest"] is False
+          and "download_failed" in post["title"] and "HTTP 404" in post["description"]
+          and "could not check" in post["description"] and "Report:" not in post["description"],
+          f"the 404 written back: token, title with the outcome, the error, no report (got {post})")
+    stub.failures.append(["/discussions/7/comment", 503, 1])
+    st, j = hf(port, hf_body("org/bad", SHA_BAD, refs=["refs/pr/7"]))
+    check(st == 202 and j["status"] == "accepted", f"Hub delivery for refs/pr/7: 202 (got {st} {j})")
+    bad_id, bad_request = j["delivery_id"], j["request_id"]
+    d = wait_for(lambda: settled(port, bad_id), "the delivery of the pull request finishes")
+    check(d["state"] == "done" and d["outcome"] == "non_conformant" and d["attempts"] == 2
+          and d["error"] == "", f"non-conformant, the 503 comment retried: done, attempt 2 (got {d})")
+    comments = calls("/api/models/org/bad/discussions/7/comment")
+    check(len(comments) == 2 and not [c for c in posts + calls("/api/models/org/bad/")
+                                        if c["path"] == "/api/models/org/bad/discussions"],
+          f"a comment on pull request 7 (503, then 200), no new discussion (got {comments})")
+    text = json.loads(comments[-1]["body"])["comment"]
+    for want in ("**axqc: non_conformant**", f"`{SHA_BAD[:12]}`", "op/output-not-quantized",
+                 "| `` add `` |", f"request id `` {bad_request} ``", f"Report: {PUBLIC_URL}/models/{d['sha256']}"):
+        check(want in text, f"the comment has {want!r} (got {text!r})")
+    st, j = call(port, "GET", "/v1/models?label.hf.pull_request=7")
+    check(st == 200 and [m["request_id"] for m in j["models"]] == [bad_request],
+          f"the check carries the label hf.pull_request=7 (got {j})")
+
     got = metric_values(metrics_port)
     want = {("huggingface", "conformant"): 2, ("huggingface", "download_failed"): 1,
-            ("huggingface", "duplicate"): 2, ("huggingface", "retry"): 1,
+            ("huggingface", "duplicate"): 2, ("huggingface", "retry"): 2,
+            ("huggingface", "non_conformant"): 1,
             ("mlflow", "conformant"): 1, ("mlflow", "retry"): 1, ("mlflow", "duplicate"): 2}
     check(got == want, f"axqc_webhook_deliveries_total{{source,outcome}} (got {got})")
     rc = stop_server()

@@ -9,26 +9,31 @@ MLflow:  GET  /api/2.0/mlflow/model-versions/get-download-uri?name=N&version=V
          GET  /api/2.0/mlflow-artifacts/artifacts/models/N/V/model.onnx -> DIR/N/V/model.onnx
          POST /api/2.0/mlflow/model-versions/set-tag {"name","version","key","value"} -> {}
 Hub:     GET  /ORG/REPO/resolve/REV/model.onnx -> DIR/ORG/REPO/REV/model.onnx
+         POST /api/models/ORG/REPO/discussions {"title","description","pullRequest"} -> {"num"}
+         POST /api/models/ORG/REPO/discussions/N/comment {"comment"} -> {"newMessage": {...}}
 Test:    GET  /_calls -> every request received so far (method, path, body, authorization)
 
 Scripted failures (importable use): server.failures is a list of
 [path substring, status, count, pass first]; after `pass first` requests whose path contains the
 substring were served, the next `count` of them are answered `status` instead.
 
-With --token every MLflow call must carry "Authorization: Bearer TOKEN" (401 otherwise). Also
-importable: start(models_dir, token, artifact_uris) runs it on a thread and returns (server, port);
+With --token every MLflow call must carry "Authorization: Bearer TOKEN" (401 otherwise); with
+hf_token (importable use) every Hub discussion call must carry that token. Also
+importable: start(models_dir, token, artifact_uris, hf_token=...) runs it on a thread and returns
+(server, port);
 artifact_uris (model name -> artifact_uri, also server.artifact_uris) replaces the answer of
 get-download-uri for those models.
 """
 import argparse
 import json
 import os
+import re
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-def make_handler(models, token, calls, lock, artifact_uris=None, failures=None):
+def make_handler(models, token, calls, lock, artifact_uris=None, failures=None, hf_token=""):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -116,16 +121,33 @@ def make_handler(models, token, calls, lock, artifact_uris=None, failures=None):
                 if not all(k in req for k in ("name", "version", "key", "value")):
                     return self.send(400, json.dumps({"error_code": "INVALID_PARAMETER_VALUE"}))
                 return self.send(200, "{}")
+            m = re.fullmatch(r"/api/models/([A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)?)/discussions"
+                             r"(?:/([0-9]+)/comment)?", self.path)
+            if m:
+                if self.headers.get("Authorization", "") != "Bearer " + hf_token:
+                    return self.send(401, json.dumps({"error": "Invalid credentials"}))
+                try:
+                    req = json.loads(body)
+                except ValueError:
+                    return self.send(400, json.dumps({"error": "not JSON"}))
+                if m.group(2):
+                    if not isinstance(req.get("comment"), str) or not req["comment"]:
+                        return self.send(400, json.dumps({"error": "comment is required"}))
+                    return self.send(200, json.dumps({"newMessage": {"type": "comment"}}))
+                if not isinstance(req.get("title"), str) or len(req["title"]) < 3:
+                    return self.send(400, json.dumps({"error": "title is required"}))
+                return self.send(200, json.dumps({"num": sum(
+                    1 for c in calls if c["path"] == self.path and c["method"] == "POST")}))
             self.send(404, json.dumps({"error_code": "ENDPOINT_NOT_FOUND"}))
 
     return Handler
 
 
-def start(models, token="", artifact_uris=None, port=0):
+def start(models, token="", artifact_uris=None, port=0, hf_token=""):
     calls, lock, failures = [], threading.Lock(), []
     uris = {} if artifact_uris is None else artifact_uris
     server = ThreadingHTTPServer(("127.0.0.1", port),
-                                 make_handler(models, token, calls, lock, uris, failures))
+                                 make_handler(models, token, calls, lock, uris, failures, hf_token))
     server.calls = calls
     server.failures = failures
     server.lock = lock
