@@ -3,6 +3,7 @@
 #pragma once
 
 #include <set>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -53,6 +54,9 @@ class Emitter {
 
 struct Context {
   const onnx::ModelProto* model = nullptr;  // for model-local functions (reading 11)
+  // By tensor id, whether the producer declared a complete value_info (before shape inference
+  // added its own); read by CheckOnnxBase. Empty: none declared.
+  std::vector<bool> declared_value_info;
   const GraphIndex& g;
   const QuantTable& q;
   const Units& units;  // units and modes: decided before the rules, read-only here
@@ -73,9 +77,9 @@ struct Context {
   const std::string& Op(int node) const { return g.node(node).op_type(); }
 };
 
-// Stages of the rule pass, one per file under checks/.
-// `declared_value_info`: by tensor id, whether the producer declared a complete value_info.
-void CheckOnnxBase(Context& c, const std::vector<bool>& declared_value_info);
+// Stages of the rule pass, one per file under checks/, run in the order of kRuleStages
+// (checks/stages.cc) by RunRuleStages.
+void CheckOnnxBase(Context& c);         // 2.2: Constant nodes, value_info (declared_value_info)
 void CheckQdqNodes(Context& c);         // 3.1, 3.2, 3.3 per Q/DQ node; integer types
 void CheckQdqEdges(Context& c);         // 3.4, 3.5: pairing, fan-out, DQ sources, requantize
 void CheckComputeUnits(Context& c);     // 4, 5: quant-only operators and patterns
@@ -84,6 +88,17 @@ void CheckPassiveUnits(Context& c);     // 5.10, 5.11, 5.13, 5.14, 6.6
 void CheckRequantizeUnits(Context& c);  // 6.7
 void CheckPatterns(Context& c);         // 6.1: internal Q/DQ and escapes; ambiguity
 void CheckClosure(Context& c);          // 2.3: uncovered/unsupported nodes, orphan Q/DQ
+
+// One stage of the rule pass: its name (for timings and docs) and its function.
+struct RuleStage {
+  const char* name;
+  void (*run)(Context& c);
+};
+// Every rule stage, in the order they run: each stage may rely on the claims of the stages before
+// it (Ownership), and closure, which reports what nobody claimed, comes last.
+std::span<const RuleStage> RuleStages();
+// Runs every stage of RuleStages() on `c`, in order.
+void RunRuleStages(Context& c);
 
 // Scope (2.1, RULES.md reading 11), checks/scope.cc.
 // What quantizes `node` other than ai.onnx Q/DQ in the main graph, as a phrase for messages, and

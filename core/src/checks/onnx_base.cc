@@ -4,7 +4,8 @@
 
 namespace axqc::detail {
 
-void CheckOnnxBase(Context& c, const std::vector<bool>& declared) {
+void CheckOnnxBase(Context& c) {
+  const std::vector<bool>& declared = c.declared_value_info;
   for (int i : c.g.topo_order()) {
     const auto& n = c.g.node(i);
     if (IsOnnxOp(n, "Constant")) {
@@ -22,7 +23,8 @@ void CheckOnnxBase(Context& c, const std::vector<bool>& declared) {
       const auto& o = n.output(k);
       const int id = ids[static_cast<std::size_t>(k)];
       if (id < 0 || c.g.IsGraphOutputId(c.g.TensorId(o))) continue;
-      if (!declared[static_cast<std::size_t>(id)]) {
+      if (static_cast<std::size_t>(id) >= declared.size() ||
+          !declared[static_cast<std::size_t>(id)]) {
         c.out.Emit({.rule = rules::kOnnxValueInfoMissing,
                     .node = i,
                     .message = "intermediate tensor '" + o + "' (output of " + n.op_type() + " '" +
