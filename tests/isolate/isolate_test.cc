@@ -63,6 +63,7 @@ TEST(IsolateProtocol, RequestRoundTripsEveryField) {
   m.html.view_max_edges = 241;
   m.html.whole_model_max_edges = 601;
   m.html.layout_seconds = 2.5;
+  m.html.repair_by_file_name = true;
   const auto back = isolate::DecodeRequest(isolate::Encode(m));
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->name, m.name);
@@ -86,12 +87,14 @@ TEST(IsolateProtocol, RequestRoundTripsEveryField) {
   EXPECT_EQ(back->html.view_max_edges, 241u);
   EXPECT_EQ(back->html.whole_model_max_edges, 601u);
   EXPECT_EQ(back->html.layout_seconds, 2.5);
+  EXPECT_TRUE(back->html.repair_by_file_name);
   // A task the worker does not know is a malformed request (the task byte: before the HTML
-  // settings, the external data flag and file count, the target count and the Pulsar2
+  // settings (the last of them the repair flag), the external data flag and file count, the
+  // target count and the Pulsar2
   // configuration's flag and size).
   std::string unknown = isolate::Encode(m);
   const std::size_t task_at =
-      unknown.size() - (1 + 4) - 4 - (1 + 4) - 8 - 5 * 4 - (4 + 4) - (4 + 1) - (4 + 27) - 1;
+      unknown.size() - (1 + 4) - 4 - (1 + 4) - 1 - 8 - 5 * 4 - (4 + 4) - (4 + 1) - (4 + 27) - 1;
   ASSERT_EQ(static_cast<std::uint8_t>(unknown[task_at]), 1);
   unknown[task_at] = 2;
   EXPECT_FALSE(isolate::DecodeRequest(unknown).has_value());
