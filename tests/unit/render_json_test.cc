@@ -1,4 +1,4 @@
-// RenderJson writes the findings and units arrays directly (core/src/render.cc); the result must
+// RenderJson writes the findings and units arrays directly (core/src/report_json.cc); the result must
 // be byte-identical to serializing the json tree of ReportToJson, for every indent and for
 // strings that need escaping.
 #include <nlohmann/json.hpp>
