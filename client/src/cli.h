@@ -11,24 +11,19 @@
 #include "axqc/gate.h"
 #include "axqc/render.h"
 #include "axqc/report.h"
+#include "exit_codes.h"
 
 namespace axqc::cli {
 
-// Exit codes of every subcommand (local and remote): 0 conformant, 1 non_conformant,
-// 2 usage or input error (the model or the request: unreadable, not ONNX, path outside the
-// server's roots, ...; a bad configuration or baseline), 3 not_applicable, 4 no verdict from the
-// server (unreachable, TLS or token refused, deadline exceeded, server overloaded or failing:
-// retry later; remote mode only). With a gate (configuration, baseline, --fail-on), 0 and 1 are
-// the gate's pass and fail: only findings that count (not waived, not in the baseline) at or
-// above the threshold fail.
-inline constexpr int kExitError = 2;
+// Exit codes of every subcommand: exit_codes.h (kExitError, kExitNoVerdict, ...).
+using axqc::kExitError;
+using axqc::kExitNoVerdict;
 
 // The document `axqc check --format json` prints, whatever the number of models
 // (docs/report-schema.md): {"schema": "axqc.report/v2", "reports": [...], "statistics": [...]};
 // each entry of "reports" is a model's report object (Report::kSchema, as the service returns
 // it) or its input error. v1 printed a bare report for one model and an array for several.
 inline constexpr const char* kReportDocumentSchema = "axqc.report/v2";
-inline constexpr int kExitNoVerdict = 4;
 
 // Connection to axqc-server (remote mode).
 struct RemoteArgs {

@@ -52,23 +52,6 @@ std::optional<Baseline> ReadBaseline(const std::string& path) {
   return std::nullopt;
 }
 
-// Worst exit code: no verdict (4) > input error (2) > non_conformant (1) > not_applicable (3) >
-// conformant (0).
-int Rank(int code) {
-  switch (code) {
-    case kExitNoVerdict:
-      return 4;
-    case kExitError:
-      return 3;
-    case 1:
-      return 2;
-    case 3:
-      return 1;
-    default:
-      return 0;
-  }
-}
-
 // `text` with every line indented by `n` spaces (JSON text: line breaks are structural only).
 std::string Indent(const std::string& text, std::size_t n) {
   const std::string pad(n, ' ');
@@ -264,7 +247,7 @@ bool ApplyGateToResults(const CheckArgs& args, GateSetup& gate, std::vector<Mode
   for (auto& r : results) {
     if (!r.ok) continue;
     r.report = std::move(reports[next++]);
-    r.exit_code = GateExitCode(r.report.gate);
+    r.exit_code = ExitCodeFor(r.report.gate);
     fixed += r.report.gate.baseline_fixed;
   }
   if (fixed > 0 && gate.write_baseline.empty() && args.format != "text") {
@@ -295,7 +278,7 @@ int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results) 
   std::vector<StaleWaiver> stale;  // of the whole run, once each
   std::set<std::string> stale_seen;
   for (const auto& r : results) {
-    if (Rank(r.exit_code) > Rank(worst)) worst = r.exit_code;
+    if (ExitCodeRank(r.exit_code) > ExitCodeRank(worst)) worst = r.exit_code;
     if (r.ok) {
       if (ci_format) reports.push_back(r.report);
       for (const auto& w : r.report.gate.stale_waivers) {
@@ -346,7 +329,7 @@ int EmitResults(const CheckArgs& args, const std::vector<ModelResult>& results) 
           *out << RenderDot(r.report);
         } else {
           std::cerr << "axqc: " << r.file << ": the report carries no graph\n";
-          if (Rank(kExitError) > Rank(worst)) worst = kExitError;
+          worst = WorstExitCode(worst, kExitError);
         }
       } else {
         HtmlOptions html;
@@ -444,8 +427,8 @@ void ApplyNotApplicableExitCodes(const CheckArgs& args, std::vector<ModelResult>
   if (!args.fail_on_not_applicable) return;
   for (auto& r : results) {
     if (r.ok && r.report.verdict == Verdict::kNotApplicable &&
-        r.exit_code == ExitCodeFor(Verdict::kNotApplicable)) {
-      r.exit_code = 1;
+        r.exit_code == kExitNotApplicable) {
+      r.exit_code = kExitFail;
     }
   }
 }
@@ -453,13 +436,13 @@ void ApplyNotApplicableExitCodes(const CheckArgs& args, std::vector<ModelResult>
 void ApplyTargetExitCodes(const CheckArgs& args, std::vector<ModelResult>& results) {
   if (args.targets.empty() && !args.pulsar2_config_text) return;
   for (auto& r : results) {
-    if (!r.ok || Rank(r.exit_code) >= Rank(1)) continue;
+    if (!r.ok || ExitCodeRank(r.exit_code) >= ExitCodeRank(kExitFail)) continue;
     const bool blocked =
         std::any_of(r.report.findings.begin(), r.report.findings.end(), [](const Finding& f) {
           return (IsTargetRule(f.rule) || IsPulsar2Rule(f.rule)) &&
                  f.severity == Severity::kError && f.state == FindingState::kCounted;
         });
-    if (blocked) r.exit_code = 1;
+    if (blocked) r.exit_code = kExitFail;
   }
 }
 

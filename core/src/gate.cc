@@ -573,18 +573,6 @@ std::vector<StaleWaiver> ApplyGate(const GatePolicy& policy, std::span<Report> r
   return stale;
 }
 
-int GateExitCode(const GateResult& gate) {
-  switch (gate.verdict) {
-    case GateVerdict::kPass:
-      return 0;
-    case GateVerdict::kFail:
-      return 1;
-    case GateVerdict::kNotApplicable:
-      return 3;
-  }
-  return 1;
-}
-
 std::string FingerprintOf(const Finding& f) {
   if (!f.fingerprint.empty()) return f.fingerprint;
   std::string text = "axqc-fp/names\n" + f.rule + "\n" + f.group_key + "\n" + f.op_type + "\n";

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "axqc/render.h"
+#include "exit_codes.h"
 
 namespace axqc::test {
 namespace {
@@ -113,15 +114,15 @@ TEST(Gate, WithoutPolicyTheGateIsTheVerdict) {
   const auto stale = ApplyGate(GatePolicy{}, reports);
   EXPECT_TRUE(stale.empty());
   EXPECT_FALSE(reports[0].gate.active);
-  EXPECT_EQ(GateExitCode(reports[0].gate), 1);
-  EXPECT_EQ(GateExitCode(reports[1].gate), 0);  // warnings do not fail by default
-  EXPECT_EQ(GateExitCode(reports[2].gate), 3);
+  EXPECT_EQ(ExitCodeFor(reports[0].gate), 1);
+  EXPECT_EQ(ExitCodeFor(reports[1].gate), 0);  // warnings do not fail by default
+  EXPECT_EQ(ExitCodeFor(reports[2].gate), 3);
   EXPECT_EQ(reports[0].gate.counted.errors, 1u);
   // --fail-on warn
   GatePolicy warn;
   warn.fail_on = Severity::kWarn;
   ApplyGate(warn, reports);
-  EXPECT_EQ(GateExitCode(reports[1].gate), 1);
+  EXPECT_EQ(ExitCodeFor(reports[1].gate), 1);
   // The report's own verdict and summary stay the checker's.
   EXPECT_EQ(reports[0].verdict, Verdict::kNonConformant);
   EXPECT_EQ(reports[0].summary.errors, 1u);
@@ -374,7 +375,7 @@ TEST(Gate, BaselineAcceptsKnownFindingsByFingerprintAndCount) {
   ApplyGate(gp, fixed);
   EXPECT_EQ(fixed[0].gate.verdict, GateVerdict::kPass);
   EXPECT_EQ(fixed[0].gate.baseline_fixed, 1u);
-  EXPECT_EQ(GateExitCode(fixed[0].gate), 0);
+  EXPECT_EQ(ExitCodeFor(fixed[0].gate), 0);
 
   // A model known under another path is found by its sha256.
   std::vector<Report> moved = {

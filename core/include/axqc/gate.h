@@ -135,8 +135,6 @@ struct GatePolicy {
 std::vector<StaleWaiver> ApplyGate(const GatePolicy& policy, std::span<Report> reports,
                                    std::size_t max_locations = 5);
 
-// Exit code of a gated report: 0 pass, 1 fail, 3 not_applicable.
-int GateExitCode(const GateResult& gate);
 
 // f.fingerprint; for a finding without one (a report of a server that predates fingerprints) a
 // hash of its rule, kind, op type, node and tensor names, which does not survive renames.
