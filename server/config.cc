@@ -588,9 +588,9 @@ void FinalizeConfig(ServerConfig& c) {
     throw ConfigError("huggingface-write-back must be off, failures or all, not '" +
                       c.huggingface_write_back + "'");
   }
-  for (const auto& [flag, url] : {std::pair<const char*, const std::string*>{"public-url",
-                                                                            &c.public_url},
-                                  {"rules-url", &c.rules_url}}) {
+  for (const auto& [flag, url] :
+       {std::pair<const char*, const std::string*>{"public-url", &c.public_url},
+        {"rules-url", &c.rules_url}}) {
     if (url->empty()) continue;
     if (url->rfind("http://", 0) != 0 && url->rfind("https://", 0) != 0) {
       throw ConfigError(std::string(flag) + " must be an http:// or https:// URL, not '" + *url +
@@ -599,8 +599,10 @@ void FinalizeConfig(ServerConfig& c) {
     for (const char ch : *url) {
       const auto u = static_cast<unsigned char>(ch);
       if (u <= 0x20 || u >= 0x7f || ch == '"' || ch == '<' || ch == '>' || ch == '\\') {
-        throw ConfigError(std::string(flag) + " contains a character a URL does not (space, "
-                          "quote, angle bracket, backslash or non-ASCII): '" + *url + "'");
+        throw ConfigError(std::string(flag) +
+                          " contains a character a URL does not (space, "
+                          "quote, angle bracket, backslash or non-ASCII): '" +
+                          *url + "'");
       }
     }
   }

@@ -290,8 +290,8 @@ std::string RuleLink(const HtmlOptions& o, const std::string& rule) {
   const std::string title =
       info == nullptr ? "" : " title=\"" + Esc(std::string(info->summary)) + "\"";
   if (o.rules_url.empty()) return "<span class=\"rule\"" + title + ">" + Esc(rule) + "</span>";
-  return "<a class=\"rule\" href=\"" + Esc(RuleUrl(o.rules_url, rule)) + "\"" +
-         title + ">" + Esc(rule) + "</a>";
+  return "<a class=\"rule\" href=\"" + Esc(RuleUrl(o.rules_url, rule)) + "\"" + title + ">" +
+         Esc(rule) + "</a>";
 }
 
 // The model file a repair command names (HtmlOptions::repair_by_file_name).
@@ -764,7 +764,8 @@ std::string RenderHtml(const Report& r, const HtmlOptions& o) {
         if (!c.hint.rewrite.empty()) {
           const std::string file = RepairFile(o, r.model.file);
           os << " Repair";
-          if (file != r.model.file) os << " (with the model saved as <code>" << Esc(file) << "</code>)";
+          if (file != r.model.file)
+            os << " (with the model saved as <code>" << Esc(file) << "</code>)";
           os << ": <code>" << Esc(detail::FixCommand(file, c.hint.rewrite)) << "</code>.";
         }
         os << "</div>";

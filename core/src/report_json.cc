@@ -520,8 +520,7 @@ Report ReportFromJson(const json& j) {
     tr.source = t.value("source", "");
     tr.doc_version = t.value("doc_version", "");
     for (const auto& b : t.value("blocking", json::array())) {
-      tr.blocking.push_back(
-          {b.value("rule", ""), b.value("op_type", ""), b.value("node", "")});
+      tr.blocking.push_back({b.value("rule", ""), b.value("op_type", ""), b.value("node", "")});
     }
     r.targets.push_back(std::move(tr));
   }

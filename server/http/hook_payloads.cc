@@ -277,7 +277,8 @@ grpc::Status ParseHuggingFacePayload(std::string_view body, HfPayload* out) {
   if (const auto refs = j.find("updatedRefs"); refs != j.end() && !refs->is_null()) {
     if (!refs->is_array()) return Invalid("webhook body: updatedRefs is not an array");
     for (const auto& u : *refs) {
-      if (!u.is_object()) return Invalid("webhook body: an element of updatedRefs is not an object");
+      if (!u.is_object())
+        return Invalid("webhook body: an element of updatedRefs is not an object");
       const auto ref = u.find("ref");
       if (ref == u.end() || !ref->is_string()) continue;
       constexpr std::string_view kPrefix = "refs/pr/";
@@ -430,11 +431,12 @@ nlohmann::json HfWriteBackPost(const nlohmann::json& request, const grpc::Status
     const auto& r = resp.report();
     const auto& sum = r.summary();
     post["title"] = "axqc: " + outcome + " at " + short_rev;
-    text = "**axqc: " + outcome + "** for the model at revision `" + short_rev + "`: " +
-           std::to_string(sum.errors()) + (sum.errors() == 1 ? " error, " : " errors, ") +
+    text = "**axqc: " + outcome + "** for the model at revision `" + short_rev +
+           "`: " + std::to_string(sum.errors()) + (sum.errors() == 1 ? " error, " : " errors, ") +
            std::to_string(sum.warnings()) + (sum.warnings() == 1 ? " warning" : " warnings") +
-           " in " + std::to_string(sum.causes()) + (sum.causes() == 1 ? " root cause" : " root causes") +
-           " (rule set " + CodeSpan(resp.rule_set_version(), 40) + ").\n\n";
+           " in " + std::to_string(sum.causes()) +
+           (sum.causes() == 1 ? " root cause" : " root causes") + " (rule set " +
+           CodeSpan(resp.rule_set_version(), 40) + ").\n\n";
     int listed = 0;
     int shown = 0;
     for (const auto& f : r.findings()) {
@@ -448,7 +450,8 @@ nlohmann::json HfWriteBackPost(const nlohmann::json& request, const grpc::Status
               CodeSpan(f.message(), 300, true) + " |\n";
     }
     if (listed > shown) {
-      text += "\n... and " + std::to_string(listed - shown) + " more errors and warnings in the report.\n";
+      text += "\n... and " + std::to_string(listed - shown) +
+              " more errors and warnings in the report.\n";
     }
     if (shown > 0) text += "\n";
     text += "sha256 `" + resp.sha256() + "`, request id " + CodeSpan(resp.request_id(), 64);

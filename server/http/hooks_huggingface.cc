@@ -88,10 +88,10 @@ void HfWriteBack(const Hooks& hooks, const nlohmann::json& request, const nlohma
   } else {
     body = {{"title", post.at("title")}, {"description", post.at("text")}, {"pullRequest", false}};
   }
-  hooks.RegistryCall(
-      "POST", url, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-      CredentialsFor(url, h.huggingface_origin,
-                     {{"Authorization", "Bearer " + h.huggingface_token}}));
+  hooks.RegistryCall("POST", url,
+                     body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                     CredentialsFor(url, h.huggingface_origin,
+                                    {{"Authorization", "Bearer " + h.huggingface_token}}));
 }
 
 void AddHuggingFaceRoute(Router& router, Api api) {

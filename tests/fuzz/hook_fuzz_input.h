@@ -157,9 +157,9 @@ inline std::string CheckHfWriteBack(std::string_view text) {
   }
   // Headline, blank, table head, rule, row, blank, ids.
   if (lines != 7) return "the write-back has " + std::to_string(lines) + " lines, not 7";
-  const nlohmann::json failed = server::http::HfWriteBackPost(
-      request, grpc::Status(grpc::StatusCode::NOT_FOUND, "x"), resp, "download_failed",
-      std::string(text), "");
+  const nlohmann::json failed =
+      server::http::HfWriteBackPost(request, grpc::Status(grpc::StatusCode::NOT_FOUND, "x"), resp,
+                                    "download_failed", std::string(text), "");
   const std::string t = failed.at("text");
   if (std::count(t.begin(), t.end(), '\n') != 2) return "the failure's write-back has extra lines";
   const std::string title = failed.at("title");

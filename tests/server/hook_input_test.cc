@@ -197,8 +197,8 @@ TEST(HuggingFacePayload, DotSegmentsAndEncodedFormsInNamesAndRevisionsAreRefused
 TEST(HuggingFacePayload, PushToAPullRequestNamesItsNumber) {
   const std::string repo = R"("repo":{"type":"model","name":"org/m","headSha":"abc"})";
   auto body = [&](const std::string& refs) {
-    return R"({"event":{"action":"update","scope":"repo.content"},)" + repo +
-           R"(,"updatedRefs":)" + refs + "}";
+    return R"({"event":{"action":"update","scope":"repo.content"},)" + repo + R"(,"updatedRefs":)" +
+           refs + "}";
   };
   HfPayload p;
   ASSERT_TRUE(http::ParseHuggingFacePayload(
@@ -209,9 +209,9 @@ TEST(HuggingFacePayload, PushToAPullRequestNamesItsNumber) {
   EXPECT_EQ(p.pull_request, "");
   ASSERT_TRUE(http::ParseHuggingFacePayload(body("null"), &p).ok());
   EXPECT_EQ(p.pull_request, "");
-  for (const std::string bad : {R"([{"ref":"refs/pr/../../x"}])", R"([{"ref":"refs/pr/"}])",
-                                R"([{"ref":"refs/pr/012"}])", R"([{"ref":"refs/pr/1234567890"}])",
-                                R"([{"ref":"refs/pr/7%2f"}])"}) {
+  for (const std::string bad :
+       {R"([{"ref":"refs/pr/../../x"}])", R"([{"ref":"refs/pr/"}])", R"([{"ref":"refs/pr/012"}])",
+        R"([{"ref":"refs/pr/1234567890"}])", R"([{"ref":"refs/pr/7%2f"}])"}) {
     const grpc::Status st = http::ParseHuggingFacePayload(body(bad), &p);
     EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
     EXPECT_TRUE(HasPart(st.error_message(), "not refs/pr/N")) << bad;
@@ -245,9 +245,10 @@ TEST(HuggingFaceWriteBack, ModelTextStaysInCodeSpans) {
   EXPECT_EQ(post.at("title"), "axqc: non_conformant at bbbbbbbbbbbb");
   EXPECT_FALSE(post.contains("pull_request"));
   EXPECT_TRUE(HasPart(text, "**axqc: non_conformant** for the model at revision `bbbbbbbbbbbb`"));
-  EXPECT_TRUE(HasPart(
-      text, "| `` op/output-not-quantized `` | error | `` node 0 [link](http://evil) `` | "
-            "`` output of  x  \\| @everyone <img src=x> # heading `` |"));
+  EXPECT_TRUE(
+      HasPart(text,
+              "| `` op/output-not-quantized `` | error | `` node 0 [link](http://evil) `` | "
+              "`` output of  x  \\| @everyone <img src=x> # heading `` |"));
   EXPECT_TRUE(HasPart(text, "... and 2 more errors and warnings"));
   EXPECT_TRUE(HasPart(text, "Report: https://axqc.test/m"));
   // Every table row has exactly its 5 cell bars: nothing from the model split a cell or a line.

@@ -566,10 +566,10 @@ TEST(RenderHtml, RepairCommandsOnServerPagesNameTheModelByItsFileName) {
            {"/srv/models/team a/vit.onnx", "vit.onnx"}}) {
     r.model.file = file;
     const std::string html = RenderHtml(r, server);
-    EXPECT_NE(html.find("Repair (with the model saved as <code>" + shown +
-                        "</code>): <code>axqc fix " + shown + " -o FIXED.onnx --only " + rewrite +
-                        "</code>"),
-              std::string::npos)
+    EXPECT_NE(
+        html.find("Repair (with the model saved as <code>" + shown + "</code>): <code>axqc fix " +
+                  shown + " -o FIXED.onnx --only " + rewrite + "</code>"),
+        std::string::npos)
         << file;
   }
   r.model.file = "vit.onnx";  // already a file name: said as is
