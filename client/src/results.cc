@@ -93,6 +93,7 @@ std::vector<RuleCount> CountByRule(const std::vector<ModelResult>& results) {
     }
   }
   std::vector<RuleCount> out;
+  out.reserve(by_rule.size());
   for (auto& [rule, c] : by_rule) out.push_back(std::move(c));
   std::stable_sort(out.begin(), out.end(),
                    [](const RuleCount& a, const RuleCount& b) { return a.count > b.count; });

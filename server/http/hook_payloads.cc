@@ -10,8 +10,8 @@ namespace axqc::server::http {
 
 namespace {
 
-grpc::Status Invalid(std::string msg) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::move(msg));
+grpc::Status Invalid(const std::string& msg) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
 }
 
 bool StartsWith(std::string_view s, std::string_view prefix) {
