@@ -1,5 +1,7 @@
 #include "config.h"
 
+#include <toml++/toml.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
@@ -13,6 +15,7 @@
 
 #include "axqc/catalog.h"
 #include "axqc/checker.h"
+#include "axqc/duration.h"
 #include "axqc/version.h"
 #include "pg_store.h"
 
@@ -76,18 +79,10 @@ std::uint64_t ParseUint(const std::string& text, std::uint64_t max) {
 }
 
 double ParseSeconds(const std::string& text) {
-  const std::string t = Trim(text);
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(t, &used);
-  } catch (const std::exception&) {
-    throw ConfigError("not a number of seconds: '" + text + "'");
-  }
-  if (used != t.size() || !(v >= 0) || v > 86400) {
-    throw ConfigError("seconds must be within 0..86400: '" + text + "'");
-  }
-  return v;
+  const auto v = ParseDurationSeconds(text, "s");
+  if (!v) throw ConfigError("not a number of seconds: '" + text + "'");
+  if (*v > 86400) throw ConfigError("seconds must be within 0..86400: '" + text + "'");
+  return *v;
 }
 
 std::string FormatDouble(double v) {
@@ -451,7 +446,82 @@ std::string JsonScalarToString(const nlohmann::json& v) {
   throw ConfigError("unsupported JSON value " + v.dump());
 }
 
-void ApplyConfigFile(const std::string& path, ServerConfig& c) {
+// A TOML scalar as a flag would give it: strings as they are, numbers and booleans in their
+// usual spelling ("8", "2.5", "true").
+std::string TomlScalarToString(const toml::node& v) {
+  if (const auto* s = v.as_string()) return s->get();
+  if (const auto* i = v.as_integer()) return std::to_string(i->get());
+  if (const auto* f = v.as_floating_point()) return FormatDouble(f->get());
+  if (const auto* b = v.as_boolean()) return b->get() ? "true" : "false";
+  throw ConfigError("takes a string, number or boolean, not a TOML " +
+                    std::string(v.is_table()   ? "table"
+                                : v.is_array() ? "array"
+                                               : "date or time"));
+}
+
+std::string Where(const std::string& where, const toml::source_region& at) {
+  return at.begin.line == 0 ? where : where + ":" + std::to_string(at.begin.line);
+}
+
+void ApplyTomlConfig(const toml::table& root, const std::string& where, ServerConfig& c) {
+  for (const auto& [key, value] : root) {
+    const std::string name(key.str());
+    const std::string at = Where(where, key.source());
+    const Opt* opt = FindOpt(name);
+    if (opt == nullptr) throw ConfigError(at + ": unknown option '" + name + "'");
+    Values values;
+    try {
+      if (const auto* array = value.as_array()) {
+        if (!opt->list) throw ConfigError("takes one value, not a list");
+        for (const auto& item : *array) values.push_back(TomlScalarToString(item));
+      } else {
+        values.push_back(TomlScalarToString(value));
+      }
+    } catch (const ConfigError& e) {
+      throw ConfigError(at + ": " + name + ": " + e.what());
+    }
+    Apply(*opt, c, values, at);
+  }
+}
+
+// The key = value lines of axqc-server 1.x (unquoted values, '#' comments): still read.
+void ApplyKeyValueLines(const std::string& text, const std::string& where, ServerConfig& c) {
+  std::istringstream lines(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(lines, line)) {
+    ++number;
+    line = Trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) {
+      throw ConfigError(where + ":" + std::to_string(number) + ": expected key=value");
+    }
+    const std::string key = Trim(line.substr(0, eq));
+    const std::string value = Trim(line.substr(eq + 1));
+    // Values of that format were never quoted, bracketed or braced: a line with one is TOML
+    // with a mistake, and the TOML error is the one to show.
+    if (!value.empty() && std::string_view("\"'[{").find(value[0]) != std::string_view::npos) {
+      throw ConfigError(where + ":" + std::to_string(number) + ": a TOML value");
+    }
+    const Opt* opt = FindOpt(key);
+    if (opt == nullptr) {
+      throw ConfigError(where + ":" + std::to_string(number) + ": unknown option '" + key + "'");
+    }
+    Apply(*opt, c, Values{value}, where + ":" + std::to_string(number));
+  }
+}
+
+std::string DeprecationNote(const std::string& path, const char* format) {
+  return "config file " + path + " is " + format +
+         ", which is deprecated: axqc-server reads TOML (key = value with quoted strings and "
+         "[lists], as axqc.toml); `axqc-server --config " +
+         path + " --print-config > server.toml` writes this configuration as TOML";
+}
+
+// The config file: TOML (docs/operations.md, "Configuration"); a JSON object or the unquoted
+// key=value lines of earlier releases are still read, each with a deprecation note.
+void ApplyConfigFile(const std::string& path, ServerConfig& c, std::vector<std::string>& notes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError("cannot read config file " + path);
   std::stringstream buf;
@@ -485,28 +555,61 @@ void ApplyConfigFile(const std::string& path, ServerConfig& c) {
       }
       Apply(*opt, c, values, where);
     }
+    notes.push_back(DeprecationNote(path, "a JSON object"));
     return;
   }
 
-  std::istringstream lines(text);
-  std::string line;
-  int number = 0;
-  while (std::getline(lines, line)) {
-    ++number;
-    line = Trim(line);
-    if (line.empty() || line[0] == '#') continue;
-    const auto eq = line.find('=');
-    if (eq == std::string::npos) {
-      throw ConfigError(where + ":" + std::to_string(number) + ": expected key=value");
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    // Not TOML: the key=value lines of earlier releases (`listen = 0.0.0.0:50051`, unquoted)?
+    // Read as such only when the whole file reads that way; otherwise the TOML error stands.
+    ServerConfig legacy = c;
+    try {
+      ApplyKeyValueLines(text, where, legacy);
+    } catch (const ConfigError&) {
+      throw ConfigError(Where(where, e.source()) + ": not TOML: " + std::string(e.description()));
     }
-    const std::string key = Trim(line.substr(0, eq));
-    const std::string value = Trim(line.substr(eq + 1));
-    const Opt* opt = FindOpt(key);
-    if (opt == nullptr) {
-      throw ConfigError(where + ":" + std::to_string(number) + ": unknown option '" + key + "'");
-    }
-    Apply(*opt, c, Values{value}, where + ":" + std::to_string(number));
+    c = std::move(legacy);
+    notes.push_back(DeprecationNote(path, "in the unquoted key=value format of earlier releases"));
+    return;
   }
+  ApplyTomlConfig(root, where, c);
+}
+
+// --print-config: the effective configuration as a TOML config file, each value as its type.
+std::string PrintConfig(const ServerConfig& c) {
+  toml::table out;
+  for (const auto& o : Options()) {
+    const nlohmann::json v = o.typed(c);
+    if (v.is_array()) {
+      toml::array items;
+      for (const auto& item : v) items.push_back(item.get<std::string>());
+      out.insert(o.name, std::move(items));
+    } else if (v.is_boolean()) {
+      out.insert(o.name, v.get<bool>());
+    } else if (v.is_number_unsigned()) {
+      // TOML integers are 64-bit signed: a larger byte size is written as a string.
+      const auto u = v.get<std::uint64_t>();
+      if (u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+        out.insert(o.name, static_cast<std::int64_t>(u));
+      } else {
+        out.insert(o.name, std::to_string(u));
+      }
+    } else if (v.is_number_integer()) {
+      out.insert(o.name, v.get<std::int64_t>());
+    } else if (v.is_number_float()) {
+      out.insert(o.name, v.get<double>());
+    } else {
+      out.insert(o.name, v.get<std::string>());
+    }
+  }
+  std::ostringstream text;
+  text << "# axqc-server " << ToolVersion()
+       << ": the effective configuration (a config file for --config)\n"
+       << out << "\n";
+  return text.str();
 }
 
 }  // namespace
@@ -676,8 +779,8 @@ ConfigResult LoadConfig(const std::vector<std::string>& args, const EnvLookup& e
   app.set_help_flag("-h,--help", "print this help and exit");
   std::string config_file;
   app.add_option("--config", config_file,
-                 "config file: a JSON object or key=value lines; keys are option names "
-                 "(env AXQC_CONFIG)");
+                 "config file (TOML): keys are the option names, e.g. workers = 8, "
+                 "allowed-root = [\"/srv/models\"] (env AXQC_CONFIG)");
   bool version = false;
   bool print_config = false;
   app.add_flag("--version", version, "print the version and exit");
@@ -740,7 +843,7 @@ ConfigResult LoadConfig(const std::vector<std::string>& args, const EnvLookup& e
   if (config_file.empty()) {
     if (auto v = env("AXQC_CONFIG"); v && !v->empty()) config_file = *v;
   }
-  if (!config_file.empty()) ApplyConfigFile(config_file, c);
+  if (!config_file.empty()) ApplyConfigFile(config_file, c, result.notes);
   for (const auto& o : options) {
     const std::string name = EnvName(o.name);
     if (auto v = env(name)) Apply(o, c, Values{*v}, "environment " + name);
@@ -754,10 +857,8 @@ ConfigResult LoadConfig(const std::vector<std::string>& args, const EnvLookup& e
   result.config = c;
 
   if (print_config) {
-    nlohmann::json j = nlohmann::json::object();
-    for (const auto& o : options) j[o.name] = o.typed(c);
     result.exit_code = 0;
-    result.message = j.dump(2) + "\n";
+    result.message = PrintConfig(c);
   }
   return result;
 }

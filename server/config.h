@@ -117,7 +117,7 @@ struct ServerConfig {
   // Base of the rule links on the server's HTML pages (HtmlOptions::rules_url): "" = the rule's
   // summary and fix without a link.
   std::string rules_url;
-  bool webhook_check_value = false;  // check_value for webhook checks
+  bool webhook_check_value = false;          // check_value for webhook checks
   std::vector<std::string> webhook_targets;  // chip targets of webhook checks (--target)
   // Webhook deliveries (the store's deliveries table): retries with exponential backoff.
   unsigned webhook_max_attempts = 8;        // attempts of one delivery (check and write-back)
@@ -138,6 +138,8 @@ struct ConfigResult {
   ServerConfig config;
   std::optional<int> exit_code;
   std::string message;
+  // Warnings to show whatever happens next (a config file in a deprecated format).
+  std::vector<std::string> notes;
 };
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
@@ -146,7 +148,10 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string& na
 EnvLookup ProcessEnv();
 
 // Parses args (args[0] is the program name). The config file comes from --config or AXQC_CONFIG;
-// it is a JSON object or key=value lines ('#' comments), keys = flag names without dashes.
+// it is TOML, keys = flag names without the dashes (a JSON object or the unquoted key=value lines
+// of earlier releases are still read, with a note in `notes`). --print-config prints TOML.
+// Environment variables are read here rather than by CLI11, whose envname() ignores a variable
+// set to "" (AXQC_METRICS_LISTEN= turns the metrics listener off).
 // Throws ConfigError on invalid values (the message names the option and where it came from).
 ConfigResult LoadConfig(const std::vector<std::string>& args, const EnvLookup& env);
 

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
     std::cerr << "axqc-server: configuration error: " << e.what() << "\n";
     return 2;
   }
+  for (const auto& note : parsed.notes) std::cerr << "axqc-server: note: " << note << "\n";
   if (parsed.exit_code) {
     (*parsed.exit_code == 0 ? std::cout : std::cerr) << parsed.message;
     return *parsed.exit_code;
@@ -44,6 +45,10 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::cerr << "axqc-server: " << e.what() << "\n";
     return 2;
+  }
+
+  if (!parsed.config.log_file.empty()) {
+    for (const auto& note : parsed.notes) logger->Warn("configuration", {{"note", note}});
   }
 
   std::unique_ptr<axqc::server::Server> server;

@@ -9,12 +9,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <random>
 #include <thread>
 
+#include "axqc/duration.h"
 #include "axqc/external_data.h"
 #include "cli.h"
 #include "exit_codes.h"
@@ -54,30 +56,10 @@
 namespace axqc::cli {
 
 std::optional<long long> ParseWindowSeconds(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  std::size_t digits = 0;
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])) != 0) {
-    ++digits;
-  }
-  if (digits == 0 || digits > 9) return std::nullopt;
-  const long long n = std::stoll(text.substr(0, digits));
-  const std::string unit = text.substr(digits);
-  long long mul = 0;
-  if (unit == "s") {
-    mul = 1;
-  } else if (unit == "m") {
-    mul = 60;
-  } else if (unit == "h") {
-    mul = 3600;
-  } else if (unit == "d") {
-    mul = 86400;
-  } else if (unit == "w") {
-    mul = 7LL * 86400;
-  } else {
-    return std::nullopt;
-  }
-  if (n <= 0) return std::nullopt;
-  return n * mul;
+  // A unit is required: "30" alone is ambiguous in a window of days and weeks.
+  const auto seconds = ParseDurationSeconds(text, "");
+  if (!seconds || !(*seconds >= 1) || *seconds > 1e12) return std::nullopt;
+  return std::llround(*seconds);
 }
 
 std::chrono::milliseconds RetryBackoff(int attempt) {

@@ -16,6 +16,7 @@
 #include "axqc/gate.h"
 #include "axqc/render.h"
 #include "axqc/sha256.h"
+#include "xml_escape.h"
 
 namespace axqc {
 
@@ -25,38 +26,7 @@ namespace {
 
 // ---- XML
 
-std::string XmlEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        // XML 1.0 allows only tab, newline and carriage return below 0x20.
-        if (u < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-          out += "?";
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  return out;
-}
+using detail::XmlEscape;
 
 std::string Attr(std::string_view name, std::string_view value) {
   std::string out(" ");

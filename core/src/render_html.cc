@@ -20,38 +20,14 @@
 #include "axqc/sha256.h"
 #include "fix_command.h"
 #include "render_dot.h"
+#include "xml_escape.h"
 
 namespace axqc {
 namespace {
 
 using detail::IsQdq;
 
-std::string Esc(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+std::string Esc(std::string_view s) { return detail::XmlEscape(s); }
 
 // Graphviz keeps global state (contexts, the error handler, plugin tables): one layout at a time.
 std::mutex& GraphvizMutex() {

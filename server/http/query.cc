@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <limits>
 
+#include "axqc/duration.h"
 #include "request_validation.h"
 
 namespace axqc::server::http {
@@ -67,36 +69,13 @@ std::map<std::string, std::string> LabelParams(const Request& request) {
 }
 
 std::optional<std::int64_t> ParseDurationMs(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  std::size_t digits = 0;
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  if (digits == 0) return std::nullopt;
-  const std::string unit = text.substr(digits);
-  std::int64_t ms = 0;
-  if (unit.empty() || unit == "s") {
-    ms = 1000;
-  } else if (unit == "ms") {
-    ms = 1;
-  } else if (unit == "m") {
-    ms = std::int64_t{60} * 1000;
-  } else if (unit == "h") {
-    ms = std::int64_t{3600} * 1000;
-  } else if (unit == "d") {
-    ms = std::int64_t{86400} * 1000;
-  } else if (unit == "w") {
-    ms = std::int64_t{7} * 86400 * 1000;
-  } else {
-    return std::nullopt;
-  }
+  const auto seconds = ParseDurationSeconds(text, "s");
+  if (!seconds) return std::nullopt;
   constexpr std::int64_t kSaturated = std::numeric_limits<std::int64_t>::max();
-  std::int64_t n = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + digits, n);
-  (void)p;
-  if (ec == std::errc::result_out_of_range) return kSaturated;
-  if (ec != std::errc()) return std::nullopt;
-  std::int64_t out = 0;
-  if (__builtin_mul_overflow(n, ms, &out)) return kSaturated;
-  return out;
+  const double ms = *seconds * 1000;
+  // 2^63 is exactly representable; anything at or above it saturates.
+  if (!(ms < 9223372036854775808.0)) return kSaturated;
+  return std::llround(ms);
 }
 
 std::optional<std::int64_t> ParseTimeMs(const std::string& text) {

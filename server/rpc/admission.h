@@ -9,7 +9,8 @@
 //   4. the handler's Run() / the stream reactor's Begin().
 // CheckerService (service.cc) registers every RPC through Unary<Rpc>() or ClientStream<Rpc>();
 // handlers cannot create calls themselves (CallBase::Key). The test
-// ServerTest.EveryRpcIsAdmitted calls every method of the service descriptor without a token.
+// ServiceLayers.EveryRpcOfTheServiceIsAdmitted (tests/server/server_admission_test.cc) calls every
+// method of the service descriptor without a token.
 //
 // The HTTP/JSON API (http/) enters through Http<Rpc>() and HttpStream<Rpc>() with the same steps
 // (its Authorization header in place of the metadata); the checks that registry webhooks start

@@ -1091,7 +1091,7 @@ TEST(CliReports, TheFixCommandsReportsPrintRun) {
   ASSERT_NE(repair, std::string::npos);
   std::string shown = page.substr(repair + 14, page.find("</code>", repair) - repair - 14);
   for (const auto& [entity, c] :
-       {std::pair{std::string("&#39;"), '\''}, std::pair{std::string("&quot;"), '"'},
+       {std::pair{std::string("&apos;"), '\''}, std::pair{std::string("&quot;"), '"'},
         std::pair{std::string("&amp;"), '&'}}) {
     for (auto p = shown.find(entity); p != std::string::npos; p = shown.find(entity, p + 1)) {
       shown.replace(p, entity.size(), 1, c);

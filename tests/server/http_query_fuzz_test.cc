@@ -90,6 +90,7 @@ TEST(HttpQuery, DurationsSaturateInsteadOfOverflowing) {
   const std::int64_t max = std::numeric_limits<std::int64_t>::max();
   EXPECT_EQ(ParseDurationMs("1099511627776w"), max);  // 2^40 weeks: n * ms overflows int64
   EXPECT_EQ(ParseDurationMs("99999999999999999999999s"), max);
+  EXPECT_EQ(ParseDurationMs("1.5h"), 5400000);  // the one grammar (axqc/duration.h)
   EXPECT_EQ(ParseDurationMs("1y"), std::nullopt);
   EXPECT_EQ(ParseDurationMs("-1s"), std::nullopt);
   EXPECT_EQ(ParseTimeMs("253402300800"), std::nullopt);  // after 9999-12-31T23:59:59Z

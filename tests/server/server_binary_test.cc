@@ -84,12 +84,12 @@ TEST(ServerBinary, ServesChecksMetricsAndStopsGracefullyOnSigterm) {
   TempDir dir;
   const std::string model = NonConformantModel("bin");
   WriteFile(dir / "models/m.onnx", model);
-  WriteFile(dir / "axqc.json", R"({"queue-capacity": 17, "workers": 1, "log-level": "info"})");
+  WriteFile(dir / "server.toml", "queue-capacity = 17\nworkers = 1\nlog-level = \"info\"\n");
   const fs::path ready = dir / "ready.json";
   const fs::path err = dir / "stderr.log";
   ServerProcess proc(
       {"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--ready-file", ready.string(),
-       "--allowed-root", (dir / "models").string(), "--config", (dir / "axqc.json").string()},
+       "--allowed-root", (dir / "models").string(), "--config", (dir / "server.toml").string()},
       {"AXQC_WORKERS=3", "AXQC_STORE_PATH=" + (dir / "store.sqlite3").string()}, err);
   ASSERT_TRUE(WaitFor([&] { return fs::exists(ready); }, std::chrono::seconds(20)))
       << ReadFile(err);
@@ -109,7 +109,7 @@ TEST(ServerBinary, ServesChecksMetricsAndStopsGracefullyOnSigterm) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.verdict(), v1::VERDICT_NON_CONFORMANT);
   EXPECT_EQ(resp.sha256(), service::Sha256Hex(model));
-  s = CheckPath(*stub, "../axqc.json", &resp);
+  s = CheckPath(*stub, "../server.toml", &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
 
   const Scrape m = ScrapeMetrics(metrics_port);
@@ -160,6 +160,16 @@ TEST(ServerBinary, BadConfigurationExitsWithAMessage) {
   ServerProcess bad_env({"--print-config"}, {"AXQC_QUEUE_CAPACITY=many"}, err);
   EXPECT_EQ(bad_env.Wait(), 2);
   EXPECT_NE(ReadFile(err).find("queue-capacity (environment AXQC_QUEUE_CAPACITY)"),
+            std::string::npos)
+      << ReadFile(err);
+
+  // A config file of an earlier release still works; stderr says it is deprecated and how to
+  // write it as TOML.
+  WriteFile(dir / "old.conf", "listen = 127.0.0.1:0\nqueue-capacity = 9\n");
+  ServerProcess old_format({"--config", (dir / "old.conf").string(), "--print-config"}, {}, err);
+  EXPECT_EQ(old_format.Wait(), 0);
+  EXPECT_NE(ReadFile(err).find("axqc-server: note: config file " + (dir / "old.conf").string() +
+                               " is in the unquoted key=value format of earlier releases"),
             std::string::npos)
       << ReadFile(err);
 

@@ -236,7 +236,7 @@ TEST(ServerHtml, LayoutsRunInAWorkerAndAFailedLayoutStillAnswers) {
   ASSERT_EQ(page.status, 200) << page.head << proc.log();
   EXPECT_NE(page.head.find("X-Axqc-Html: without-graph"), std::string::npos) << page.head;
   EXPECT_NE(page.body.find("id=\"no-graph\">The graph views of this report could not be laid out "
-                           "(the HTML report&#39;s layout failed in worker process 1: the checker "
+                           "(the HTML report&apos;s layout failed in worker process 1: the checker "
                            "crashed on this model (signal 11: SIGSEGV))"),
             std::string::npos)
       << page.body.substr(0, 4000);

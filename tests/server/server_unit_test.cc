@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 #include <sqlite3.h>
+#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -231,10 +232,10 @@ TEST(Config, DefaultsWhenNothingIsGiven) {
 
 TEST(Config, FlagsOverrideEnvironmentOverrideFile) {
   TempDir dir;
-  WriteFile(dir / "c.json",
-            R"({"workers": 3, "queue-capacity": 5, "cache-bytes": "1MiB",
-                "allowed-root": ["/a", "/b"], "log_level": "debug", "listen": "0.0.0.0:1"})");
-  auto r = server::LoadConfig({"axqc-server", "--config", (dir / "c.json").string(), "--workers",
+  WriteFile(dir / "c.toml",
+            "# axqc-server\nworkers = 3\nqueue-capacity = 5\ncache-bytes = \"1MiB\"\n"
+            "allowed-root = [\"/a\", \"/b\"]\nlog_level = \"debug\"\nlisten = \"0.0.0.0:1\"\n");
+  auto r = server::LoadConfig({"axqc-server", "--config", (dir / "c.toml").string(), "--workers",
                                "7", "--allowed-root", "/x", "--allowed-root", "/y,/z"},
                               Env({{"AXQC_WORKERS", "4"},
                                    {"AXQC_QUEUE_CAPACITY", "6"},
@@ -247,34 +248,101 @@ TEST(Config, FlagsOverrideEnvironmentOverrideFile) {
   EXPECT_EQ(r.config.listen, "0.0.0.0:1");
   EXPECT_EQ(r.config.allowed_roots, (std::vector<std::string>{"/x", "/y", "/z"}));
   EXPECT_EQ(r.config.url_allow_hosts, (std::vector<std::string>{"h1", "h2"}));
+  EXPECT_TRUE(r.notes.empty());
 }
 
-TEST(Config, KeyValueFileFromEnvironment) {
+// The config file is TOML: numbers, booleans, strings (sizes and durations with their units) and
+// arrays, as they are typed; from --config or AXQC_CONFIG.
+TEST(Config, TomlFileWithTypedValues) {
   TempDir dir;
+  WriteFile(dir / "c.toml",
+            "# axqc-server\nmax-model-bytes = 2147483648\nmax-inflight-bytes = \"3GiB\"\n\n"
+            "store-path = \"/var/lib/axqc/s.db\"\ngrace-period-seconds = 2.5\n"
+            "claim-lease-seconds = \"1m\"\nupload-idle-timeout-seconds = \"1500ms\"\n"
+            "allowed-root = [\"/m1\", \"/m2\"]\nwebhook-check-value = true\n"
+            "metrics-listen = \"\"\n");
+  auto r = server::LoadConfig({"axqc-server"}, Env({{"AXQC_CONFIG", (dir / "c.toml").string()}}));
+  ASSERT_FALSE(r.exit_code) << r.message;
+  EXPECT_EQ(r.config.max_model_bytes, 2ull << 30);
+  EXPECT_EQ(r.config.max_inflight_bytes, 3ull << 30);
+  EXPECT_EQ(r.config.store_path, "/var/lib/axqc/s.db");
+  EXPECT_DOUBLE_EQ(r.config.grace_period_seconds, 2.5);
+  EXPECT_DOUBLE_EQ(r.config.claim_lease_seconds, 60);
+  EXPECT_DOUBLE_EQ(r.config.upload_idle_timeout_seconds, 1.5);
+  EXPECT_EQ(r.config.allowed_roots, (std::vector<std::string>{"/m1", "/m2"}));
+  EXPECT_TRUE(r.config.webhook_check_value);
+  EXPECT_EQ(r.config.metrics_listen, "");
+  EXPECT_TRUE(r.notes.empty());
+}
+
+// Files of earlier releases still work: a JSON object and unquoted key=value lines, each with a
+// note that says how to write the same configuration as TOML.
+TEST(Config, EarlierFormatsAreReadWithADeprecationNote) {
+  TempDir dir;
+  WriteFile(dir / "c.json",
+            R"({"workers": 3, "allowed-root": ["/a", "/b"], "log_level": "debug"})");
+  auto json = server::LoadConfig({"axqc-server", "--config", (dir / "c.json").string()}, Env({}));
+  ASSERT_FALSE(json.exit_code) << json.message;
+  EXPECT_EQ(json.config.workers, 3u);
+  EXPECT_EQ(json.config.allowed_roots, (std::vector<std::string>{"/a", "/b"}));
+  ASSERT_EQ(json.notes.size(), 1u);
+  EXPECT_NE(json.notes[0].find("is a JSON object, which is deprecated"), std::string::npos)
+      << json.notes[0];
+  EXPECT_NE(json.notes[0].find("--print-config > server.toml"), std::string::npos);
+
   WriteFile(dir / "c.conf",
             "# axqc-server\nmax-model-bytes = 2GiB\nmax-inflight-bytes=3GiB\n\nstore-path = "
             "/var/lib/axqc/s.db\ngrace-period-seconds=2.5\nallowed-root = /m1,/m2\n");
-  auto r = server::LoadConfig({"axqc-server"}, Env({{"AXQC_CONFIG", (dir / "c.conf").string()}}));
-  ASSERT_FALSE(r.exit_code);
-  EXPECT_EQ(r.config.max_model_bytes, 2ull << 30);
-  EXPECT_EQ(r.config.store_path, "/var/lib/axqc/s.db");
-  EXPECT_DOUBLE_EQ(r.config.grace_period_seconds, 2.5);
-  EXPECT_EQ(r.config.allowed_roots, (std::vector<std::string>{"/m1", "/m2"}));
+  auto kv = server::LoadConfig({"axqc-server"}, Env({{"AXQC_CONFIG", (dir / "c.conf").string()}}));
+  ASSERT_FALSE(kv.exit_code);
+  EXPECT_EQ(kv.config.max_model_bytes, 2ull << 30);
+  EXPECT_EQ(kv.config.store_path, "/var/lib/axqc/s.db");
+  EXPECT_DOUBLE_EQ(kv.config.grace_period_seconds, 2.5);
+  EXPECT_EQ(kv.config.allowed_roots, (std::vector<std::string>{"/m1", "/m2"}));
+  ASSERT_EQ(kv.notes.size(), 1u);
+  EXPECT_NE(kv.notes[0].find("unquoted key=value format of earlier releases"), std::string::npos)
+      << kv.notes[0];
 }
 
 TEST(Config, ErrorsNameTheOptionAndItsSource) {
   TempDir dir;
-  WriteFile(dir / "bad.conf", "workers = many\n");
+  WriteFile(dir / "bad.toml", "# workers\nworkers = \"many\"\n");
   try {
-    server::LoadConfig({"axqc-server", "--config", (dir / "bad.conf").string()}, Env({}));
+    server::LoadConfig({"axqc-server", "--config", (dir / "bad.toml").string()}, Env({}));
     FAIL() << "expected ConfigError";
   } catch (const server::ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("workers (config file"), std::string::npos) << e.what();
+    EXPECT_NE(
+        std::string(e.what()).find("workers (config file " + (dir / "bad.toml").string() + ":2)"),
+        std::string::npos)
+        << e.what();
   }
-  WriteFile(dir / "unknown.conf", "colour = blue\n");
-  EXPECT_THROW(
-      server::LoadConfig({"axqc-server", "--config", (dir / "unknown.conf").string()}, Env({})),
-      server::ConfigError);
+  // Neither TOML nor the earlier key=value lines: the TOML error, with its line.
+  WriteFile(dir / "unquoted.toml", "workers = 3\nlog-level = [debug\n");
+  try {
+    server::LoadConfig({"axqc-server", "--config", (dir / "unquoted.toml").string()}, Env({}));
+    FAIL() << "expected ConfigError";
+  } catch (const server::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("unquoted.toml:2: not TOML"), std::string::npos)
+        << e.what();
+  }
+  WriteFile(dir / "list.toml", "workers = [1, 2]\n");
+  try {
+    server::LoadConfig({"axqc-server", "--config", (dir / "list.toml").string()}, Env({}));
+    FAIL() << "expected ConfigError";
+  } catch (const server::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("list.toml:1: workers: takes one value, not a list"),
+              std::string::npos)
+        << e.what();
+  }
+  WriteFile(dir / "unknown.toml", "colour = \"blue\"\n");
+  try {
+    server::LoadConfig({"axqc-server", "--config", (dir / "unknown.toml").string()}, Env({}));
+    FAIL() << "expected ConfigError";
+  } catch (const server::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown.toml:1: unknown option 'colour'"),
+              std::string::npos)
+        << e.what();
+  }
   try {
     server::LoadConfig({"axqc-server"}, Env({{"AXQC_CACHE_BYTES", "12 parsecs"}}));
     FAIL() << "expected ConfigError";
@@ -312,7 +380,9 @@ TEST(Config, StoreLocationAndPostgresOptions) {
   auto printed = server::LoadConfig(
       {"axqc-server", "--print-config", "--store", "postgresql://axqc:pw@db:5432/axqc"}, Env({}));
   ASSERT_TRUE(printed.exit_code);
-  EXPECT_EQ(nlohmann::json::parse(printed.message).at("store"), "postgresql://axqc@db:5432/axqc");
+  EXPECT_EQ(toml::parse(printed.message)["store"].value<std::string>(),
+            "postgresql://axqc@db:5432/axqc");
+  EXPECT_EQ(printed.message.find(":pw@"), std::string::npos);
 
   EXPECT_THROW(server::LoadConfig({"axqc-server", "--claim-lease-seconds", "0.5"}, Env({})),
                server::ConfigError);
@@ -331,38 +401,44 @@ TEST(Config, HelpVersionAndPrintConfig) {
   EXPECT_NE(version.message.find(std::string(kRuleSetVersion)), std::string::npos);
   auto printed = server::LoadConfig({"axqc-server", "--print-config", "--workers", "3"}, Env({}));
   ASSERT_TRUE(printed.exit_code);
-  const auto j = nlohmann::json::parse(printed.message);
-  EXPECT_EQ(j.at("workers"), 3);
-  EXPECT_EQ(server::OptionDocs().size(), j.size());
+  const auto t = toml::parse(printed.message);
+  EXPECT_EQ(t["workers"].value<std::int64_t>(), 3);
+  EXPECT_EQ(server::OptionDocs().size(), t.size());
 }
 
-// --print-config prints each value as its type (numbers, booleans, lists, strings), so that its
-// output is a config file: read back with --config, it gives the same configuration.
-TEST(Config, PrintConfigIsTypedAndReadsBackAsAConfigFile) {
+// --print-config prints TOML, each value as its type (integers, floats, booleans, arrays,
+// strings), so that its output is a config file: read back with --config, it gives the same
+// configuration.
+TEST(Config, PrintConfigIsTypedTomlAndReadsBackAsAConfigFile) {
   auto printed =
       server::LoadConfig({"axqc-server", "--print-config", "--workers", "3", "--cache-bytes",
                           "2MiB", "--allowed-root", "/srv/a,/srv/b", "--webhook-check-value",
                           "true", "--claim-lease-seconds", "2.5", "--log-level", "debug"},
                          Env({}));
   ASSERT_TRUE(printed.exit_code);
-  const auto j = nlohmann::json::parse(printed.message);
-  EXPECT_EQ(j.at("workers"), nlohmann::json(3));
-  EXPECT_TRUE(j.at("workers").is_number_unsigned());
-  EXPECT_EQ(j.at("cache-bytes"), nlohmann::json(2u << 20));
-  EXPECT_EQ(j.at("allowed-root"), nlohmann::json::array({"/srv/a", "/srv/b"}));
-  EXPECT_EQ(j.at("url-allow-host"), nlohmann::json::array());
-  EXPECT_EQ(j.at("webhook-check-value"), nlohmann::json(true));
-  EXPECT_EQ(j.at("claim-lease-seconds"), nlohmann::json(2.5));
-  EXPECT_EQ(j.at("log-level"), nlohmann::json("debug"));
+  const auto t = toml::parse(printed.message);
+  EXPECT_TRUE(t["workers"].is_integer());
+  EXPECT_EQ(t["workers"].value<std::int64_t>(), 3);
+  EXPECT_EQ(t["cache-bytes"].value<std::int64_t>(), 2 << 20);
+  ASSERT_TRUE(t["allowed-root"].is_array());
+  EXPECT_EQ(t["allowed-root"][0].value<std::string>(), "/srv/a");
+  EXPECT_EQ(t["allowed-root"][1].value<std::string>(), "/srv/b");
+  ASSERT_TRUE(t["url-allow-host"].is_array());
+  EXPECT_TRUE(t["url-allow-host"].as_array()->empty());
+  EXPECT_EQ(t["webhook-check-value"].value<bool>(), true);
+  EXPECT_EQ(t["claim-lease-seconds"].value<double>(), 2.5);
+  EXPECT_TRUE(t["grace-period-seconds"].is_floating_point());
+  EXPECT_EQ(t["log-level"].value<std::string>(), "debug");
   const auto path = std::filesystem::temp_directory_path() /
-                    ("axqc-print-config-" + std::to_string(::getpid()) + ".json");
+                    ("axqc-print-config-" + std::to_string(::getpid()) + ".toml");
   std::ofstream(path) << printed.message;
   auto again =
       server::LoadConfig({"axqc-server", "--print-config", "--config", path.string()}, Env({}));
   std::filesystem::remove(path);
   ASSERT_TRUE(again.exit_code);
   EXPECT_EQ(*again.exit_code, 0) << again.message;
-  EXPECT_EQ(nlohmann::json::parse(again.message), j);
+  EXPECT_TRUE(again.notes.empty());
+  EXPECT_EQ(again.message, printed.message);
 }
 
 TEST(Config, HelpShowsByteSizesReadablyAndUnknownOptionsAsDocumented) {

@@ -369,7 +369,7 @@ TEST(RenderHtml, EveryFindingHasAStableSanitisedUniqueAnchor) {
   }
   // Model text only ever escaped.
   EXPECT_EQ(html.find("<img"), std::string::npos);
-  EXPECT_NE(html.find("&lt;img src=x&gt;&quot;&#39;"), std::string::npos);
+  EXPECT_NE(html.find("&lt;img src=x&gt;&quot;&apos;"), std::string::npos);
   // The same report renders the same anchors (the page is deterministic).
   EXPECT_EQ(html, RenderHtml(r));
 }
