@@ -7,7 +7,7 @@
 #
 # Scenarios (each with exact expectations):
 #   0. both replicas start at once against an empty database: the schema is migrated once;
-#      the store contract tests of axqc_server_unit_test run against PostgreSQL too;
+#      the store contract tests of axqc_server_store_test run against PostgreSQL too;
 #   1. models uploaded to A are store hits on B: hash-first GetReport, and Check of a path;
 #   2. the same new model checked with the client on A and B at the same time is uploaded once and
 #      checked once (the check-stage counts of both /metrics endpoints sum to 1): the other
@@ -32,7 +32,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build/release}" && pwd)
 SERVER_BIN=${AXQC_SERVER_BIN:-$BUILD/server/axqc-server}
 CLIENT_BIN=${AXQC_BIN:-$BUILD/client/axqc}
-UNIT_TEST_BIN=${AXQC_SERVER_UNIT_TEST:-$BUILD/tests/server/axqc_server_unit_test}
+UNIT_TEST_BIN=${AXQC_SERVER_STORE_TEST:-$BUILD/tests/server/axqc_server_store_test}
 LEASE=2          # claim-lease-seconds of both replicas
 CHECK_DELAY=3    # test-check-delay-seconds: every check takes at least this long
 
@@ -125,7 +125,7 @@ if [ -x "$UNIT_TEST_BIN" ]; then
   [ "$passed" -ge 5 ] || { cat "$WORK/contract.log"; die "$passed store contract tests passed on PostgreSQL, expected 5"; }
   log "store contract tests on PostgreSQL: $passed passed"
 else
-  die "no $UNIT_TEST_BIN (build axqc_server_unit_test)"
+  die "no $UNIT_TEST_BIN (build axqc_server_store_test)"
 fi
 
 # ------------------------------------------------------------------ models

@@ -25,7 +25,7 @@ std::string ErrorOf(const std::string& text) {
   return "";
 }
 
-TEST(Config, ParsesDefaultsAndWaivers) {
+TEST(ClientConfig, ParsesDefaultsAndWaivers) {
   const auto c = ParseConfig(R"toml(
 # Known findings of the detector exports.
 [check]
@@ -71,7 +71,7 @@ expires = "2027-01-31"
   EXPECT_EQ(v.line, 15);
 }
 
-TEST(Config, FailOnNotApplicable) {
+TEST(ClientConfig, FailOnNotApplicable) {
   EXPECT_EQ(
       ParseConfig("[check]\nfail_on_not_applicable = true\n", "axqc.toml").fail_on_not_applicable,
       true);
@@ -80,7 +80,7 @@ TEST(Config, FailOnNotApplicable) {
             "cfg/axqc.toml:2: `fail_on_not_applicable` must be true or false");
 }
 
-TEST(Config, AnUnknownRuleIdInAWaiverIsAnErrorNamingTheClosest) {
+TEST(ClientConfig, AnUnknownRuleIdInAWaiverIsAnErrorNamingTheClosest) {
   EXPECT_EQ(ErrorOf("[[waiver]]\nrule = \"qdq/scale-valu\"\nreason = \"r\"\n"),
             "cfg/axqc.toml:2: unknown rule `qdq/scale-valu` in `rule` (did you mean "
             "`qdq/scale-value`?)");
@@ -95,7 +95,7 @@ TEST(Config, AnUnknownRuleIdInAWaiverIsAnErrorNamingTheClosest) {
             3u);
 }
 
-TEST(Config, ErrorsNameTheLineAndTheProblem) {
+TEST(ClientConfig, ErrorsNameTheLineAndTheProblem) {
   EXPECT_EQ(ErrorOf("[check]\nfail_on = \"info\"\n"),
             "cfg/axqc.toml:2: `fail_on` must be \"error\" or \"warn\", not \"info\"");
   EXPECT_NE(ErrorOf("[check]\ncheck_values = true\n")
@@ -125,7 +125,7 @@ TEST(Config, ErrorsNameTheLineAndTheProblem) {
   EXPECT_NE(ErrorOf("[check]\nmax_locations = 0\n").find("from 1 to 1000"), std::string::npos);
 }
 
-TEST(Config, FoundFromTheWorkingDirectoryUpwards) {
+TEST(ClientConfig, FoundFromTheWorkingDirectoryUpwards) {
   const fs::path root = fs::temp_directory_path() / "axqc-config-test";
   fs::remove_all(root);
   fs::create_directories(root / "repo" / "models" / "deep");
@@ -144,7 +144,7 @@ TEST(Config, FoundFromTheWorkingDirectoryUpwards) {
 
 // Only TOML is read. A YAML configuration where axqc would look for one is an error naming the
 // file, not silently ignored (its waivers would go unused); a TOML file beside it wins.
-TEST(Config, YamlIsRefusedNotIgnored) {
+TEST(ClientConfig, YamlIsRefusedNotIgnored) {
   const fs::path root = fs::temp_directory_path() / "axqc-config-yaml-test";
   fs::remove_all(root);
   fs::create_directories(root / "repo" / "models");
@@ -171,7 +171,7 @@ TEST(Config, YamlIsRefusedNotIgnored) {
 }
 
 // [check] select / ignore: rule selectors checked against the catalog.
-TEST(Config, SelectAndIgnoreRules) {
+TEST(ClientConfig, SelectAndIgnoreRules) {
   const auto c = ParseConfig(
       "[check]\nselect = [\"qdq/\", \"role/weight-type\"]\n"
       "ignore = \"qdq/*-value\"\n",
