@@ -762,9 +762,28 @@ class Causes {
     return false;
   }
 
+  // A model of PyTorch's dynamo exporter (producer pytorch >= 2.5), whose optimizer folded
+  // constant Q -> DQ chains; torch 1.x's TorchScript exporter never folds them, so a float weight
+  // there was never quantized (e.g. eager QAT has no ConvTranspose fake-quant).
+  bool DynamoExporter() const {
+    if (model_ == nullptr || model_->producer_name() != "pytorch") return false;
+    const std::string& v = model_->producer_version();
+    int major = 0, minor = 0;
+    std::size_t i = 0;
+    for (; i < v.size() && v[i] >= '0' && v[i] <= '9' && major < 1000; ++i) {
+      major = major * 10 + (v[i] - '0');
+    }
+    if (i == 0 || i >= v.size() || v[i] != '.') return false;
+    for (++i; i < v.size() && v[i] >= '0' && v[i] <= '9' && minor < 1000; ++i) {
+      minor = minor * 10 + (v[i] - '0');
+    }
+    return major > 2 || (major == 2 && minor >= 5);
+  }
+
   // At a Conv/ConvTranspose/Gemm/MatMul whose input 0 is dequantized and whose input 1 is an FP32
-  // initializer: the weight's Q/DQ was folded away.
+  // initializer, in a dynamo export: the weight's Q/DQ was folded away by its optimizer.
   bool WeightFoldedToFloat(std::size_t f, int p) const {
+    if (!DynamoExporter()) return false;
     const std::string_view rule = fs_[f].rule;
     if (rule != rules::kQdqConstForm.id() && rule != rules::kOpInputNotQuantized.id()) return false;
     if (!IsOp(p, "Conv") && !IsOp(p, "ConvTranspose") && !IsOp(p, "Gemm") && !IsOp(p, "MatMul")) {

@@ -229,6 +229,14 @@ TEST(TorchDynamo, OptimizedWeightNamesTheExportFlag) {
   EXPECT_NE(w->hint.text.find("optimize=False"), std::string::npos);
   EXPECT_NE(w->hint.text.find("do_constant_folding=False"), std::string::npos);
   EXPECT_TRUE(w->hint.rewrite.empty());
+  // torch 1.x's TorchScript exporter never folds Q/DQ: there a float weight was never quantized
+  // (the real exports' ConvTranspose of eager QAT), so the hint needs the dynamo exporter.
+  auto old = ex::TorchDynamoExport(false, true);
+  old.set_producer_version("1.13.0");
+  const auto g = Fix(old);
+  const Finding* o = RootAt(g.r.after, "qdq/const-form", "node_Conv_0");
+  ASSERT_NE(o, nullptr);
+  EXPECT_TRUE(o->hint.id.empty()) << o->hint.id;
 }
 
 TEST(OrtQuantizeStatic, RemovedActivationAndAsymmetricActivationsAreNamed) {

@@ -5,7 +5,9 @@
 // 4-bit weights (quant_min -8, quant_max 7) export them in INT8 containers because their exporter
 // cannot write INT4; the values are the same, so DequantizeLinear computes
 // (q - zero_point) * scale exactly as before. It is the one rewrite that changes a type, so it
-// runs only when asked for by name. Needs ai.onnx opset >= 21 (INT4 DequantizeLinear). Left alone
+// runs only when asked for by name. Needs ai.onnx opset >= 21 (INT4 DequantizeLinear), and the
+// DequantizeLinear output must be only the weight (input 1) of Conv, ConvTranspose or Gemm, where
+// S4 is a spec type (an S4 MatMul input would be op/matmul-type). Left alone
 // (reported): a value outside [-8, 7], another reader of the initializer, a zero point that is
 // not a constant INT8 initializer in range, a weight whose output-channel count is odd (S4
 // weights need an even count, role/int4-channels), a graph input or output. Main graph only.
@@ -113,6 +115,19 @@ void Int4WeightStorage(Session& s) {
     }
     if (!FitsS4(*v)) {
       refuse("a value of '" + name + "' is outside [-8, 7]");
+      continue;
+    }
+    bool weight_only = !readers[n.output(0)].empty() && !io.contains(n.output(0));
+    for (const auto& [c, slot] : readers[n.output(0)]) {
+      const auto& r = g.node(c);
+      weight_only =
+          weight_only && slot == 1 && IsOnnxDomain(r) &&
+          (r.op_type() == "Conv" || r.op_type() == "ConvTranspose" || r.op_type() == "Gemm");
+    }
+    if (!weight_only) {
+      refuse(
+          "its output is not only the weight of Conv, ConvTranspose or Gemm (the inputs where "
+          "S4 is a spec type)");
       continue;
     }
     if (weight_channels_odd(n.output(0), *w)) {
