@@ -116,8 +116,9 @@ struct Pulsar2ConfigArgs {
 
 struct FixArgs {
   std::string model;
-  std::string output;             // -o OUT
-  std::vector<std::string> only;  // --only ID,... (repeatable)
+  std::string output;              // -o OUT
+  std::vector<std::string> only;   // --only ID,... (repeatable)
+  std::vector<std::string> apply;  // --apply ID,... (opt-in rewrites; repeatable)
   bool dry_run = false;
   bool check_value = false;
   std::string format = "text";   // text | json

@@ -127,7 +127,10 @@ std::vector<std::string> SplitIds(const std::vector<std::string>& in) {
 int RunFixList() {
   std::cout << "axqc fix rewrites (in the order they run; docs/fixes/<id>.md):\n";
   for (const auto& r : Rewrites()) {
-    std::cout << "  " << Pad(std::string(r.id), 24) << (r.by_default ? "" : "[--ir-version] ")
+    std::cout << "  " << Pad(std::string(r.id), 24)
+              << (r.by_default ? ""
+                  : r.opt_in   ? "[--apply] "
+                               : "[--ir-version] ")
               << r.summary << "\n";
   }
   return 0;
@@ -136,6 +139,7 @@ int RunFixList() {
 int RunFix(const FixArgs& args) {
   FixOptions o;
   o.only = SplitIds(args.only);
+  o.apply = SplitIds(args.apply);
   o.check_value = args.check_value;
   o.max_locations = args.max_locations;
   if (args.ir_version >= 0) o.ir_version = args.ir_version;

@@ -268,6 +268,12 @@ int Main(int argc, char** argv) {
                    "Run only these rewrites (comma-separated IDs, see --list; repeatable)")
       ->allow_extra_args(false)
       ->type_name("ID,...");
+  fix_cmd
+      ->add_option("--apply", fix.apply,
+                   "Also run these opt-in rewrites, which never run otherwise (e.g. "
+                   "int4-weight-storage; comma-separated IDs; repeatable)")
+      ->allow_extra_args(false)
+      ->type_name("ID,...");
   fix_cmd->add_flag("--dry-run", fix.dry_run, "Print what would change; write nothing");
   fix_cmd->add_flag("-c,--check-value", fix.check_value,
                     "Check before and after with the numeric value checks (spec 2.5)");

@@ -187,6 +187,58 @@ constexpr std::array kArtifactTable{
                  "operators, not with ai.onnx QuantizeLinear/DequantizeLinear: quantize again "
                  "in QDQ format (e.g. onnxruntime quantize_static(..., "
                  "quant_format=QuantFormat.QDQ)) with ai.onnx Q/DQ"},
+    ArtifactInfo{"contrib-qdq", "com.microsoft QuantizeLinear/DequantizeLinear",
+                 "contrib-qdq-to-onnx",
+                 "a root finding at a com.microsoft QuantizeLinear or DequantizeLinear node",
+                 "onnxruntime.quantization writes Q/DQ in its com.microsoft domain for 16-bit and "
+                 "4-bit types when the model's opset is below 21 (and for every type with "
+                 "extra_options={'UseQDQContribOps': True}); `axqc fix` contrib-qdq-to-onnx "
+                 "rewrites them as ai.onnx Q/DQ (the same computation) where the opset has the "
+                 "type: every spec type at opset >= 21, 8-bit and the INT32 bias from opset 13. "
+                 "16-bit or 4-bit types below opset 21 cannot be written as ai.onnx Q/DQ: convert "
+                 "the float model to opset 21 (onnx.version_converter) before quantize_static"},
+    ArtifactInfo{"dynamo-qparam-casts", "zero points Cast from the fake-quant's buffers",
+                 "cast-of-initializer",
+                 "a root finding about a tensor produced by Cast(initializer) or at such a Cast",
+                 "PyTorch's dynamo exporter (torch.onnx.export(..., dynamo=True), the default "
+                 "since torch 2.9) writes a fake-quant's zero point as Cast(int32 buffer, "
+                 "to=UINT8/INT8) in front of QuantizeLinear/DequantizeLinear; `axqc fix` "
+                 "cast-of-initializer folds each Cast of an initializer into an initializer of "
+                 "the target type when every value converts exactly"},
+    ArtifactInfo{"ort-activation-removed", "Relu/Clip removed by quantize_static", "",
+                 "a root finding about an unsigned activation with zero point 0 whose "
+                 "QuantizeLinear reads a compute operator's output, in a model of onnxruntime's "
+                 "quantizer (producer onnx.quantize)",
+                 "quantize_static removes a Relu or Clip after a quantized operator when "
+                 "activations are asymmetric (QUInt8/QUInt16): the operator's output Q takes the "
+                 "activation's range (zero point 0) and the clamp happens in the integer "
+                 "saturation. The spec then sees no Relu/Clip: no fusion tail, and this edge is "
+                 "an ordinary activation of the operator before it. Quantize with symmetric "
+                 "activations (activation_type=QuantType.QInt8, extra_options="
+                 "{'ActivationSymmetric': True}): quantize_static then keeps the Relu/Clip with "
+                 "Q/DQ on both sides, the standalone form of 5.15"},
+    ArtifactInfo{"ort-asymmetric-activations", "asymmetric activations of quantize_static", "",
+                 "a root op/matmul-type, op/same-type-inputs or op/gridsample-type finding in a "
+                 "model of onnxruntime's quantizer (producer onnx.quantize)",
+                 "quantize_static(..., activation_type=QuantType.QUInt8 or QUInt16) quantizes "
+                 "activations asymmetrically (unsigned, zero point from calibration); MatMul and "
+                 "GridSample take symmetric S8/S16 inputs of one type: quantize with "
+                 "activation_type=QuantType.QInt8 (or QInt16) and extra_options="
+                 "{'ActivationSymmetric': True}, or exclude the operator (nodes_to_exclude). "
+                 "With asymmetric activations quantize_static also removes Relu/Clip after a "
+                 "quantized operator; with symmetric ones it keeps them, quantized on both sides"},
+    ArtifactInfo{
+        "weight-qdq-folded", "weight Q/DQ folded to float by an optimizer", "",
+        "qdq/const-form or op/input-not-quantized at a Conv, ConvTranspose, Gemm or "
+        "MatMul whose data input is dequantized and whose weight is an FP32 initializer",
+        "the operator's activations are quantized but its weight is a float initializer: "
+        "an optimizer constant-folded the weight's QuantizeLinear -> DequantizeLinear. "
+        "Export again with the weight Q/DQ kept: torch.onnx.export(..., dynamo=True, "
+        "optimize=False) (or an onnxscript release that no longer folds Q/DQ, "
+        "microsoft/onnxscript#2713), torch.onnx.export(..., do_constant_folding=False) for "
+        "the TorchScript exporter, or do not save an onnxruntime-optimized model "
+        "(SessionOptions.optimized_model_filepath) as the QDQ model; no rewrite can bring "
+        "the quantization back"},
     ArtifactInfo{"qdq-in-function", "Q/DQ inside a model-local function", "inline-functions",
                  "a root finding at a call of a model-local function",
                  "the exporter wrapped quantized code in a model-local function (e.g. "
@@ -687,6 +739,90 @@ class Causes {
     return false;
   }
 
+  bool IsContribQdq(int n) const {
+    const auto& node = g_.node(n);
+    return node.domain() == "com.microsoft" &&
+           (node.op_type() == "QuantizeLinear" || node.op_type() == "DequantizeLinear");
+  }
+
+  // A model written by onnxruntime's quantizer (onnxruntime.quantization sets this producer).
+  bool OrtQuantizer() const {
+    return model_ != nullptr && model_->producer_name() == "onnx.quantize";
+  }
+
+  // The finding is at a Cast of an initializer or about a tensor such a Cast produces.
+  bool FromInitializerCast(std::size_t f, int p) const {
+    auto cast_of_init = [&](int n) {
+      return IsOp(n, "Cast") && g_.InitializerOf(g_.InputId(n, 0)) != nullptr;
+    };
+    if (cast_of_init(p)) return true;
+    for (const int t : tensors_[f]) {
+      if (t >= 0 && cast_of_init(g_.ProducerOf(t))) return true;
+    }
+    return false;
+  }
+
+  // A model of PyTorch's dynamo exporter (producer pytorch >= 2.5), whose optimizer folded
+  // constant Q -> DQ chains; torch 1.x's TorchScript exporter never folds them, so a float weight
+  // there was never quantized (e.g. eager QAT has no ConvTranspose fake-quant).
+  bool DynamoExporter() const {
+    if (model_ == nullptr || model_->producer_name() != "pytorch") return false;
+    const std::string& v = model_->producer_version();
+    int major = 0, minor = 0;
+    std::size_t i = 0;
+    for (; i < v.size() && v[i] >= '0' && v[i] <= '9' && major < 1000; ++i) {
+      major = major * 10 + (v[i] - '0');
+    }
+    if (i == 0 || i >= v.size() || v[i] != '.') return false;
+    for (++i; i < v.size() && v[i] >= '0' && v[i] <= '9' && minor < 1000; ++i) {
+      minor = minor * 10 + (v[i] - '0');
+    }
+    return major > 2 || (major == 2 && minor >= 5);
+  }
+
+  // At a Conv/ConvTranspose/Gemm/MatMul whose input 0 is dequantized and whose input 1 is an FP32
+  // initializer, in a dynamo export: the weight's Q/DQ was folded away by its optimizer.
+  bool WeightFoldedToFloat(std::size_t f, int p) const {
+    if (!DynamoExporter()) return false;
+    const std::string_view rule = fs_[f].rule;
+    if (rule != rules::kQdqConstForm.id() && rule != rules::kOpInputNotQuantized.id()) return false;
+    if (!IsOp(p, "Conv") && !IsOp(p, "ConvTranspose") && !IsOp(p, "Gemm") && !IsOp(p, "MatMul")) {
+      return false;
+    }
+    const int w = g_.InputId(p, 1);
+    const auto* init = w >= 0 ? g_.InitializerOf(w) : nullptr;
+    return init != nullptr && init->data_type() == onnx::TensorProto::FLOAT &&
+           IsOp(g_.ProducerOf(g_.InputId(p, 0)), "DequantizeLinear");
+  }
+
+  // About a DQ output whose Q is unsigned with zero point 0 and reads a compute operator's output
+  // (not a DQ, a graph input or a pass-through): where quantize_static removed a Relu/Clip.
+  bool RemovedActivation(std::size_t f) const {
+    static const std::set<std::string_view> kCompute = {
+        "Conv", "ConvTranspose",     "Gemm",       "MatMul", "Add", "Sub",
+        "Mul",  "GlobalAveragePool", "AveragePool"};
+    for (const int t : tensors_[f]) {
+      const int dq = g_.ProducerOf(t);
+      if (!IsOp(dq, "DequantizeLinear")) continue;
+      const int q = g_.ProducerOf(g_.InputId(dq, 0));
+      if (!IsOp(q, "QuantizeLinear")) continue;
+      const int src = g_.ProducerOf(g_.InputId(q, 0));
+      if (src < 0 || !IsOnnxDomain(g_.node(src).domain()) ||
+          !kCompute.contains(g_.node(src).op_type())) {
+        continue;
+      }
+      const int zp = g_.InputId(q, 2);
+      const auto* zinit = zp >= 0 ? g_.InitializerOf(zp) : nullptr;
+      if (zinit == nullptr || (zinit->data_type() != onnx::TensorProto::UINT8 &&
+                               zinit->data_type() != onnx::TensorProto::UINT16)) {
+        continue;
+      }
+      const auto v = ReadInts(*zinit, g_.external(), 1);
+      if (v && v->size() == 1 && (*v)[0] == 0) return true;
+    }
+    return false;
+  }
+
   bool FromDedupIdentity(std::size_t f) const {
     for (const int t : tensors_[f]) {
       const int p = g_.ProducerOf(t);
@@ -732,10 +868,14 @@ class Causes {
       std::string_view id;
       if (p >= 0 && IsFunctionCall(p)) {
         id = "qdq-in-function";
+      } else if (p >= 0 && IsContribQdq(p)) {
+        id = "contrib-qdq";
       } else if (p >= 0 && IsQOperator(p)) {
         id = "qoperator-format";
       } else if (rule == rules::kOnnxConstantNode.id()) {
         id = p >= 0 && FeedsQdqParams(p) ? "qparams-as-numbers" : "constant-node";
+      } else if (FromInitializerCast(f, p)) {
+        id = "dynamo-qparam-casts";
       } else if (rule == rules::kOnnxValueInfoMissing.id()) {
         id = "value-info-missing";
       } else if (rule == rules::kQdqRequantizeIdentity.id()) {
@@ -747,6 +887,14 @@ class Causes {
         id = "split-as-slices";
       } else if (FromDedupIdentity(f)) {
         id = "torch-dedup-identity";
+      } else if (WeightFoldedToFloat(f, p)) {
+        id = "weight-qdq-folded";
+      } else if (OrtQuantizer() && RemovedActivation(f)) {
+        id = "ort-activation-removed";
+      } else if (OrtQuantizer() &&
+                 (rule == rules::kOpMatmulType.id() || rule == rules::kOpSameTypeInputs.id() ||
+                  rule == rules::kOpGridsampleType.id())) {
+        id = "ort-asymmetric-activations";
       }
       if (!id.empty()) x.hint = MakeHint(id);
     }

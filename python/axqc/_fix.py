@@ -31,7 +31,8 @@ class RewriteInfo:
     id: str
     summary: str
     by_default: bool
-    """False for rewrites that run only when asked (``ir-version``: only with ``ir_version``)."""
+    """False for rewrites that run only when asked (``ir-version``: only with ``ir_version``;
+    ``int4-weight-storage``: only with ``axqc fix --apply`` on the command line)."""
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 # the original and the fixed model run in onnxruntime (CPU, graph optimizations off) on the same
 # seeded random inputs (scripts/ort_run.mjs), and their outputs must be identical: same names,
 # types, shapes and bit-identical values (two seeds; symbolic dims batch=2, other=2). Models:
-#   * tests/data/real_exports/*.onnx (raw PyTorch exports);
+#   * tests/data/real_exports/*.onnx (raw PyTorch exports) and tests/data/modelled_exports/*.onnx
+#     (newer exporters' output modelled with the model builder);
 #   * one model per rewrite from axqc-fix-fixtures (tests/support/fix_models.h), each of which
 #     must get its rewrite applied (so the comparison is never between two identical files);
 #   * a model with external weights, fixed into another directory (data written next to it);
@@ -73,6 +74,9 @@ check() {
 
 for f in "$root"/tests/data/real_exports/*.onnx; do
   check "$(basename "$f" .onnx)" "$f" value-info
+done
+for f in "$root"/tests/data/modelled_exports/*.onnx; do
+  check "modelled_$(basename "$f" .onnx)" "$f" -
 done
 while IFS=$'\t' read -r file rewrite args; do
   # shellcheck disable=SC2086  # args is a word list (e.g. "--ir-version 8")

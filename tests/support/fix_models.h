@@ -132,6 +132,110 @@ inline onnx::ModelProto IdentityChains() {
   return b.Build();
 }
 
+// cast-of-initializer: zero points as Cast(INT32 initializer, to=UINT8 / INT8) (PyTorch's dynamo
+// exporter), a scale as Cast(DOUBLE initializer, to=FLOAT) with an exact value, and a Cast that
+// would wrap (300 to UINT8: left alone; its output is read by an integer Add, a graph output).
+inline onnx::ModelProto DynamoCasts() {
+  ModelBuilder b(18, 10);
+  b.Input("x", TP::FLOAT, {1, 4, 4, 4});
+  b.InitInt("zp_buf", TP::INT32, {}, {128});
+  b.InitTensor([] {
+    TP t;
+    t.set_name("scale64");
+    t.set_data_type(TP::DOUBLE);
+    const double v = 0.015625;  // 2^-6: exact in FLOAT
+    t.set_raw_data(std::string(reinterpret_cast<const char*>(&v), sizeof v));
+    return t;
+  }());
+  b.InitInt("wzp_buf", TP::INT32, {4}, {0, 0, 0, 0});
+  b.InitF32("ws", {4}, {0.01f, 0.02f, 0.03f, 0.04f});
+  b.InitInt("w", TP::INT8, {4, 4, 1, 1},
+            {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12, 13, -14, 15, -16});
+  b.InitInt("big", TP::INT32, {1}, {300});
+  b.InitInt("one", TP::UINT8, {1}, {1});
+  b.Node("Cast", {"zp_buf"}, {"zp"}, {ModelBuilder::AttrI("to", TP::UINT8)}, "node_Cast_0");
+  b.Node("Cast", {"scale64"}, {"scale"}, {ModelBuilder::AttrI("to", TP::FLOAT)}, "node_Cast_1");
+  b.Node("Cast", {"wzp_buf"}, {"wzp"}, {ModelBuilder::AttrI("to", TP::INT8)}, "node_Cast_2");
+  b.Node("QuantizeLinear", {"x", "scale", "zp"}, {"xq"}, {}, "node_QuantizeLinear_0");
+  b.Node("DequantizeLinear", {"xq", "scale", "zp"}, {"xd"}, {}, "node_DequantizeLinear_0");
+  b.Node("DequantizeLinear", {"w", "ws", "wzp"}, {"wd"}, {ModelBuilder::AttrI("axis", 0)},
+         "node_DequantizeLinear_1");
+  b.Node("Conv", {"xd", "wd"}, {"c"}, {}, "node_Conv_0");
+  b.Output(b.QDQ("c", "y", QParams::U8(0.05f, 128)));
+  b.Node("Cast", {"big"}, {"wrapped"}, {ModelBuilder::AttrI("to", TP::UINT8)}, "node_Cast_3");
+  b.Node("Add", {"wrapped", "one"}, {"k"}, {}, "node_Add_0");
+  b.Output("k", TP::UINT8, {1});
+  return b.Build();
+}
+
+// contrib-qdq-to-onnx: com.microsoft Q/DQ of UINT16 activations, an INT8 per-channel weight, an
+// INT32 bias and an INT4 per-tensor DQ, at `opset` (21: all ai.onnx types; 17: the 16-bit and
+// 4-bit nodes stay).
+inline onnx::ModelProto ContribQdq(std::int64_t opset = 21) {
+  ModelBuilder b(opset, opset >= 21 ? 10 : 8);
+  b.Opset("com.microsoft", 1);
+  const std::string ms = "com.microsoft";
+  b.Input("x", TP::FLOAT, {1, 4, 4, 4});
+  b.InitF32("s", {}, {0.0003f});
+  b.InitInt("zp", TP::UINT16, {}, {32768});
+  b.InitF32("ws", {4}, {0.01f, 0.02f, 0.03f, 0.04f});
+  b.InitInt("wzp", TP::INT8, {4}, {0, 0, 0, 0});
+  b.InitInt("w", TP::INT8, {4, 4, 1, 1},
+            {1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12, 13, -14, 15, -16});
+  const auto bs = modelgen::BiasScales(0.0003f, {0.01f, 0.02f, 0.03f, 0.04f});
+  b.InitF32("bs", {4}, bs);
+  b.InitInt("bzp", TP::INT32, {4}, {0, 0, 0, 0});
+  b.InitInt("bias", TP::INT32, {4}, {10, -20, 30, -40});
+  b.InitF32("s4", {}, {0.5f});
+  b.InitInt("zp4", TP::INT4, {}, {0});
+  b.InitInt("c4", TP::INT4, {4}, {-8, -1, 0, 7});
+  b.Node("QuantizeLinear", {"x", "s", "zp"}, {"xq"}, {}, "x_QuantizeLinear", ms);
+  b.Node("DequantizeLinear", {"xq", "s", "zp"}, {"xd"}, {}, "x_DequantizeLinear", ms);
+  b.Node("DequantizeLinear", {"w", "ws", "wzp"}, {"wd"}, {ModelBuilder::AttrI("axis", 0)},
+         "w_DequantizeLinear", ms);
+  b.Node("DequantizeLinear", {"bias", "bs", "bzp"}, {"bd"}, {ModelBuilder::AttrI("axis", 0)},
+         "b_DequantizeLinear", ms);
+  b.Node("Conv", {"xd", "wd", "bd"}, {"c"}, {}, "conv");
+  b.Node("QuantizeLinear", {"c", "s", "zp"}, {"cq"}, {}, "c_QuantizeLinear", ms);
+  b.Node("DequantizeLinear", {"cq", "s", "zp"}, {"y"}, {}, "c_DequantizeLinear", ms);
+  b.Output("y", TP::FLOAT, {1, 4, 4, 4});
+  b.Node("DequantizeLinear", {"c4", "s4", "zp4"}, {"k"}, {}, "c4_DequantizeLinear", ms);
+  b.Output("k", TP::FLOAT, {4});
+  return b.Build();
+}
+
+// int4-weight-storage: a QAT flow's 4-bit weights in INT8 containers at opset 21: a Conv weight
+// (8 output channels, values in [-8, 7], per-channel INT8 zero point 0) and a Gemm weight with a
+// value outside [-8, 7] (left alone).
+inline onnx::ModelProto Int4InInt8() {
+  ModelBuilder b(21, 10);
+  b.Input("x", TP::FLOAT, {1, 4, 4, 4});
+  const auto x = b.QDQ("x", "x", QParams::U8(0.02f, 128));
+  std::vector<std::int64_t> wv;
+  for (int i = 0; i < 8 * 4 * 3 * 3; ++i) wv.push_back(i % 16 - 8);
+  std::vector<float> ws;
+  for (int i = 0; i < 8; ++i) ws.push_back(0.05f * static_cast<float>(i + 1));
+  b.InitInt("w", TP::INT8, {8, 4, 3, 3}, wv);
+  b.InitF32("w_scale", {8}, ws);
+  b.InitInt("w_zp", TP::INT8, {8}, std::vector<std::int64_t>(8, 0));
+  b.Node("DequantizeLinear", {"w", "w_scale", "w_zp"}, {"wd"}, {ModelBuilder::AttrI("axis", 0)},
+         "w_dq");
+  b.Node("Conv", {x, "wd"}, {"c"}, {ModelBuilder::AttrInts("pads", {1, 1, 1, 1})}, "conv");
+  const auto c = b.QDQ("c", "c", QParams::U8(0.5f, 0));
+  b.Node("GlobalAveragePool", {c}, {"p"}, {}, "pool");
+  const auto p = b.QDQ("p", "p", QParams::U8(0.5f, 0));
+  b.Node("Flatten", {p}, {"f"}, {}, "flatten");
+  const auto f = b.QDQ("f", "f", QParams::U8(0.5f, 0));
+  b.InitInt("fc_w", TP::INT8, {2, 8}, {1, 2, 3, 4, 5, 6, 7, -8, 100, 0, 0, 0, 0, 0, 0, 0});
+  b.InitF32("fc_scale", {2}, {0.01f, 0.02f});
+  b.InitInt("fc_zp", TP::INT8, {2}, {0, 0});
+  b.Node("DequantizeLinear", {"fc_w", "fc_scale", "fc_zp"}, {"fcd"},
+         {ModelBuilder::AttrI("axis", 0)}, "fc_dq");
+  b.Node("Gemm", {f, "fcd"}, {"g"}, {ModelBuilder::AttrI("transB", 1)}, "fc");
+  b.Output(b.QDQ("g", "y", QParams::U8(0.1f, 128)));
+  return b.Build();
+}
+
 // fold-shape: shape arithmetic on a static input: Shape (also with start), Gather, Unsqueeze,
 // Squeeze, Slice, Concat, Cast, integer Mul/Div/Sub; a Div whose rounding differs by convention
 // is not folded (its output is a graph output).

@@ -164,11 +164,14 @@ TEST(FixTable, IdsAreUniqueDocumentedAndInRunOrder) {
               std::string::npos)
         << "docs/fixes/README.md must link the page";
   }
-  EXPECT_EQ(ids.size(), 10u);
+  EXPECT_EQ(ids.size(), 13u);
   EXPECT_EQ(FindRewrite("no-such-rewrite"), nullptr);
   EXPECT_EQ(Rewrites().front().id, "ir-version");  // a too-new IR is lowered before the rest
   EXPECT_EQ(Rewrites().back().id, "value-info");   // value_info of the final graph
   EXPECT_FALSE(FindRewrite("ir-version")->by_default);
+  // The one rewrite that changes a type runs only when requested by --apply.
+  for (const auto& r : Rewrites()) EXPECT_EQ(r.opt_in, r.id == "int4-weight-storage") << r.id;
+  EXPECT_FALSE(FindRewrite("int4-weight-storage")->by_default);
 }
 
 TEST(FixTable, UnknownIdsAndIrVersionWithoutTargetAreRefused) {
@@ -395,6 +398,122 @@ TEST(IdentityOfInitializer, SiblingSubgraphsKeepTheirOwnNames) {
   EXPECT_EQ(iff.attribute(0).g().node(0).input(0), "bias");
   ASSERT_EQ(iff.attribute(1).g().node_size(), 2);
   EXPECT_EQ(iff.attribute(1).g().node(1).input(0), "t");  // the else branch's own t
+}
+
+// ------------------------------------------------------------------- cast-of-initializer
+
+TEST(CastOfInitializer, ExactCastsBecomeInitializersWrappingOnesStay) {
+  const auto f = Fix(fm::DynamoCasts(), Only({"cast-of-initializer"}));
+  const auto& o = Outcome(f.r, "cast-of-initializer");
+  EXPECT_EQ(Places(o), (std::vector<std::string>{"node_Cast_0", "node_Cast_1", "node_Cast_2"}));
+  EXPECT_NE(SkipReason(o, "node_Cast_3").find("not exact: a value does not fit UINT8"),
+            std::string::npos)
+      << SkipReason(o, "node_Cast_3");
+  const auto& g = f.m.graph();
+  EXPECT_EQ(CountOp(g, "Cast"), 1);
+  const TP* zp = Init(g, "zp");
+  ASSERT_NE(zp, nullptr);
+  EXPECT_EQ(zp->data_type(), TP::UINT8);
+  EXPECT_EQ(zp->dims_size(), 0);
+  EXPECT_EQ(zp->raw_data(), std::string(1, static_cast<char>(128)));
+  const TP* scale = Init(g, "scale");
+  ASSERT_NE(scale, nullptr);
+  EXPECT_EQ(scale->data_type(), TP::FLOAT);
+  EXPECT_EQ(Floats(*scale), std::vector<float>{0.015625f});
+  const TP* wzp = Init(g, "wzp");
+  ASSERT_NE(wzp, nullptr);
+  EXPECT_EQ(wzp->data_type(), TP::INT8);
+  EXPECT_EQ(Dims(*wzp), std::vector<std::int64_t>{4});
+  // The buffers nothing reads any more are gone; the one the kept Cast reads stays.
+  EXPECT_EQ(Init(g, "zp_buf"), nullptr);
+  EXPECT_EQ(Init(g, "scale64"), nullptr);
+  EXPECT_NE(Init(g, "big"), nullptr);
+  EXPECT_EQ(f.r.after.verdict, Verdict::kConformant);
+}
+
+// ------------------------------------------------------------------- contrib-qdq-to-onnx
+
+TEST(ContribQdqToOnnx, EveryNodeAtOpset21) {
+  const auto f = Fix(fm::ContribQdq(21), Only({"contrib-qdq-to-onnx"}));
+  const auto& o = Outcome(f.r, "contrib-qdq-to-onnx");
+  EXPECT_EQ(o.applied, 7u);
+  EXPECT_EQ(o.skipped, 0u);
+  for (const auto& n : f.m.graph().node()) EXPECT_EQ(n.domain(), "") << n.name();
+  EXPECT_GT(Rule(f.r.before, "closure/uncovered-node"), 0u);
+  EXPECT_EQ(Rule(f.r.after, "closure/uncovered-node"), 0u);
+  const auto* w = NodeNamed(f.m.graph(), "w_DequantizeLinear");
+  ASSERT_NE(w, nullptr);
+  ASSERT_EQ(w->attribute_size(), 1);
+  EXPECT_EQ(w->attribute(0).name(), "axis");
+}
+
+TEST(ContribQdqToOnnx, BelowOpset21OnlyTheEightBitAndBiasNodes) {
+  const auto f = Fix(fm::ContribQdq(17), Only({"contrib-qdq-to-onnx"}));
+  const auto& o = Outcome(f.r, "contrib-qdq-to-onnx");
+  EXPECT_EQ(Places(o), (std::vector<std::string>{"w_DequantizeLinear", "b_DequantizeLinear"}));
+  EXPECT_EQ(o.skipped, 5u);
+  EXPECT_NE(SkipReason(o, "x_QuantizeLinear")
+                .find("has UINT16 from opset 21; the model imports opset 17"),
+            std::string::npos)
+      << SkipReason(o, "x_QuantizeLinear");
+  EXPECT_NE(SkipReason(o, "c4_DequantizeLinear").find("has INT4 from opset 21"), std::string::npos);
+  EXPECT_EQ(NodeNamed(f.m.graph(), "x_QuantizeLinear")->domain(), "com.microsoft");
+}
+
+// ------------------------------------------------------------------- int4-weight-storage
+
+TEST(Int4WeightStorage, RunsOnlyWhenAppliedAndOnlyWhereEveryValueFits) {
+  const auto by_default = Fix(fm::Int4InInt8());
+  for (const auto& o : by_default.r.rewrites) EXPECT_NE(o.id, "int4-weight-storage");
+  FixOptions only;
+  only.only = {"int4-weight-storage"};
+  std::string bytes;
+  fm::Int4InInt8().SerializeToString(&bytes);
+  try {
+    FixBytes(bytes, "m.onnx", only, nullptr);
+    FAIL() << "expected FixRefused";
+  } catch (const FixRefused& e) {
+    EXPECT_NE(std::string(e.what()).find("--apply int4-weight-storage"), std::string::npos);
+  }
+  FixOptions bad;
+  bad.apply = {"value-info"};
+  EXPECT_THROW(FixBytes(bytes, "m.onnx", bad, nullptr), FixRefused);
+
+  FixOptions o;
+  o.apply = {"int4-weight-storage"};
+  const auto f = Fix(fm::Int4InInt8(), o);
+  const auto& out = Outcome(f.r, "int4-weight-storage");
+  EXPECT_EQ(Places(out), std::vector<std::string>{"w_dq"});
+  EXPECT_NE(SkipReason(out, "fc_dq").find("outside [-8, 7]"), std::string::npos);
+  const auto& g = f.m.graph();
+  const TP* w = Init(g, "w");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->data_type(), TP::INT4);
+  EXPECT_EQ(Dims(*w), (std::vector<std::int64_t>{8, 4, 3, 3}));
+  ASSERT_EQ(w->raw_data().size(), 144u);
+  // Values 0..15 - 8 packed low nibble first: -8 = 0x8, -7 = 0x9 -> 0x98.
+  EXPECT_EQ(static_cast<unsigned char>(w->raw_data()[0]), 0x98);
+  const auto* dq = NodeNamed(g, "w_dq");
+  ASSERT_NE(dq, nullptr);
+  const TP* zp = Init(g, dq->input(2));
+  ASSERT_NE(zp, nullptr);
+  EXPECT_EQ(zp->data_type(), TP::INT4);
+  EXPECT_EQ(Init(g, "w_zp"), nullptr);  // the INT8 zero point nothing reads any more
+  EXPECT_EQ(Init(g, "fc_w")->data_type(), TP::INT8);
+  EXPECT_EQ(f.r.before.verdict, Verdict::kConformant);
+  EXPECT_EQ(f.r.after.verdict, Verdict::kConformant);
+}
+
+TEST(Int4WeightStorage, BelowOpset21NothingChanges) {
+  auto m = fm::Int4InInt8();
+  m.mutable_opset_import(0)->set_version(19);
+  FixOptions o;
+  o.apply = {"int4-weight-storage"};
+  o.only = {"value-info"};
+  const auto f = Fix(m, o);
+  const auto& out = Outcome(f.r, "int4-weight-storage");
+  EXPECT_EQ(out.applied, 0u);
+  EXPECT_NE(out.note.find("needs ai.onnx opset 21"), std::string::npos) << out.note;
 }
 
 // ------------------------------------------------------------------- fold-shape

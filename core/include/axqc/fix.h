@@ -26,6 +26,7 @@ struct RewriteInfo {
   std::string_view id;       // e.g. "constant-to-initializer"
   std::string_view summary;  // one line
   bool by_default;           // runs without --only (ir-version runs only with --ir-version)
+  bool opt_in = false;       // runs only when named by --apply (FixOptions::apply), never else
 };
 
 // Every rewrite, in the order they run.
@@ -35,6 +36,7 @@ const RewriteInfo* FindRewrite(std::string_view id);
 
 struct FixOptions {
   std::vector<std::string> only;           // rewrite IDs to run; empty = every default rewrite
+  std::vector<std::string> apply;          // opt-in rewrites to run as well (--apply ID)
   std::optional<std::int64_t> ir_version;  // --ir-version N: lower the model's IR version to N
   bool check_value = false;                // the before/after checks run with -c
   std::size_t max_locations = 5;           // nodes and skips listed per rewrite

@@ -44,6 +44,22 @@ std::vector<const RewriteEntry*> Selected(const FixOptions& o) {
       throw FixRefused("unknown rewrite '" + id + "' (rewrites: " + ids + ")");
     }
   }
+  for (const auto& id : o.apply) {
+    const RewriteInfo* r = FindRewrite(id);
+    if (r == nullptr || !r->opt_in) {
+      std::string ids;
+      for (const auto& x : Rewrites()) {
+        if (x.opt_in) ids += (ids.empty() ? "" : ", ") + std::string(x.id);
+      }
+      throw FixRefused("--apply takes the opt-in rewrites (" + ids + "), not '" + id + "'");
+    }
+  }
+  for (const auto& id : o.only) {
+    if (FindRewrite(id)->opt_in) {
+      throw FixRefused("'" + id + "' changes a type and runs only when requested with --apply " +
+                       id);
+    }
+  }
   if (std::find(o.only.begin(), o.only.end(), "ir-version") != o.only.end() && !o.ir_version) {
     throw FixRefused("the ir-version rewrite needs --ir-version N (the IR version to write)");
   }
@@ -52,6 +68,8 @@ std::vector<const RewriteEntry*> Selected(const FixOptions& o) {
     bool on = false;
     if (e.info.id == "ir-version") {
       on = o.ir_version.has_value();
+    } else if (e.info.opt_in) {
+      on = std::find(o.apply.begin(), o.apply.end(), e.info.id) != o.apply.end();
     } else if (o.only.empty()) {
       on = e.info.by_default;
     } else {

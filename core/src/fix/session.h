@@ -138,12 +138,15 @@ class Session {
 void InlineFunctions(Session& s);
 void ConstantToInitializer(Session& s);
 void IdentityOfInitializer(Session& s);
+void CastOfInitializer(Session& s);
+void ContribQdqToOnnx(Session& s);
 void FoldShape(Session& s);
 void ReshapeCopyDims(Session& s);
 void ExplicitZeroPoint(Session& s);
 void PositiveAxis(Session& s);
 void RequantizeIdentity(Session& s);
 void ValueInfo(Session& s);
+void Int4WeightStorage(Session& s);
 void IrVersion(Session& s);
 
 // Lowest IR version the model can declare, with the reasons (the features that need more than
