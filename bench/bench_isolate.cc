@@ -38,8 +38,8 @@
 
 #include "axqc/checker.h"
 #include "axqc/sha256.h"
+#include "axqc/wire/report_proto.h"
 #include "model_buffer.h"
-#include "report_proto.h"
 #include "worker_pool.h"
 
 namespace {
@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
         const axqc::Report r = axqc::CheckBytes(buffer->view(), name, o);
         if (r.model.sha256 != sha256) throw std::runtime_error(path + ": wrong sha256 in report");
         axqc::v1::Report proto;
-        axqc::service::ToProto(r, &proto);
+        axqc::wire::ToProto(r, &proto);
       }
       // What axqc-server's check engine does after a check of a model of 4 MiB or more
       // (server/memory.h, kTrimAfterBytes): give the freed memory back.

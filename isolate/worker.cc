@@ -21,8 +21,8 @@
 #include "axqc/render_graph.h"
 #include "axqc/sha256.h"
 #include "axqc/threads.h"
+#include "axqc/wire/report_proto.h"
 #include "protocol.h"
-#include "report_proto.h"
 #include "sandbox.h"
 
 namespace axqc::isolate {
@@ -157,7 +157,7 @@ std::string RenderReport(std::string_view bytes, const HtmlSettings& settings) {
       !proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     throw InputError("not a serialized axqc.v1.Report");
   }
-  return RenderHtml(service::FromProto(proto), ToHtmlOptions(settings));
+  return RenderHtml(wire::FromProto(proto), ToHtmlOptions(settings));
 }
 
 CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, const std::vector<int>& data_fds,
@@ -216,9 +216,9 @@ CheckResultMsg RunCheck(const CheckRequestMsg& req, int model_fd, const std::vec
       }
       serialized = req.task == Task::kRenderHtml
                        ? RenderReport(bytes, req.html)
-                       : service::ToProto(CheckBytes(bytes, req.name, options)).SerializeAsString();
+                       : wire::ToProto(CheckBytes(bytes, req.name, options)).SerializeAsString();
     } else {
-      serialized = service::ToProto(CheckFile(req.path, options)).SerializeAsString();
+      serialized = wire::ToProto(CheckFile(req.path, options)).SerializeAsString();
     }
     if (map != nullptr) ::munmap(map, map_len);
     map = nullptr;

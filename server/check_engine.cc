@@ -4,20 +4,20 @@
 #include <boost/asio/post.hpp>
 #include <exception>
 
+#include "axqc/wire/report_proto.h"
 #include "external_reads.h"
-#include "report_proto.h"
 
 namespace axqc::server {
 
 ProtoCheckFn ToProtoCheck(CheckFn check) {
   return [check = std::move(check)](const isolate::ModelBuffer& model, const std::string& name,
                                     const CheckOptions& options) {
-    return service::ToProto(check(model.view(), name, options));
+    return wire::ToProto(check(model.view(), name, options));
   };
 }
 
 std::string RenderHtmlInProcess(const v1::Report& report, const HtmlOptions& options) {
-  return RenderHtml(service::FromProto(report), options);
+  return RenderHtml(wire::FromProto(report), options);
 }
 
 CheckEngine::CheckEngine(unsigned workers, std::size_t queue_capacity, ProtoCheckFn check,

@@ -10,9 +10,9 @@
 #include <system_error>
 
 #include "axqc/external_data.h"
+#include "axqc/sha256.h"
 #include "protocol.h"
 #include "request_validation.h"
-#include "sha256.h"
 
 namespace axqc::server {
 
@@ -213,7 +213,8 @@ LoadedModel PathResolver::Load(const std::string& request_path, std::uint64_t ma
   if (size > max_bytes) {
     throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED,
                       "model file is " + std::to_string(size) + " bytes, over the limit of " +
-                          std::to_string(max_bytes));
+                          std::to_string(max_bytes),
+                      SourceError::Kind::kTooLarge);
   }
   Reservation reservation(&budget);
   reservation.Grow(size);
@@ -232,7 +233,7 @@ LoadedModel PathResolver::Load(const std::string& request_path, std::uint64_t ma
     FailOpen(e.code().value(), request_path);
   }
   LoadedModel out;
-  out.sha256 = service::Sha256Hex(buffer.view());
+  out.sha256 = axqc::Sha256Hex(buffer.view());
   // The external data files the model names, opened beside it (below its directory).
   bool more = false;
   const auto locations = ExternalDataLocations(buffer.view(), isolate::kMaxDataFiles, &more);
@@ -300,9 +301,10 @@ std::shared_ptr<const isolate::DataFileSet> OpenDataFiles(int model_dir,
       throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED,
                         "the model's external data files are " + std::to_string(total) +
                             "+ bytes, over the limit of " + std::to_string(max_data_bytes) +
-                            " (max-external-data-bytes)");
+                            " (max-external-data-bytes)",
+                        SourceError::Kind::kTooLarge);
     }
-    service::Sha256 hash;
+    axqc::Sha256 hash;
     std::vector<char> chunk(std::size_t{1} << 20);
     std::uint64_t done = 0;
     while (done < size) {

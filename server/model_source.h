@@ -22,13 +22,20 @@ namespace axqc::server {
 // A failure with the gRPC status code to return.
 class SourceError : public std::runtime_error {
  public:
-  SourceError(grpc::StatusCode code, const std::string& message)
-      : std::runtime_error(message), code_(code) {}
+  // kTooLarge: over a size limit of the server (max-model-bytes, max-external-data-bytes), as
+  // opposed to a busy server or a failed transfer.
+  enum class Kind { kOther, kTooLarge };
+
+  SourceError(grpc::StatusCode code, const std::string& message, Kind kind = Kind::kOther)
+      : std::runtime_error(message), code_(code), kind_(kind) {}
   grpc::StatusCode code() const { return code_; }
   grpc::Status status() const { return grpc::Status(code_, what()); }
+  Kind kind() const { return kind_; }
+  bool too_large() const { return kind_ == Kind::kTooLarge; }
 
  private:
   grpc::StatusCode code_;
+  Kind kind_;
 };
 
 // A bound on bytes held in memory, exported as a gauge: the model bytes of all requests together

@@ -115,7 +115,7 @@ CREATE TABLE axqc_deliveries (
 CREATE INDEX axqc_deliveries_model ON axqc_deliveries (source, model, revision, created_ms);
 CREATE INDEX axqc_deliveries_due ON axqc_deliveries (state, next_attempt_ms);
 )sql",
-    // 6: the check's options (service::OptionsKey; '' = the defaults) for ListChecks' links.
+    // 6: the check's options (wire::OptionsKey; '' = the defaults) for ListChecks' links.
     R"sql(
 ALTER TABLE axqc_history ADD COLUMN options text NOT NULL DEFAULT '';
 )sql",

@@ -23,7 +23,7 @@
 #include "axqc/targets.h"
 #include "axqc/utf8.h"
 #include "axqc/v1/axqc.pb.h"
-#include "report_proto.h"
+#include "axqc/wire/report_proto.h"
 
 namespace axqc::server {
 
@@ -76,10 +76,13 @@ inline grpc::Status Invalid(const std::string& msg) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, msg);
 }
 
-// RESOURCE_EXHAUSTED because a model or a message is bigger than a configured size limit (the
-// refusals of model_source.cc, url_fetch.cc, upload_assembler.cc, rpc/check.cc and rpc/upload.cc
-// all say "over the limit of" or "over the server's limit of"), as opposed to a busy server (the
-// in-flight byte budgets, the queue): HTTP 413 instead of 429.
+// RESOURCE_EXHAUSTED because a model or a message is bigger than a configured size limit, as
+// opposed to a busy server (the in-flight byte budgets, the queue): HTTP 413 instead of 429. For
+// the statuses that reach the HTTP API's error responses and the hook deliveries as a
+// grpc::Status only: the refusals of the check pipeline (model_source.cc and url_fetch.cc, whose
+// SourceError says kTooLarge where it is made; rpc/check.cc; rpc/upload.cc's message limit) all
+// say "over the limit of" or "over the server's limit of". The HTTP upload chooses its 413 from
+// the assembler's typed refusal (UploadError::kTooLarge, upload_assembler.h) instead.
 inline bool OverSizeLimit(const grpc::Status& s) {
   if (s.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) return false;
   const std::string& m = s.error_message();
@@ -142,8 +145,8 @@ grpc::Status ValidateLabels(const LabelMap& labels, const char* what) {
 }
 
 inline grpc::Status ValidateOptions(const v1::CheckOptions& o) {
-  if (o.max_locations() > service::kMaxLocations) {
-    return Invalid("options.max_locations is at most " + std::to_string(service::kMaxLocations));
+  if (o.max_locations() > wire::kMaxLocations) {
+    return Invalid("options.max_locations is at most " + std::to_string(wire::kMaxLocations));
   }
   if (!v1::ReportFormat_IsValid(o.format())) return Invalid("options.format is unknown");
   if (o.targets_size() > static_cast<int>(kMaxTargets)) {

@@ -16,9 +16,9 @@
 #pragma once
 
 #include "axqc/v1/axqc.grpc.pb.h"
+#include "axqc/wire/status_name.h"
 #include "rpc/admission.h"
 #include "rpc/context.h"
-#include "status_name.h"
 
 namespace axqc::server {
 
@@ -57,6 +57,6 @@ class CheckerService final : public v1::Checker::CallbackService {
   Admission admission_;
 };
 
-using service::StatusCodeName;  // status_name.h
+using wire::StatusCodeName;  // axqc/wire/status_name.h
 
 }  // namespace axqc::server

@@ -186,7 +186,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
 CREATE INDEX IF NOT EXISTS deliveries_model ON deliveries(source, model, revision, created_ms);
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries(state, next_attempt_ms);
 )sql",
-    // 5: the check's options (service::OptionsKey; '' = the defaults) for ListChecks' links.
+    // 5: the check's options (wire::OptionsKey; '' = the defaults) for ListChecks' links.
     R"sql(
 ALTER TABLE history ADD COLUMN options TEXT NOT NULL DEFAULT '';
 )sql",

@@ -21,9 +21,9 @@ class StoreError : public std::runtime_error {
 
 // A report as stored: the serialized axqc.v1.Report plus its key parts.
 struct StoredReport {
-  std::string cache_key;  // sha256|options|rule-set version (service::CacheKey)
+  std::string cache_key;  // sha256|options|rule-set version (wire::CacheKey)
   std::string sha256;
-  std::string options;  // service::OptionsKey
+  std::string options;  // wire::OptionsKey
   std::string rule_set_version;
   std::string verdict;  // "conformant", ...
   std::string report;   // serialized axqc.v1.Report
@@ -51,7 +51,7 @@ struct HistoryRow {
   double duration_ms = 0;
   std::map<std::string, std::string> labels;
   std::vector<RuleTally> rules;
-  // The check's options (service::OptionsKey); "" = the defaults (and rows recorded before the
+  // The check's options (wire::OptionsKey); "" = the defaults (and rows recorded before the
   // options were).
   std::string options;
 };
@@ -143,7 +143,7 @@ struct CheckRow {
   std::string cache;
   std::uint64_t errors = 0;
   std::uint64_t warnings = 0;
-  std::string options;  // service::OptionsKey; "" = the defaults
+  std::string options;  // wire::OptionsKey; "" = the defaults
   std::map<std::string, std::string> labels;
 };
 
@@ -167,7 +167,7 @@ struct ChecksPage {
 // A stored report without its bytes (ListReports).
 struct ReportInfo {
   std::string cache_key;
-  std::string options;  // service::OptionsKey
+  std::string options;  // wire::OptionsKey
   std::string rule_set_version;
   std::string verdict;
   std::int64_t created_ms = 0;

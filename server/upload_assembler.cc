@@ -29,7 +29,7 @@ class UploadAssembler::Pipeline {
   static constexpr std::size_t kMaxQueuedBytes = 4u << 20;
   static constexpr std::size_t kMaxFree = 4;
 
-  Pipeline(service::Sha256 hasher, isolate::ModelBuffer* buffer)
+  Pipeline(Sha256 hasher, isolate::ModelBuffer* buffer)
       : hasher_(std::move(hasher)), buffer_(buffer), thread_([this] { Run(); }) {}
   ~Pipeline() { Stop(); }
   Pipeline(const Pipeline&) = delete;
@@ -115,7 +115,7 @@ class UploadAssembler::Pipeline {
     }
   }
 
-  service::Sha256 hasher_;
+  Sha256 hasher_;
   isolate::ModelBuffer* buffer_;
   std::mutex mu_;
   std::condition_variable work_cv_;
@@ -140,72 +140,100 @@ UploadAssembler::UploadAssembler(std::uint64_t max_model_bytes, ByteBudget* mode
 
 UploadAssembler::~UploadAssembler() { Abort(); }
 
-grpc::Status UploadAssembler::Add(const v1::UploadRequest& msg) { return AddMessage(msg, nullptr); }
+namespace {
 
-grpc::Status UploadAssembler::Take(v1::UploadRequest* msg) {
-  return AddMessage(*msg,
-                    msg->part_case() == v1::UploadRequest::kChunk ? msg->mutable_chunk() : nullptr);
+UploadStatus Refused(UploadError kind, std::string message) { return {kind, std::move(message)}; }
+
+UploadStatus InvalidUpload(std::string message) {
+  return Refused(UploadError::kInvalid, std::move(message));
 }
 
-grpc::Status UploadAssembler::AddMessage(const v1::UploadRequest& msg, std::string* owned_chunk) {
+// A refusal of the validation layer (request_validation.h: INVALID_ARGUMENT).
+UploadStatus FromValidation(const grpc::Status& s) {
+  if (s.ok()) return UploadStatus::Ok();
+  return InvalidUpload(s.error_message());
+}
+
+constexpr const char* kEnded = "the upload has already ended";
+
+}  // namespace
+
+unsigned HttpStatusOf(UploadError kind) {
+  switch (kind) {
+    case UploadError::kNone:
+      return 0;
+    case UploadError::kInvalid:
+      return 400;
+    case UploadError::kTooLarge:
+      return 413;
+    case UploadError::kBusy:
+    case UploadError::kNoDataFiles:
+    case UploadError::kStorage:
+      return 429;
+    case UploadError::kInternal:
+      return 500;
+  }
+  return 500;
+}
+
+UploadStatus UploadAssembler::Begin(const v1::UploadMetadata& m) {
   switch (state_) {
     case State::kDone:
-      return Invalid("the upload has already ended");
-    case State::kExpectMetadata:
-      if (msg.part_case() != v1::UploadRequest::kMetadata) {
-        return Fail(Invalid("the first Upload message must carry metadata"));
-      }
-      return AddMetadata(msg.metadata());
+      return InvalidUpload(kEnded);
     case State::kReceiving:
-      if (msg.part_case() == v1::UploadRequest::kDataChunk) {
-        return AddDataChunk(msg.data_chunk().file(), msg.data_chunk().data());
-      }
-      if (msg.part_case() != v1::UploadRequest::kChunk) {
-        return Fail(Invalid(msg.part_case() == v1::UploadRequest::kMetadata
-                                ? "only the first Upload message may carry metadata"
-                                : "every Upload message after the first must carry a chunk"));
-      }
-      return AddChunk(msg.chunk(), owned_chunk);
+      return Fail(InvalidUpload("the upload's metadata came twice"));
+    case State::kExpectMetadata:
+      break;
   }
-  return Fail(grpc::Status(grpc::StatusCode::INTERNAL, "upload state"));
-}
-
-grpc::Status UploadAssembler::AddMetadata(const v1::UploadMetadata& m) {
   metadata_ = m;
-  grpc::Status s = ValidateLabels(m.labels(), "metadata.labels");
-  if (s.ok()) s = ValidateOptions(m.options());
-  if (s.ok()) s = ValidateName(m.file_name(), "metadata.file_name", kMaxNameBytes);
-  if (s.ok() && !m.sha256().empty() && !service::IsSha256Hex(m.sha256())) {
-    s = Invalid("metadata.sha256 must be 64 lowercase hex characters");
+  grpc::Status v = ValidateLabels(m.labels(), "metadata.labels");
+  if (v.ok()) v = ValidateOptions(m.options());
+  if (v.ok()) v = ValidateName(m.file_name(), "metadata.file_name", kMaxNameBytes);
+  if (!v.ok()) return Fail(FromValidation(v));
+  if (!m.sha256().empty() && !IsSha256Hex(m.sha256())) {
+    return Fail(InvalidUpload("metadata.sha256 must be 64 lowercase hex characters"));
   }
-  if (!s.ok()) return Fail(s);
   if (m.size_bytes() > max_model_bytes_) return Fail(TooBig(m.size_bytes()));
   declared_size_ = m.size_bytes();
   // Nothing is reserved for the declared size (the bytes are charged as they arrive), but an
   // upload that cannot fit now is refused before its bytes are sent.
   if (declared_size_ > 0) {
-    if (grpc::Status room = CheckRoom(declared_size_); !room.ok()) return Fail(room);
+    if (UploadStatus room = CheckRoom(declared_size_); !room.ok()) return Fail(room);
   }
-  if (grpc::Status data = OpenDataFiles(m); !data.ok()) return Fail(data);
+  if (UploadStatus data = OpenDataFiles(m); !data.ok()) return Fail(data);
   // The size hint sizes a heap buffer up front (when no memfd can be made): never more than a
   // pipeline's worth for a size nobody has sent yet.
   buffer_.emplace(isolate::ModelBuffer::Backing::kMemfd,
                   std::min<std::uint64_t>(declared_size_, kPipelineBytes));
   state_ = State::kReceiving;
-  return grpc::Status::OK;
+  return UploadStatus::Ok();
 }
 
-grpc::Status UploadAssembler::AddChunk(std::string_view chunk, std::string* owned) {
+UploadStatus UploadAssembler::AddChunk(std::string_view bytes) {
+  return AddModelBytes(bytes, nullptr);
+}
+
+UploadStatus UploadAssembler::AddChunk(std::string* bytes) { return AddModelBytes(*bytes, bytes); }
+
+UploadStatus UploadAssembler::AddModelBytes(std::string_view chunk, std::string* owned) {
+  switch (state_) {
+    case State::kDone:
+      return InvalidUpload(kEnded);
+    case State::kExpectMetadata:
+      return Fail(InvalidUpload("model bytes before the upload's metadata"));
+    case State::kReceiving:
+      break;
+  }
   const std::uint64_t total = received_ + chunk.size();
   if (total > max_model_bytes_) return Fail(TooBig(total));
   if (declared_size_ > 0 && total > declared_size_) {
-    return Fail(Invalid("received more bytes than the declared size_bytes " +
-                        std::to_string(declared_size_)));
+    return Fail(InvalidUpload("received more bytes than the declared size_bytes " +
+                              std::to_string(declared_size_)));
   }
   try {
     ReserveUpTo(total);
   } catch (const SourceError& e) {
-    return Fail(e.status());
+    return Fail(Refused(UploadError::kBusy, e.what()));
   }
   received_ = total;
   if (pipeline_ == nullptr && (declared_size_ >= kPipelineBytes || total >= kPipelineBytes)) {
@@ -216,9 +244,9 @@ grpc::Status UploadAssembler::AddChunk(std::string_view chunk, std::string* owne
     try {
       buffer_->Append(chunk);
     } catch (const std::system_error& e) {
-      return Fail(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, e.what()));
+      return Fail(Refused(UploadError::kStorage, e.what()));
     }
-    return grpc::Status::OK;
+    return UploadStatus::Ok();
   }
   std::string taken;
   if (owned != nullptr) {
@@ -229,50 +257,48 @@ grpc::Status UploadAssembler::AddChunk(std::string_view chunk, std::string* owne
     taken.assign(chunk);
   }
   if (!pipeline_->Push(std::move(taken))) {
-    return Fail(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, pipeline_->error()));
+    return Fail(Refused(UploadError::kStorage, pipeline_->error()));
   }
-  return grpc::Status::OK;
+  return UploadStatus::Ok();
 }
 
-grpc::Status UploadAssembler::Finish(LoadedModel* model) {
+UploadStatus UploadAssembler::Finish(LoadedModel* model) {
   switch (state_) {
     case State::kDone:
-      return Invalid("the upload has already ended");
+      return InvalidUpload(kEnded);
     case State::kExpectMetadata:
-      return Fail(Invalid("empty Upload stream: metadata and model bytes expected"));
+      return Fail(InvalidUpload("empty Upload stream: metadata and model bytes expected"));
     case State::kReceiving:
       break;
   }
   if (declared_size_ > 0 && received_ != declared_size_) {
-    return Fail(Invalid("received " + std::to_string(received_) + " bytes, declared size_bytes " +
-                        std::to_string(declared_size_)));
+    return Fail(InvalidUpload("received " + std::to_string(received_) +
+                              " bytes, declared size_bytes " + std::to_string(declared_size_)));
   }
   std::string sha256;
   if (pipeline_ != nullptr) {
     std::optional<std::string> digest = pipeline_->Finish();
-    if (!digest) {
-      return Fail(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, pipeline_->error()));
-    }
+    if (!digest) return Fail(Refused(UploadError::kStorage, pipeline_->error()));
     sha256 = std::move(*digest);
     pipeline_.reset();
   } else {
     sha256 = hasher_.HexDigest();
   }
   if (!metadata_.sha256().empty() && metadata_.sha256() != sha256) {
-    return Fail(Invalid("sha256 mismatch: declared " + metadata_.sha256() +
-                        ", received bytes hash to " + sha256));
+    return Fail(InvalidUpload("sha256 mismatch: declared " + metadata_.sha256() +
+                              ", received bytes hash to " + sha256));
   }
   model->sha256 = sha256;
-  if (grpc::Status data = FinishDataFiles(model); !data.ok()) return Fail(data);
+  if (UploadStatus data = FinishDataFiles(model); !data.ok()) return Fail(data);
   state_ = State::kDone;
   try {
     model->bytes = AccountedBytes(std::move(*buffer_), std::move(model_reservation_));
   } catch (const std::system_error& e) {
-    return Fail(grpc::Status(grpc::StatusCode::INTERNAL, e.what()));
+    return Fail(Refused(UploadError::kInternal, e.what()));
   }
   buffer_.reset();
   upload_reservation_.Reset();
-  return grpc::Status::OK;
+  return UploadStatus::Ok();
 }
 
 void UploadAssembler::Abort() {
@@ -299,54 +325,54 @@ void UploadAssembler::CloseDataFiles() {
   data_files_.clear();
 }
 
-grpc::Status UploadAssembler::CheckDataFile(const std::string& field, std::string_view name,
+UploadStatus UploadAssembler::CheckDataFile(const std::string& field, std::string_view name,
                                             std::uint64_t size, std::uint64_t total_before,
                                             std::string* normalized) const {
   if (max_data_bytes_ == 0) {
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        "this server takes no external data files (max-external-data-bytes 0)");
+    return Refused(UploadError::kNoDataFiles,
+                   "this server takes no external data files (max-external-data-bytes 0)");
   }
   if (std::string why = ExternalDataNameProblem(name); !why.empty()) {
-    return Invalid(field + " " + why);
+    return InvalidUpload(field + " " + why);
   }
   *normalized = NormalizeExternalDataName(name);
   for (const auto& f : data_files_) {
-    if (f.name == *normalized) return Invalid(field + " '" + *normalized + "' is listed twice");
+    if (f.name == *normalized)
+      return InvalidUpload(field + " '" + *normalized + "' is listed twice");
   }
   if (size > max_data_bytes_ || total_before > max_data_bytes_ - size) {
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        "the external data files are over the limit of " +
-                            std::to_string(max_data_bytes_) +
-                            " bytes all together (max-external-data-bytes)");
+    return Refused(UploadError::kTooLarge, "the external data files are over the limit of " +
+                                               std::to_string(max_data_bytes_) +
+                                               " bytes all together (max-external-data-bytes)");
   }
-  return grpc::Status::OK;
+  return UploadStatus::Ok();
 }
 
-grpc::Status UploadAssembler::NewDataFile(std::string name, std::uint64_t size,
+UploadStatus UploadAssembler::NewDataFile(std::string name, std::uint64_t size,
                                           std::string sha256) {
   DataFile d;
   d.name = std::move(name);
   d.declared = size;
   d.sha256 = std::move(sha256);
   d.expected = size;
-  d.hasher = std::make_unique<service::Sha256>();
+  d.hasher = std::make_unique<Sha256>();
   try {
     d.read_fd = isolate::TempDataFile(data_dir_, &d.write_fd);
   } catch (const std::system_error& e) {
-    return grpc::Status(grpc::StatusCode::INTERNAL, e.what());
+    return Refused(UploadError::kInternal, e.what());
   }
   data_files_.push_back(std::move(d));
-  return grpc::Status::OK;
+  return UploadStatus::Ok();
 }
 
-grpc::Status UploadAssembler::OpenDataFiles(const v1::UploadMetadata& m) {
+UploadStatus UploadAssembler::OpenDataFiles(const v1::UploadMetadata& m) {
   if (m.data_files_size() == 0) {
-    if (m.ranged_data()) return Invalid("metadata.ranged_data without metadata.data_files");
-    return grpc::Status::OK;
+    if (m.ranged_data()) return InvalidUpload("metadata.ranged_data without metadata.data_files");
+    return UploadStatus::Ok();
   }
   if (m.data_files_size() > static_cast<int>(isolate::kMaxDataFiles)) {
-    return Invalid("metadata.data_files lists " + std::to_string(m.data_files_size()) +
-                   " files; at most " + std::to_string(isolate::kMaxDataFiles));
+    return InvalidUpload("metadata.data_files lists " + std::to_string(m.data_files_size()) +
+                         " files; at most " + std::to_string(isolate::kMaxDataFiles));
   }
   std::uint64_t total = 0;
   std::size_t range_count = 0;
@@ -355,18 +381,18 @@ grpc::Status UploadAssembler::OpenDataFiles(const v1::UploadMetadata& m) {
     const std::string field = "metadata.data_files[" + std::to_string(i) + "]";
     std::string name;
     if (!m.ranged_data()) {
-      if (grpc::Status s = CheckDataFile(field + ".name", f.name(), f.size_bytes(), total, &name);
+      if (UploadStatus s = CheckDataFile(field + ".name", f.name(), f.size_bytes(), total, &name);
           !s.ok()) {
         return s;
       }
       if (f.ranges_size() > 0) {
-        return Invalid(field + ".ranges is set, but metadata.ranged_data is not");
+        return InvalidUpload(field + ".ranges is set, but metadata.ranged_data is not");
       }
-      if (!service::IsSha256Hex(f.sha256())) {
-        return Invalid(field + ".sha256 must be 64 lowercase hex characters");
+      if (!IsSha256Hex(f.sha256())) {
+        return InvalidUpload(field + ".sha256 must be 64 lowercase hex characters");
       }
       total += f.size_bytes();
-      if (grpc::Status s = NewDataFile(std::move(name), f.size_bytes(), f.sha256()); !s.ok()) {
+      if (UploadStatus s = NewDataFile(std::move(name), f.size_bytes(), f.sha256()); !s.ok()) {
         return s;
       }
       continue;
@@ -374,16 +400,18 @@ grpc::Status UploadAssembler::OpenDataFiles(const v1::UploadMetadata& m) {
     // Ranged: the file's size is the model's claim (the file stays sparse); the bytes sent count
     // against the limit.
     if (!f.sha256().empty()) {
-      return Invalid(field + ".sha256 must be empty in a ranged upload (the server hashes the " +
-                     "bytes it receives)");
+      return InvalidUpload(field +
+                           ".sha256 must be empty in a ranged upload (the server hashes the " +
+                           "bytes it receives)");
     }
     if (f.size_bytes() > static_cast<std::uint64_t>(INT64_MAX)) {
-      return Invalid(field + ".size_bytes " + std::to_string(f.size_bytes()) + " is too large");
+      return InvalidUpload(field + ".size_bytes " + std::to_string(f.size_bytes()) +
+                           " is too large");
     }
     range_count += static_cast<std::size_t>(f.ranges_size());
     if (range_count > kMaxRanges) {
-      return Invalid("metadata.data_files lists more than " + std::to_string(kMaxRanges) +
-                     " ranges");
+      return InvalidUpload("metadata.data_files lists more than " + std::to_string(kMaxRanges) +
+                           " ranges");
     }
     std::vector<ExternalRange> ranges;
     ranges.reserve(static_cast<std::size_t>(f.ranges_size()));
@@ -393,63 +421,63 @@ grpc::Status UploadAssembler::OpenDataFiles(const v1::UploadMetadata& m) {
       bytes += std::min<std::uint64_t>(r.length(), f.size_bytes());  // no wrap: checked below
     }
     if (std::string why = RangesProblem(ranges, f.size_bytes()); !why.empty()) {
-      return Invalid(field + ".ranges: " + why);
+      return InvalidUpload(field + ".ranges: " + why);
     }
-    if (grpc::Status s = CheckDataFile(field + ".name", f.name(), bytes, total, &name); !s.ok()) {
+    if (UploadStatus s = CheckDataFile(field + ".name", f.name(), bytes, total, &name); !s.ok()) {
       return s;
     }
     total += bytes;
-    if (grpc::Status s = NewDataFile(std::move(name), f.size_bytes(), {}); !s.ok()) return s;
+    if (UploadStatus s = NewDataFile(std::move(name), f.size_bytes(), {}); !s.ok()) return s;
     DataFile& d = data_files_.back();
     d.ranged = true;
     d.ranges = std::move(ranges);
     d.expected = bytes;
   }
-  return grpc::Status::OK;
+  return UploadStatus::Ok();
 }
 
-grpc::Status UploadAssembler::BeginDataFile(std::string_view name, std::uint64_t size,
+UploadStatus UploadAssembler::BeginDataFile(std::string_view name, std::uint64_t size,
                                             std::uint32_t* index) {
-  if (state_ != State::kReceiving) return Fail(Invalid("a data file outside an upload"));
+  if (state_ != State::kReceiving) return Fail(InvalidUpload("a data file outside an upload"));
   if (data_files_.size() >= isolate::kMaxDataFiles) {
-    return Fail(
-        Invalid("more than " + std::to_string(isolate::kMaxDataFiles) + " external data files"));
+    return Fail(InvalidUpload("more than " + std::to_string(isolate::kMaxDataFiles) +
+                              " external data files"));
   }
   std::uint64_t total = 0;
   for (const auto& f : data_files_) total += f.expected;
   std::string normalized;
   const std::string field = "data file '" + std::string(name.substr(0, 200)) + "':";
-  if (grpc::Status s = CheckDataFile(field + " name", name, size, total, &normalized); !s.ok()) {
+  if (UploadStatus s = CheckDataFile(field + " name", name, size, total, &normalized); !s.ok()) {
     return Fail(s);
   }
-  if (grpc::Status s = NewDataFile(std::move(normalized), size, {}); !s.ok()) return Fail(s);
+  if (UploadStatus s = NewDataFile(std::move(normalized), size, {}); !s.ok()) return Fail(s);
   *index = static_cast<std::uint32_t>(data_files_.size() - 1);
-  return grpc::Status::OK;
+  return UploadStatus::Ok();
 }
 
-grpc::Status UploadAssembler::AddDataBytes(std::uint32_t index, std::string_view bytes) {
-  if (state_ != State::kReceiving) return Fail(Invalid("data bytes outside an upload"));
+UploadStatus UploadAssembler::AddDataBytes(std::uint32_t index, std::string_view bytes) {
+  if (state_ != State::kReceiving) return Fail(InvalidUpload("data bytes outside an upload"));
   return AddDataChunk(index, bytes);
 }
 
-grpc::Status UploadAssembler::AddDataChunk(std::uint32_t file, std::string_view bytes) {
+UploadStatus UploadAssembler::AddDataChunk(std::uint32_t file, std::string_view bytes) {
   if (file >= data_files_.size()) {
-    return Fail(Invalid("data_chunk.file " + std::to_string(file) +
-                        " is not an index into metadata.data_files"));
+    return Fail(InvalidUpload("data_chunk.file " + std::to_string(file) +
+                              " is not an index into metadata.data_files"));
   }
   DataFile& f = data_files_[file];
   if (bytes.size() > f.expected - f.received) {
-    return Fail(
-        Invalid(f.ranged ? "received more bytes of data file '" + f.name +
-                               "' than its ranges hold (" + std::to_string(f.expected) + " bytes)"
-                         : "received more bytes of data file '" + f.name +
-                               "' than its declared size_bytes " + std::to_string(f.declared)));
+    return Fail(InvalidUpload(
+        f.ranged ? "received more bytes of data file '" + f.name + "' than its ranges hold (" +
+                       std::to_string(f.expected) + " bytes)"
+                 : "received more bytes of data file '" + f.name +
+                       "' than its declared size_bytes " + std::to_string(f.declared)));
   }
   f.hasher->Update(bytes);
   if (!f.ranged) {
-    if (grpc::Status s = WriteData(f, f.received, bytes); !s.ok()) return Fail(s);
+    if (UploadStatus s = WriteData(f, f.received, bytes); !s.ok()) return Fail(s);
     f.received += bytes.size();
-    return grpc::Status::OK;
+    return UploadStatus::Ok();
   }
   // The chunk continues the concatenation of the ranges: place each part at its range's offset.
   std::uint64_t before = 0;  // stream position of the range's first byte
@@ -462,7 +490,7 @@ grpc::Status UploadAssembler::AddDataChunk(std::uint32_t file, std::string_view 
     const std::uint64_t into = f.received - before;
     const auto n =
         static_cast<std::size_t>(std::min<std::uint64_t>(bytes.size(), f.ranges[r].length - into));
-    if (grpc::Status s = WriteData(f, f.ranges[r].offset + into, bytes.substr(0, n)); !s.ok()) {
+    if (UploadStatus s = WriteData(f, f.ranges[r].offset + into, bytes.substr(0, n)); !s.ok()) {
       return Fail(s);
     }
     bytes.remove_prefix(n);
@@ -470,10 +498,10 @@ grpc::Status UploadAssembler::AddDataChunk(std::uint32_t file, std::string_view 
     before += f.ranges[r].length;
     ++r;
   }
-  return grpc::Status::OK;
+  return UploadStatus::Ok();
 }
 
-grpc::Status UploadAssembler::WriteData(DataFile& f, std::uint64_t offset, std::string_view bytes) {
+UploadStatus UploadAssembler::WriteData(DataFile& f, std::uint64_t offset, std::string_view bytes) {
   // Runs of zeros are not written: the file stays sparse there (its size is set at the end).
   const bool zeros = std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
   std::size_t done = zeros ? bytes.size() : 0;
@@ -482,31 +510,31 @@ grpc::Status UploadAssembler::WriteData(DataFile& f, std::uint64_t offset, std::
                                static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          "cannot store data file '" + f.name + "': " + std::strerror(errno));
+      return Refused(UploadError::kStorage,
+                     "cannot store data file '" + f.name + "': " + std::strerror(errno));
     }
     done += static_cast<std::size_t>(n);
   }
-  return grpc::Status::OK;
+  return UploadStatus::Ok();
 }
 
-grpc::Status UploadAssembler::FinishDataFiles(LoadedModel* model) {
-  if (data_files_.empty()) return grpc::Status::OK;
+UploadStatus UploadAssembler::FinishDataFiles(LoadedModel* model) {
+  if (data_files_.empty()) return UploadStatus::Ok();
   auto set = std::make_shared<isolate::DataFileSet>();
   for (auto& f : data_files_) {
     if (f.received != f.expected) {
-      return Invalid("received " + std::to_string(f.received) + " bytes of data file '" + f.name +
-                     (f.ranged ? "', its ranges hold " : "', declared size_bytes ") +
-                     std::to_string(f.expected));
+      return InvalidUpload("received " + std::to_string(f.received) + " bytes of data file '" +
+                           f.name + (f.ranged ? "', its ranges hold " : "', declared size_bytes ") +
+                           std::to_string(f.expected));
     }
     const std::string sha256 = f.hasher->HexDigest();
     if (!f.sha256.empty() && sha256 != f.sha256) {
-      return Invalid("sha256 mismatch for data file '" + f.name + "': declared " + f.sha256 +
-                     ", received bytes hash to " + sha256);
+      return InvalidUpload("sha256 mismatch for data file '" + f.name + "': declared " + f.sha256 +
+                           ", received bytes hash to " + sha256);
     }
     if (::ftruncate(f.write_fd, static_cast<off_t>(f.declared)) != 0) {
-      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          "cannot store data file '" + f.name + "': " + std::strerror(errno));
+      return Refused(UploadError::kStorage,
+                     "cannot store data file '" + f.name + "': " + std::strerror(errno));
     }
     ::close(f.write_fd);
     f.write_fd = -1;
@@ -523,34 +551,34 @@ grpc::Status UploadAssembler::FinishDataFiles(LoadedModel* model) {
     try {
       model->sha256 = SentRangesKey(*set, model->graph_sha256);
     } catch (const ExternalRangesRefused& e) {
-      return grpc::Status(grpc::StatusCode::INTERNAL, e.what());
+      return Refused(UploadError::kInternal, e.what());
     }
   } else {
     model->sha256 = set->BundleSha256(model->graph_sha256);
   }
   model->data = std::move(set);
-  return grpc::Status::OK;
+  return UploadStatus::Ok();
 }
 
-grpc::Status UploadAssembler::Fail(grpc::Status status) {
+UploadStatus UploadAssembler::Fail(UploadStatus status) {
   Abort();
   return status;
 }
 
-grpc::Status UploadAssembler::TooBig(std::uint64_t size) const {
-  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                      "model is " + std::to_string(size) + " bytes or more, over the limit of " +
-                          std::to_string(max_model_bytes_));
+UploadStatus UploadAssembler::TooBig(std::uint64_t size) const {
+  return Refused(UploadError::kTooLarge, "model is " + std::to_string(size) +
+                                             " bytes or more, over the limit of " +
+                                             std::to_string(max_model_bytes_));
 }
 
-grpc::Status UploadAssembler::CheckRoom(std::uint64_t size) const {
+UploadStatus UploadAssembler::CheckRoom(std::uint64_t size) const {
   // The upload budget first, as in ReserveUpTo.
   for (const ByteBudget* budget : {upload_budget_, model_budget_}) {
     if (budget != nullptr && !budget->Fits(size)) {
-      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, budget->exhausted_message());
+      return Refused(UploadError::kBusy, budget->exhausted_message());
     }
   }
-  return grpc::Status::OK;
+  return UploadStatus::Ok();
 }
 
 void UploadAssembler::ReserveUpTo(std::uint64_t total) {

@@ -14,23 +14,60 @@
 // it and writes it into the buffer while the caller receives the next chunk (the transport
 // thread then only moves strings; no byte is copied on it).
 //
-// The service's Upload reactor and the HTTP body sink feed it; the fuzz target
-// tests/fuzz/fuzz_upload.cc drives it with arbitrary message sequences.
+// It takes the metadata (a v1::UploadMetadata) and bytes: the front doors adapt to it. The
+// Upload RPC's messages go through rpc/upload_stream.h (which also maps a refusal to its gRPC
+// status); the HTTP body sink (http/check.cc) hands it the body's bytes as they arrive, or the
+// members of a tar stream. A refusal carries its kind (UploadError): the HTTP status (413 for a
+// size limit, 429 for a busy server) is chosen from it. The fuzz target tests/fuzz/fuzz_upload.cc
+// drives it with arbitrary message sequences.
 #pragma once
-
-#include <grpcpp/support/status.h>
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "axqc/sha256.h"
 #include "axqc/v1/axqc.pb.h"
 #include "model_source.h"
-#include "sha256.h"
 
 namespace axqc::server {
+
+// Why the assembler refused. Every refusal ends the upload.
+enum class UploadError {
+  kNone,
+  // The order of the calls, the metadata, or bytes that do not match what was declared (sizes,
+  // sha256): INVALID_ARGUMENT, HTTP 400.
+  kInvalid,
+  // Over a size limit of the server (max-model-bytes, max-external-data-bytes): the same upload
+  // will never fit. RESOURCE_EXHAUSTED, HTTP 413.
+  kTooLarge,
+  // The in-flight byte budgets have no room now (max-inflight-bytes, max-inflight-upload-bytes):
+  // RESOURCE_EXHAUSTED, HTTP 429.
+  kBusy,
+  // External data files on a server that takes none (max-external-data-bytes 0):
+  // RESOURCE_EXHAUSTED, HTTP 429.
+  kNoDataFiles,
+  // The bytes could not be stored (the model buffer or a data file could not grow):
+  // RESOURCE_EXHAUSTED, HTTP 429.
+  kStorage,
+  // INTERNAL, HTTP 500.
+  kInternal,
+};
+
+// The outcome of one call: ok, or the refusal's kind and message.
+struct UploadStatus {
+  UploadError kind = UploadError::kNone;
+  std::string message;
+
+  bool ok() const { return kind == UploadError::kNone; }
+  static UploadStatus Ok() { return {}; }
+};
+
+// The HTTP status of a refusal (0 for kNone).
+unsigned HttpStatusOf(UploadError kind);
 
 class UploadAssembler {
  public:
@@ -47,12 +84,24 @@ class UploadAssembler {
   // an upload listing data files is refused. Call before the first message.
   void AllowDataFiles(std::uint64_t max_bytes, std::string dir);
 
+  // The upload's metadata, before any bytes: validated (labels, options, name, sha256, sizes, data
+  // files) and checked against the size limit and the budgets' room.
+  UploadStatus Begin(const v1::UploadMetadata& metadata);
+
+  // The next bytes of the model (as an UploadRequest.chunk).
+  UploadStatus AddChunk(std::string_view bytes);
+  // The same, but may take the string instead of copying it (leaving an empty string, often one
+  // with capacity from an earlier chunk, in its place).
+  UploadStatus AddChunk(std::string* bytes);
+
   // A data file announced after the metadata, with its size but no declared sha256 (the HTTP tar
   // upload learns the files from the archive as it arrives): as a UploadMetadata.data_files entry
   // (same name, count and size limits). On OK `*index` is the file's index for AddDataBytes.
-  grpc::Status BeginDataFile(std::string_view name, std::uint64_t size, std::uint32_t* index);
+  UploadStatus BeginDataFile(std::string_view name, std::uint64_t size, std::uint32_t* index);
   // The next bytes of data file `index` (as an UploadRequest.data_chunk).
-  grpc::Status AddDataBytes(std::uint32_t index, std::string_view bytes);
+  UploadStatus AddDataBytes(std::uint32_t index, std::string_view bytes);
+  // Each call above: OK, the upload goes on. A refusal ends the upload: the buffer and both
+  // reservations are released, and later calls are refused (kInvalid).
 
   // Most byte ranges of a ranged upload (UploadMetadata.ranged_data), over all its data files.
   static constexpr std::size_t kMaxRanges = 65536;
@@ -61,21 +110,17 @@ class UploadAssembler {
   // thread.
   static constexpr std::uint64_t kPipelineBytes = 4ull << 20;
 
-  // One message of the stream. OK: the upload goes on. Any other status ends the upload: the
-  // buffer and both reservations are released, and later calls return an error.
-  grpc::Status Add(const v1::UploadRequest& msg);
-  // The same, but may take the chunk's string instead of copying it (leaving an empty string,
-  // often one with capacity from an earlier chunk, in its place).
-  grpc::Status Take(v1::UploadRequest* msg);
-  // The client half-closed the stream. On OK, `model` holds the bytes and their sha256; they stay
-  // charged to the model budget until the last reference to `model->bytes` goes away, and the
-  // upload budget is released. Otherwise as Add.
-  grpc::Status Finish(LoadedModel* model);
+  // All bytes have arrived (the client half-closed the stream, the HTTP body ended). On OK,
+  // `model` holds the bytes and their sha256; they stay charged to the model budget until the last
+  // reference to `model->bytes` goes away, and the upload budget is released. Otherwise as above.
+  UploadStatus Finish(LoadedModel* model);
   // Releases the buffer and both reservations (cancellation, timeout). Idempotent.
   void Abort();
 
-  // True once a message has been accepted or refused.
+  // True once a call has been accepted or refused.
   bool started() const { return state_ != State::kExpectMetadata; }
+  // True once the upload has ended (finished, refused or aborted).
+  bool ended() const { return state_ == State::kDone; }
   // Bytes of model received so far.
   std::uint64_t received() const { return received_; }
   // True when this upload's chunks are hashed on a thread of their own (tests).
@@ -87,23 +132,21 @@ class UploadAssembler {
  private:
   enum class State { kExpectMetadata, kReceiving, kDone };
   class Pipeline;
-  grpc::Status AddMessage(const v1::UploadRequest& msg, std::string* owned_chunk);
-  grpc::Status AddMetadata(const v1::UploadMetadata& m);
   // `owned`: the chunk's string when it may be taken (null: `chunk` is copied).
-  grpc::Status AddChunk(std::string_view chunk, std::string* owned);
-  grpc::Status AddDataChunk(std::uint32_t file, std::string_view bytes);
-  grpc::Status OpenDataFiles(const v1::UploadMetadata& m);
+  UploadStatus AddModelBytes(std::string_view chunk, std::string* owned);
+  UploadStatus AddDataChunk(std::uint32_t file, std::string_view bytes);
+  UploadStatus OpenDataFiles(const v1::UploadMetadata& m);
   // Checks one more data file against the limits; `field` names it in messages.
-  grpc::Status CheckDataFile(const std::string& field, std::string_view name, std::uint64_t size,
+  UploadStatus CheckDataFile(const std::string& field, std::string_view name, std::uint64_t size,
                              std::uint64_t total_before, std::string* normalized) const;
-  grpc::Status NewDataFile(std::string name, std::uint64_t size, std::string sha256);
-  grpc::Status FinishDataFiles(LoadedModel* model);
-  grpc::Status Fail(grpc::Status status);
-  grpc::Status TooBig(std::uint64_t size) const;
+  UploadStatus NewDataFile(std::string name, std::uint64_t size, std::string sha256);
+  UploadStatus FinishDataFiles(LoadedModel* model);
+  UploadStatus Fail(UploadStatus status);
+  UploadStatus TooBig(std::uint64_t size) const;
   // Makes both reservations cover `total` bytes.
   void ReserveUpTo(std::uint64_t total);
-  // RESOURCE_EXHAUSTED when `size` more bytes do not fit in what a budget has free now.
-  grpc::Status CheckRoom(std::uint64_t size) const;
+  // kBusy when `size` more bytes do not fit in what a budget has free now.
+  UploadStatus CheckRoom(std::uint64_t size) const;
 
   const std::uint64_t max_model_bytes_;
   // External data files: each an unlinked file being written (write_fd) and its read-only twin.
@@ -119,21 +162,21 @@ class UploadAssembler {
     std::uint64_t expected = 0;
     int write_fd = -1;
     int read_fd = -1;
-    std::unique_ptr<service::Sha256> hasher;
+    std::unique_ptr<Sha256> hasher;
   };
   std::uint64_t max_data_bytes_ = 0;
   std::string data_dir_;
   std::vector<DataFile> data_files_;
   void CloseDataFiles();
   // Writes `bytes` at `offset` of `f`; runs of zeros are not written (the file stays sparse).
-  grpc::Status WriteData(DataFile& f, std::uint64_t offset, std::string_view bytes);
+  UploadStatus WriteData(DataFile& f, std::uint64_t offset, std::string_view bytes);
 
   State state_ = State::kExpectMetadata;
   v1::UploadMetadata metadata_;
   std::uint64_t declared_size_ = 0;
   std::uint64_t received_ = 0;
   std::optional<isolate::ModelBuffer> buffer_;  // from the metadata on
-  service::Sha256 hasher_;                      // until the pipeline starts
+  Sha256 hasher_;                               // until the pipeline starts
   std::unique_ptr<Pipeline> pipeline_;
   ByteBudget* model_budget_;
   ByteBudget* upload_budget_;

@@ -30,9 +30,9 @@
 #pragma GCC diagnostic pop
 
 #include "axqc/external_data.h"
+#include "axqc/sha256.h"
 #include "protocol.h"
 #include "request_validation.h"
-#include "sha256.h"
 
 namespace axqc::server {
 
@@ -63,7 +63,7 @@ bool ValidPort(const std::string& p) {
 struct FileTarget {
   int fd = -1;
   std::uint64_t written = 0;
-  service::Sha256 hash;
+  axqc::Sha256 hash;
 };
 
 // Appends `bytes` to the file (runs of zeros are skipped: the file is sparse there; its size is
@@ -551,12 +551,12 @@ void FetchDataFiles(LoadedModel& model, const std::string& model_url,
     } catch (const SourceError& e) {
       ::close(write_fd);
       ::close(read_fd);
-      if (e.code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
-          std::string(e.what()).find("over the limit of") != std::string::npos) {
+      if (e.too_large()) {
         throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED,
                           "the model's external data files are over the limit of " +
                               std::to_string(max_data_bytes) +
-                              " bytes all together (max-external-data-bytes)");
+                              " bytes all together (max-external-data-bytes)",
+                          SourceError::Kind::kTooLarge);
       }
       throw SourceError(e.code(), "external data file '" + Clip(name) + "': " + e.what());
     }
@@ -601,7 +601,8 @@ LoadedModel Fetch(const std::string& url_text, const UrlPolicy& policy, ByteBudg
       if (hop.ec == http::error::body_limit) {
         throw SourceError(grpc::StatusCode::RESOURCE_EXHAUSTED,
                           "model at " + url.Redacted() + " is over the limit of " +
-                              std::to_string(policy.max_bytes) + " bytes");
+                              std::to_string(policy.max_bytes) + " bytes",
+                          SourceError::Kind::kTooLarge);
       }
       if (hop.ec == beast::error::timeout) {
         throw SourceError(grpc::StatusCode::UNAVAILABLE, "timed out fetching " + url.Redacted());
@@ -619,7 +620,7 @@ LoadedModel Fetch(const std::string& url_text, const UrlPolicy& policy, ByteBudg
       LoadedModel out;
       try {
         body.Seal();
-        out.sha256 = service::Sha256Hex(body.view());
+        out.sha256 = axqc::Sha256Hex(body.view());
       } catch (const std::system_error& e) {
         throw SourceError(grpc::StatusCode::INTERNAL,
                           "fetching " + url.Redacted() + ": " + e.what());

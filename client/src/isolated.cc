@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #ifdef AXQC_ISOLATE
-#include "report_proto.h"
+#include "axqc/wire/report_proto.h"
 #include "worker_pool.h"
 #endif
 
@@ -29,7 +29,7 @@ class PoolChecker final : public IsolatedChecker {
     if (!proto.ParseFromString(r.report)) {
       throw std::runtime_error("the worker's report does not parse");
     }
-    return service::FromProto(proto);
+    return wire::FromProto(proto);
   }
 
  private:

@@ -45,12 +45,12 @@
 
 #include "axqc/catalog.h"
 #include "axqc/checker.h"
+#include "axqc/sha256.h"
 #include "axqc/v1/axqc.grpc.pb.h"
+#include "axqc/wire/report_proto.h"
+#include "axqc/wire/status_name.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "protocol.h"
-#include "report_proto.h"
-#include "sha256.h"
-#include "status_name.h"
 #endif
 
 namespace axqc::cli {
@@ -518,8 +518,7 @@ class Connection {
 
   // One line for a failed RPC, with the cause when it is known.
   std::string Describe(const grpc::Status& s, const std::string& request_id = "") const {
-    std::string msg =
-        std::string(service::StatusCodeName(s.error_code())) + ": " + s.error_message();
+    std::string msg = std::string(wire::StatusCodeName(s.error_code())) + ": " + s.error_message();
     if (!request_id.empty()) msg += " (request id " + request_id + ")";
     switch (s.error_code()) {
       case grpc::StatusCode::UNAUTHENTICATED:
@@ -595,7 +594,7 @@ v1::CheckOptions ProtoOptions(const CheckArgs& a) {
   v1::CheckOptions o;
   o.set_check_value(a.check_value);
   o.set_max_locations(
-      static_cast<std::uint32_t>(std::min<std::size_t>(a.max_locations, service::kMaxLocations)));
+      static_cast<std::uint32_t>(std::min<std::size_t>(a.max_locations, wire::kMaxLocations)));
   o.set_format(v1::REPORT_FORMAT_PROTOBUF);
   for (const auto& t : a.targets) o.add_targets(t);
   if (a.pulsar2_config_text) o.set_pulsar2_config(*a.pulsar2_config_text);
@@ -605,7 +604,7 @@ v1::CheckOptions ProtoOptions(const CheckArgs& a) {
 // Fills `m` from a successful response. `recorded`: the request is a row of the server's history.
 void TakeReport(const v1::CheckResponse& resp, ModelResult* m, bool recorded) {
   try {
-    m->report = service::FromProto(resp.report());
+    m->report = wire::FromProto(resp.report());
     m->ok = true;
     m->request_id = resp.request_id();
     m->recorded = recorded && !resp.request_id().empty();
@@ -706,7 +705,7 @@ std::vector<LocalDataFile> LocalDataFiles(const std::string& path, std::string* 
       out.push_back(std::move(f));
       continue;
     }
-    service::Sha256 hasher;
+    axqc::Sha256 hasher;
     std::ifstream in(f.path, std::ios::binary);
     std::string buf(kChunkBytes, '\0');
     while (in) {
@@ -736,7 +735,7 @@ std::string BundleSha256(const std::string& graph_sha256, const std::vector<Loca
   for (const LocalDataFile* f : sorted) {
     text += f->name + "\n" + std::to_string(f->size) + "\n" + f->sha256 + "\n";
   }
-  return service::Sha256Hex(text);
+  return axqc::Sha256Hex(text);
 }
 
 // A ranged upload (UploadMetadata.ranged_data) of a model with external data files: the graph file
@@ -870,7 +869,7 @@ ModelResult CheckLocalFile(const Connection& c, v1::Checker::Stub& stub, const C
     return m;
   }
   // Hash while reading (models can be large: never hold the file in memory).
-  service::Sha256 hasher;
+  axqc::Sha256 hasher;
   std::uint64_t size = 0;
   {
     std::ifstream in(path, std::ios::binary);
@@ -1142,7 +1141,7 @@ int RunRemoteRules(const RemoteArgs& remote, const std::string& format) {
     for (const auto& r : resp.rules()) {
       std::string sev = "error";
       try {
-        sev = std::string(SeverityName(service::SeverityFromProto(r.severity())));
+        sev = std::string(SeverityName(wire::SeverityFromProto(r.severity())));
       } catch (const std::exception&) {
         sev = "unknown";
       }
@@ -1166,7 +1165,7 @@ int RunRemoteRules(const RemoteArgs& remote, const std::string& format) {
   for (const auto& r : resp.rules()) {
     std::string sev = "?";
     try {
-      sev = std::string(SeverityName(service::SeverityFromProto(r.severity())));
+      sev = std::string(SeverityName(wire::SeverityFromProto(r.severity())));
     } catch (const std::exception&) {
     }
     std::cout << "  " << Pad(r.id(), 32) << sev << (r.check_value() ? " [cv]" : "     ")

@@ -13,12 +13,13 @@
 #include <string>
 #include <utility>
 
+#include "axqc/sha256.h"
 #include "http/api.h"
 #include "http/query.h"
 #include "labels.h"
 #include "request_validation.h"
 #include "rpc/check_pipeline.h"
-#include "sha256.h"
+#include "rpc/upload_stream.h"
 #include "tar_reader.h"
 #include "upload_assembler.h"
 
@@ -83,20 +84,17 @@ class UploadSink final : public BodySink {
       f.size_bytes = m.size_bytes();
     });
     if (tar_ != nullptr) {
-      metadata_ = m;  // sent when the archive's first member (the model) is known
+      metadata_ = m;  // given when the archive's first member (the model) is known
       return true;
     }
-    v1::UploadRequest msg;
-    *msg.mutable_metadata() = m;
-    return Add(msg);
+    return Done(assembler_.Begin(m));
   }
 
   bool Chunk(std::string_view data) override {
     if (call_->finished()) return false;
     s_.d.metrics->AddUploadBytes(static_cast<double>(data.size()));
     if (tar_ != nullptr) return Done(tar_->Feed(data));
-    chunk_.mutable_chunk()->assign(data);  // into the string the assembler gave back, if any
-    return Take(&chunk_);
+    return Done(assembler_.AddChunk(data));
   }
 
   void End() override {
@@ -104,16 +102,16 @@ class UploadSink final : public BodySink {
       if (grpc::Status st = tar_->Finish(); !Done(st)) return;
     }
     LoadedModel model;
-    grpc::Status st = assembler_.Finish(&model);
+    const UploadStatus st = assembler_.Finish(&model);
     call_->Update([&](CallBase::Fields& f) {
       if (!model.sha256.empty()) f.sha256 = model.sha256;
       if (model.bytes != nullptr) f.size_bytes = model.bytes->size();
     });
-    EndReceiving();
     if (!st.ok()) {
-      call_->Finish(st);
+      Done(st);
       return;
     }
+    EndReceiving();
     boost::asio::post(*s_.d.io, [&s = s_, call = call_, model = std::move(model)]() mutable {
       CheckModel(s, call, std::move(model));
     });
@@ -149,32 +147,41 @@ class UploadSink final : public BodySink {
         f.name = metadata_.file_name();
         f.size_bytes = size;
       });
-      v1::UploadRequest msg;
-      *msg.mutable_metadata() = metadata_;
       current_ = -1;
-      return assembler_.Add(msg);
+      return Assembler(assembler_.Begin(metadata_));
     }
     if (name.compare(0, model_dir_.size(), model_dir_) != 0) {
       return Invalid("tar: member '" + name.substr(0, 200) + "' is not below the model's folder '" +
                      model_dir_ + "' in the archive");
     }
     std::uint32_t index = 0;
-    grpc::Status st = assembler_.BeginDataFile(name.substr(model_dir_.size()), size, &index);
+    const UploadStatus st = assembler_.BeginDataFile(name.substr(model_dir_.size()), size, &index);
     current_ = static_cast<std::int64_t>(index);
-    return st;
+    return Assembler(st);
   }
   grpc::Status MemberBytes(std::string_view bytes) {
-    if (current_ >= 0) return assembler_.AddDataBytes(static_cast<std::uint32_t>(current_), bytes);
-    chunk_.mutable_chunk()->assign(bytes);
-    return assembler_.Take(&chunk_);
+    if (current_ >= 0) {
+      return Assembler(assembler_.AddDataBytes(static_cast<std::uint32_t>(current_), bytes));
+    }
+    return Assembler(assembler_.AddChunk(bytes));
   }
 
-  bool Add(const v1::UploadRequest& msg) { return Done(assembler_.Add(msg)); }
-  bool Take(v1::UploadRequest* msg) { return Done(assembler_.Take(msg)); }
+  // The tar reader's callbacks: the assembler's refusal as a gRPC status, its HTTP status kept
+  // for Done.
+  grpc::Status Assembler(const UploadStatus& st) {
+    if (!st.ok()) http_status_->store(HttpStatusOf(st.kind));
+    return GrpcStatusOf(st);
+  }
+  // The assembler's refusal: its HTTP status from its kind (over a size limit 413, a busy server
+  // 429, ...).
+  bool Done(const UploadStatus& st) {
+    if (st.ok()) return true;
+    http_status_->store(HttpStatusOf(st.kind));
+    return Done(GrpcStatusOf(st));
+  }
+  // A refusal of the tar reader, or of the assembler through it (http_status_ is set then).
   bool Done(const grpc::Status& st) {
     if (st.ok()) return true;
-    // Over the per-model limit: 413; the in-flight budgets (busy server): 429.
-    if (OverSizeLimit(st)) http_status_->store(413);
     EndReceiving();
     call_->Finish(st);
     return false;
@@ -191,7 +198,6 @@ class UploadSink final : public BodySink {
   std::shared_ptr<CheckCall> call_;
   std::shared_ptr<std::atomic<unsigned>> http_status_;
   UploadAssembler assembler_;
-  v1::UploadRequest chunk_;  // reused for every chunk of the body
   bool done_ = false;
   std::unique_ptr<TarReader> tar_;  // tar bodies
   v1::UploadMetadata metadata_;     // tar: until the first member

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "axqc/wire/report_proto.h"
 #include "http/api.h"
-#include "report_proto.h"
 #include "request_validation.h"
 
 namespace axqc::server::http {
@@ -24,9 +24,9 @@ constexpr std::uint32_t kMaxModelReports = 100;
 // The fields of a row that name its options and how to open its report.
 void AddOptions(nlohmann::json& j, const std::string& sha256, const std::string& options) {
   j["options"] = options;
-  j["targets"] = service::TargetsOfKey(options);
+  j["targets"] = wire::TargetsOfKey(options);
   j["check_value"] = options.rfind("cv=1", 0) == 0;
-  if (auto query = service::OptionsQueryOfKey(options)) {
+  if (auto query = wire::OptionsQueryOfKey(options)) {
     j["report_query"] = *query;
     if (!sha256.empty()) {
       j["model_page"] = "/models/" + sha256 + (query->empty() ? "" : "?" + *query);
@@ -116,7 +116,7 @@ struct ListModelReportsRpc {
           for (const ReportInfo& r : rows) {
             // Served by GET /v1/reports only when written by this rule set and report revision;
             // older ones are checked again when asked for.
-            const bool current = r.cache_key == service::CacheKeyOf(req.sha256, r.options);
+            const bool current = r.cache_key == wire::CacheKeyOf(req.sha256, r.options);
             nlohmann::json j = {{"rule_set_version", r.rule_set_version},
                                 {"verdict", r.verdict},
                                 {"created_time", Rfc3339OfMs(r.created_ms)},

@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "axqc/wire/status_name.h"
 #include "json_input.h"
 #include "request_validation.h"
-#include "status_name.h"
 
 namespace axqc::server::http {
 
@@ -50,7 +50,7 @@ Response ErrorResponse(const grpc::Status& status, const std::string& request_id
   // Over a size limit: the same request will never fit (413), unlike a busy server (429).
   if (http_status == 0 && OverSizeLimit(status)) code = 413;
   nlohmann::json j = {{"error",
-                       {{"code", service::StatusCodeName(status.error_code())},
+                       {{"code", wire::StatusCodeName(status.error_code())},
                         {"http_status", code},
                         {"message", status.error_message()}}},
                       {"request_id", request_id}};

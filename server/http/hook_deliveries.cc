@@ -16,13 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "axqc/wire/report_proto.h"
+#include "axqc/wire/status_name.h"
 #include "http/api.h"
 #include "http/hook_payloads.h"
 #include "http/hooks.h"
 #include "labels.h"
-#include "report_proto.h"
 #include "request_validation.h"
-#include "status_name.h"
 #include "url_fetch.h"
 
 namespace axqc::server::http {
@@ -74,7 +74,7 @@ std::string Bounded(std::string s, std::size_t n) {
 }
 
 std::string StatusText(const grpc::Status& status) {
-  return std::string(service::StatusCodeName(status.error_code())) + ": " + status.error_message();
+  return std::string(wire::StatusCodeName(status.error_code())) + ": " + status.error_message();
 }
 
 bool IsVerdict(const std::string& outcome) {
@@ -308,7 +308,7 @@ void Hooks::Checked(Delivery d, const grpc::Status& status, const v1::CheckRespo
   if (status.ok()) {
     outcome = VerdictLabel(resp.verdict());
     d.sha256 = resp.sha256();
-    d.cache_key = service::CacheKey(resp.sha256(), options);
+    d.cache_key = wire::CacheKey(resp.sha256(), options);
   } else {
     const AttemptFailure failure = ClassifyFailure(status, reached_checker);
     error = StatusText(status);

@@ -16,12 +16,12 @@
 #include <cstdlib>
 #include <string>
 
+#include "axqc/wire/status_name.h"
 #include "http/api.h"
 #include "http/hook_payloads.h"
 #include "http/hooks.h"
 #include "labels.h"
 #include "request_validation.h"
-#include "status_name.h"
 #include "url_fetch.h"
 
 namespace axqc::server::http {
@@ -161,7 +161,7 @@ std::vector<std::pair<std::string, std::string>> MlflowTags(const grpc::Status& 
   }
   return {{"axqc.verdict",
            status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? "invalid_input" : "error"},
-          {"axqc.error", Clip(std::string(service::StatusCodeName(status.error_code())) + ": " +
+          {"axqc.error", Clip(std::string(wire::StatusCodeName(status.error_code())) + ": " +
                                   status.error_message(),
                               1000)}};
 }

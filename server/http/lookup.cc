@@ -4,11 +4,11 @@
 #include <string>
 
 #include "axqc/render_graph.h"
+#include "axqc/wire/report_proto.h"
 #include "http/api.h"
 #include "http/query.h"
 #include "http/report_html.h"
 #include "labels.h"
-#include "report_proto.h"
 #include "request_validation.h"
 
 namespace axqc::server::http {

@@ -4,8 +4,8 @@
 #include <exception>
 #include <utility>
 
-#include "report_proto.h"
-#include "sha256.h"
+#include "axqc/sha256.h"
+#include "axqc/wire/report_proto.h"
 
 namespace axqc::server::http {
 
@@ -64,7 +64,7 @@ void HtmlReports::Store(const std::string& key, std::shared_ptr<const std::strin
 
 void HtmlReports::Render(const v1::Report& report, Done done) {
   // The options are this renderer's; the report's bytes name the document.
-  std::string key = service::Sha256Hex(report.SerializeAsString());
+  std::string key = axqc::Sha256Hex(report.SerializeAsString());
   if (auto html = Cached(key)) {
     done(std::move(html), Outcome::kCached);
     return;

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <utility>
 
+#include "axqc/wire/status_name.h"
 #include "request_validation.h"
-#include "status_name.h"
 
 namespace axqc::server {
 
@@ -87,7 +87,7 @@ CallBase::CallBase(Key /*key*/, const ServiceDeps& d, KeyWatch* key_watch, std::
 void CallBase::Complete(const grpc::Status& status) {
   auto self = shared_from_this();
   const double seconds = SecondsSince(start);
-  const char* code = service::StatusCodeName(status.error_code());
+  const char* code = wire::StatusCodeName(status.error_code());
   deps.metrics->CountRequest(method, code, seconds);
   const Fields f = Snapshot();
   nlohmann::json j = {{"request_id", request_id},

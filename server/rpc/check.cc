@@ -7,12 +7,12 @@
 #include <utility>
 
 #include "axqc/external_data.h"
+#include "axqc/sha256.h"
+#include "axqc/wire/report_proto.h"
 #include "protocol.h"
-#include "report_proto.h"
 #include "request_validation.h"
 #include "rpc/check_pipeline.h"
 #include "rpc/handlers.h"
-#include "sha256.h"
 #include "url_fetch.h"
 
 namespace axqc::server {
@@ -59,7 +59,7 @@ void StartInline(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
   boost::asio::post(*d.io, [&s, call = call, bytes = std::move(bytes)]() mutable {
     const auto t0 = Clock::now();
     LoadedModel model;
-    model.sha256 = service::Sha256Hex(bytes->view());
+    model.sha256 = axqc::Sha256Hex(bytes->view());
     model.bytes = std::move(bytes);
     s.d.metrics->ObserveStage("load", SecondsSince(t0));
     CheckModel(s, call, std::move(model));
@@ -142,8 +142,7 @@ grpc::Status CheckRpc::Validate(const Request& req) {
   if (status.ok() && req.model_case() == v1::CheckRequest::kUrl) {
     status = ValidateLength(req.url(), "url", kMaxUrlBytes);
   }
-  if (status.ok() && !req.expected_sha256().empty() &&
-      !service::IsSha256Hex(req.expected_sha256())) {
+  if (status.ok() && !req.expected_sha256().empty() && !axqc::IsSha256Hex(req.expected_sha256())) {
     status = Invalid("expected_sha256 must be 64 lowercase hex characters");
   }
   if (status.ok() && !req.data_file_urls().empty()) {

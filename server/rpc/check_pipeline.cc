@@ -4,9 +4,9 @@
 #include <string>
 #include <utility>
 
+#include "axqc/wire/report_proto.h"
 #include "external_reads.h"
 #include "labels.h"
-#include "report_proto.h"
 #include "request_validation.h"
 #include "rpc/respond.h"
 
@@ -165,7 +165,7 @@ void CheckModel(ServiceContext& s, const std::shared_ptr<CheckCall>& call, Loade
                          model.sha256));
     return;
   }
-  const std::string key = service::CacheKey(model.sha256, fields.options);
+  const std::string key = wire::CacheKey(model.sha256, fields.options);
   call->HoldKey(key);  // lookups of this model wait for this request's answer
   try {
     // An unreadable stored report is a miss: the model is checked again and its report replaces
@@ -195,8 +195,8 @@ void CheckModel(ServiceContext& s, const std::shared_ptr<CheckCall>& call, Loade
   job.key = key;
   job.sha256 = model.sha256;
   job.name = fields.name;
-  job.options_key = service::OptionsKey(fields.options);
-  job.options = service::CoreOptions(fields.options);
+  job.options_key = wire::OptionsKey(fields.options);
+  job.options = wire::CoreOptions(fields.options);
   job.bytes = std::move(model.bytes);
   job.data = std::move(model.data);
   job.graph_sha256 = std::move(model.graph_sha256);

@@ -10,12 +10,12 @@
 #include <utility>
 
 #include "axqc/catalog.h"
+#include "axqc/sha256.h"
+#include "axqc/wire/report_proto.h"
 #include "labels.h"
-#include "report_proto.h"
 #include "request_validation.h"
 #include "rpc/handlers.h"
 #include "rpc/respond.h"
-#include "sha256.h"
 
 namespace axqc::server {
 
@@ -219,7 +219,7 @@ void LookupStep(const std::shared_ptr<Lookup>& lk) {
 }  // namespace
 
 grpc::Status GetReportRpc::Validate(const Request& req) {
-  if (!service::IsSha256Hex(req.sha256())) {
+  if (!axqc::IsSha256Hex(req.sha256())) {
     return Invalid("sha256 must be 64 lowercase hex characters");
   }
   grpc::Status status = ValidateOptions(req.options());
@@ -245,7 +245,7 @@ void GetReportRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>&
   lookup->s = &s;
   lookup->call = call;
   lookup->grpc_resp = grpc_resp;
-  lookup->key = service::CacheKey(req.sha256(), req.options());
+  lookup->key = wire::CacheKey(req.sha256(), req.options());
   lookup->sha256 = req.sha256();
   lookup->record = req.record_check();
   lookup->wait_until =

@@ -3,10 +3,10 @@
 #include <boost/asio/post.hpp>
 #include <string>
 
-#include "report_proto.h"
+#include "axqc/sha256.h"
+#include "axqc/wire/report_proto.h"
 #include "request_validation.h"
 #include "rpc/handlers.h"
-#include "sha256.h"
 
 namespace axqc::server {
 
@@ -14,7 +14,7 @@ grpc::Status RecordGateRpc::Validate(const Request& req) {
   if (!ValidToken(req.request_id(), 64, true)) {
     return Invalid("request_id must be the request id of a check ([A-Za-z0-9_.:-]{1,64})");
   }
-  if (!service::IsSha256Hex(req.sha256())) {
+  if (!axqc::IsSha256Hex(req.sha256())) {
     return Invalid("sha256 must be 64 lowercase hex characters");
   }
   return grpc::Status::OK;

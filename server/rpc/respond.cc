@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "axqc/render.h"
+#include "axqc/wire/report_proto.h"
 #include "labels.h"
-#include "report_proto.h"
 #include "request_validation.h"
 
 namespace axqc::server {
@@ -24,7 +24,7 @@ void BuildResponse(const ServiceDeps& d, const std::string& request_id, const st
   resp->set_rule_set_version(report.rule_set_version());
   if (options.format() == v1::REPORT_FORMAT_JSON) {
     const auto t0 = Clock::now();
-    Report core = service::FromProto(report);
+    Report core = wire::FromProto(report);
     if (!name.empty()) core.model.file = name;
     resp->set_report_json(RenderJson(core));
     d.metrics->ObserveStage("render", SecondsSince(t0));
@@ -93,14 +93,14 @@ void RecordHistory(const ServiceDeps& d, const CheckCall& call, const v1::Report
   row.duration_ms = SecondsSince(call.start) * 1e3;
   row.labels = fields.labels;
   try {
-    row.options = service::OptionsKey(fields.options);
+    row.options = wire::OptionsKey(fields.options);
   } catch (const std::exception&) {
     // Options that never reached a check (an unknown chip): the row keeps the defaults.
   }
   if (!fields.options.targets().empty()) {
     // The chips as resolved (the cache key's order), so that group_by=axqc.target counts the
     // same request the same way however it named them.
-    const auto core = service::CoreOptions(fields.options);
+    const auto core = wire::CoreOptions(fields.options);
     std::string chips;
     for (const auto& t : core.targets) chips += (chips.empty() ? "" : ",") + t;
     row.labels[kTargetLabel] = chips;

@@ -6,11 +6,12 @@
 #include <string>
 #include <utility>
 
-#include "report_proto.h"
+#include "axqc/sha256.h"
+#include "axqc/wire/report_proto.h"
 #include "request_validation.h"
 #include "rpc/check_pipeline.h"
 #include "rpc/handlers.h"
-#include "sha256.h"
+#include "rpc/upload_stream.h"
 #include "upload_assembler.h"
 
 namespace axqc::server {
@@ -76,9 +77,9 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
     if (msg_.part_case() == v1::UploadRequest::kDataChunk) {
       s_.d.metrics->AddUploadBytes(static_cast<double>(msg_.data_chunk().data().size()));
     }
-    if (grpc::Status st = assembler_.Take(&msg_); !st.ok()) {
+    if (UploadStatus st = TakeUploadMessage(assembler_, &msg_); !st.ok()) {
       EndReceiving();
-      call_->Finish(st);
+      call_->Finish(GrpcStatusOf(st));
       return;
     }
     // Never start a read after Finish: the finisher takes the same lock (the mutex lives in the
@@ -102,8 +103,8 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
     // The declared sha256 names the model before its bytes arrive: lookups of it wait for this
     // upload, and other servers sharing the store see this server's claim (it takes over the
     // reservation a hash-first lookup made for this upload, on whichever server).
-    if (service::IsSha256Hex(m.sha256()) && ValidateOptions(m.options()).ok()) {
-      const std::string key = service::CacheKey(m.sha256(), m.options());
+    if (axqc::IsSha256Hex(m.sha256()) && ValidateOptions(m.options()).ok()) {
+      const std::string key = wire::CacheKey(m.sha256(), m.options());
       call_->HoldKey(key);
       boost::asio::post(*s_.d.io, [store = s_.d.store, metrics = s_.d.metrics, key] {
         try {
@@ -129,7 +130,7 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
   void EndOfStream() {
     s_.upload_watchdog.Unwatch(idle_);
     LoadedModel model;
-    grpc::Status st = assembler_.Finish(&model);
+    const grpc::Status st = GrpcStatusOf(assembler_.Finish(&model));
     call_->Update([&](CallBase::Fields& f) {
       if (!model.sha256.empty()) f.sha256 = model.sha256;
       if (model.bytes != nullptr) f.size_bytes = model.bytes->size();

@@ -967,7 +967,7 @@ def allowed_label_values(root):
     def read(rel):
         return open(os.path.join(root, rel)).read()
 
-    codes = set(re.findall(r"return \"([A-Z_]+)\";", read("server/status_name.cc")))
+    codes = set(re.findall(r"return \"([A-Z_]+)\";", read("proto/wire/src/status_name.cc")))
     pool = read("isolate/worker_pool.cc")
     fn = lambda name: pool[pool.find("const char* %s(" % name):]  # noqa: E731
     body = lambda name: fn(name)[:fn(name).find("\n}\n")]  # noqa: E731

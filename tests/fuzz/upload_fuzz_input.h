@@ -1,6 +1,7 @@
 // The upload-stream fuzz input: a byte string decoded into a sequence of Upload messages, fed to
-// axqc::server::UploadAssembler (the state machine behind the Upload RPC), with the invariants
-// checked after every step. Shared by the libFuzzer target (fuzz_upload.cc), its seed writer
+// axqc::server::UploadAssembler (the state machine behind the Upload RPC and the HTTP body) through
+// the Upload stream's adaptation (server/rpc/upload_stream.h), with the invariants checked after
+// every step. Shared by the libFuzzer target (fuzz_upload.cc), its seed writer
 // (upload_seeds.cc) and the regression test of the normal suite
 // (tests/server/upload_fuzz_regressions_test.cc).
 //
@@ -29,8 +30,8 @@
 //
 // Tar mode: an input starting with 'T' (0x54) and at least 2 bytes long is an HTTP tar upload
 // instead (server/tar_reader.h): byte 1 % 61 + 1 is the size of the pieces the rest is fed in, to
-// a TarReader whose first member goes to the assembler as the model and whose later members as data
-// files, as server/http/check.cc does.
+// a TarReader whose first member goes to the assembler (its bytes API) as the model and whose later
+// members as data files, as server/http/check.cc does.
 #pragma once
 
 #include <unistd.h>
@@ -43,10 +44,11 @@
 #include <vector>
 
 #include "axqc/external_data.h"
+#include "axqc/sha256.h"
 #include "axqc/v1/axqc.pb.h"
 #include "external_reads.h"
 #include "model_source.h"
-#include "sha256.h"
+#include "rpc/upload_stream.h"
 #include "tar_reader.h"
 #include "upload_assembler.h"
 
@@ -171,7 +173,7 @@ inline std::vector<v1::UploadRequest> DecodeUploadInput(const std::uint8_t* data
     }
     records.push_back(std::move(r));
   }
-  const std::string sha = service::Sha256Hex(all_chunks);
+  const std::string sha = axqc::Sha256Hex(all_chunks);
   std::vector<v1::UploadRequest> out;
   for (auto& r : records) {
     v1::UploadRequest msg;
@@ -198,7 +200,7 @@ inline std::vector<v1::UploadRequest> DecodeUploadInput(const std::uint8_t* data
           m->set_sha256(sha);
           break;
         case 2:
-          m->set_sha256(service::Sha256Hex(sha));
+          m->set_sha256(axqc::Sha256Hex(sha));
           break;
         default:
           m->set_sha256(r.meta.proto.file_name());
@@ -214,13 +216,11 @@ inline std::vector<v1::UploadRequest> DecodeUploadInput(const std::uint8_t* data
         d->set_size_bytes(f.size_mode == 0   ? bytes.size()
                           : f.size_mode == 1 ? bytes.size() + f.number - 8
                                              : f.number);
-        const std::string real = service::Sha256Hex(bytes);
+        const std::string real = axqc::Sha256Hex(bytes);
         if (ranged && f.sha_mode == 0) {
           // none
         } else {
-          d->set_sha256(f.sha_mode == 0   ? real
-                        : f.sha_mode == 1 ? service::Sha256Hex(real)
-                                          : f.name);
+          d->set_sha256(f.sha_mode == 0 ? real : f.sha_mode == 1 ? axqc::Sha256Hex(real) : f.name);
         }
         for (const auto& [offset, length] : f.ranges) {
           auto* range = d->add_ranges();
@@ -447,7 +447,7 @@ inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
     server::UploadAssembler a(kFuzzMaxModelBytes, &model_budget, &upload_budget);
     a.AllowDataFiles(kFuzzMaxDataBytes, "");
     for (const auto& m : msgs) {
-      const grpc::Status s = a.Add(m);
+      const grpc::Status s = server::GrpcStatusOf(server::AddUploadMessage(a, m));
       if (!allowed(s.error_code())) return "Add returned status " + std::to_string(s.error_code());
       if (failed && s.ok()) return "Add accepted a message after the upload failed";
       if (!s.ok()) failed = true;
@@ -466,7 +466,7 @@ inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
       if (!failed && a.received() != sent.size()) return "received() differs from the chunks sent";
     }
     server::LoadedModel model;
-    const grpc::Status s = a.Finish(&model);
+    const grpc::Status s = server::GrpcStatusOf(a.Finish(&model));
     if (!allowed(s.error_code())) return "Finish returned status " + std::to_string(s.error_code());
     if (s.ok()) {
       if (failed) return "Finish accepted an upload that had failed";
@@ -503,18 +503,18 @@ inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
             return "data file size differs from the declared or sent size";
           }
           if (ReadFd(model.data->fd(idx), bytes.size()) != bytes) return "data file bytes differ";
-          if (service::Sha256Hex(bytes) != meta.data_files(i).sha256()) {
+          if (axqc::Sha256Hex(bytes) != meta.data_files(i).sha256()) {
             return "accepted a data file whose sha256 differs from the declared one";
           }
           if (!ExternalDataNameProblem(meta.data_files(i).name()).empty()) {
             return "accepted a data file name the checker refuses";
           }
         }
-        if (model.graph_sha256 != service::Sha256Hex(sent) ||
+        if (model.graph_sha256 != axqc::Sha256Hex(sent) ||
             model.sha256 != model.data->BundleSha256(model.graph_sha256)) {
           return "wrong bundle sha256";
         }
-      } else if (model.sha256 != service::Sha256Hex(sent)) {
+      } else if (model.sha256 != axqc::Sha256Hex(sent)) {
         return "wrong sha256";
       }
       if (upload_budget.used() != 0) return "upload budget not released after Finish";
@@ -524,7 +524,9 @@ inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
     } else if (model_budget.used() != 0 || upload_budget.used() != 0) {
       return "a refused upload still holds budget";
     }
-    if (a.Add(v1::UploadRequest()).ok()) return "Add accepted a message after the end";
+    if (server::AddUploadMessage(a, v1::UploadRequest()).ok()) {
+      return "Add accepted a message after the end";
+    }
   }
   if (model_budget.used() != 0 || upload_budget.used() != 0) return "budget leaked";
   return {};
@@ -553,26 +555,27 @@ inline std::string RunTarInput(const std::uint8_t* data, std::size_t size) {
           if (reader_ptr->members() == 1) {
             const auto slash = name.rfind('/');
             model_dir = slash == std::string::npos ? "" : name.substr(0, slash + 1);
-            v1::UploadRequest msg;
-            msg.mutable_metadata()->set_file_name("tar.onnx");
-            msg.mutable_metadata()->set_size_bytes(member_size);
+            v1::UploadMetadata meta;
+            meta.set_file_name("tar.onnx");
+            meta.set_size_bytes(member_size);
             current = -1;
-            return a.Add(msg);
+            return server::GrpcStatusOf(a.Begin(meta));
           }
           if (name.compare(0, model_dir.size(), model_dir) != 0) {
             return grpc::Status(StatusCode::INVALID_ARGUMENT, "not below the model's folder");
           }
           std::uint32_t index = 0;
-          grpc::Status st = a.BeginDataFile(name.substr(model_dir.size()), member_size, &index);
+          const server::UploadStatus st =
+              a.BeginDataFile(name.substr(model_dir.size()), member_size, &index);
           current = static_cast<std::int64_t>(index);
-          return st;
+          return server::GrpcStatusOf(st);
         },
         [&](std::string_view bytes) -> grpc::Status {
           received[current] += bytes;
-          if (current >= 0) return a.AddDataBytes(static_cast<std::uint32_t>(current), bytes);
-          v1::UploadRequest msg;
-          msg.set_chunk(std::string(bytes));
-          return a.Add(msg);
+          if (current >= 0) {
+            return server::GrpcStatusOf(a.AddDataBytes(static_cast<std::uint32_t>(current), bytes));
+          }
+          return server::GrpcStatusOf(a.AddChunk(bytes));
         });
     reader_ptr = &reader;
     grpc::Status st;
@@ -585,7 +588,7 @@ inline std::string RunTarInput(const std::uint8_t* data, std::size_t size) {
     if (reader.members() > server::TarReader::kMaxMembers) return "more tar members than allowed";
     if (st.ok()) {
       server::LoadedModel model;
-      st = a.Finish(&model);
+      st = server::GrpcStatusOf(a.Finish(&model));
       if (!allowed(st.error_code())) return "Finish returned " + std::to_string(st.error_code());
       if (st.ok()) {
         if (model.bytes == nullptr || model.bytes->view() != received[-1]) {

@@ -20,9 +20,9 @@
 #include "axqc/render.h"
 #include "axqc/render_graph.h"
 #include "axqc/sha256.h"
+#include "axqc/wire/report_proto.h"
 #include "model_buffer.h"
 #include "modelgen/model_builder.h"
-#include "report_proto.h"
 #include "server_test_util.h"
 #include "worker_pool.h"
 
@@ -385,7 +385,7 @@ TEST(WorkerPool, ReportsAreIdenticalToInProcessChecks) {
     ASSERT_EQ(r.failure, Failure::kNone) << r.error;
     ASSERT_EQ(r.kind, ResultKind::kReport) << r.error;
     const v1::Report got = ParseReport(r);
-    const v1::Report want = service::ToProto(DirectReport(bytes, name));
+    const v1::Report want = wire::ToProto(DirectReport(bytes, name));
     EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(got, want))
         << got.DebugString() << "\n---\n"
         << want.DebugString();
@@ -416,7 +416,7 @@ TEST(WorkerPool, ChipTargetsAreJudgedInTheWorkerLikeInProcess) {
   ASSERT_EQ(r.failure, Failure::kNone) << r.error;
   ASSERT_EQ(r.kind, ResultKind::kReport) << r.error;
   const v1::Report got = ParseReport(r);
-  const v1::Report want = service::ToProto(CheckBytes(bytes, "gs.onnx", in.options));
+  const v1::Report want = wire::ToProto(CheckBytes(bytes, "gs.onnx", in.options));
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(got, want))
       << got.DebugString() << "\n---\n"
       << want.DebugString();
@@ -429,7 +429,7 @@ TEST(WorkerPool, ChipTargetsAreJudgedInTheWorkerLikeInProcess) {
   EXPECT_EQ(got.targets(1).blocking(0).node(), "gs1");
   EXPECT_EQ(got.targets(1).blocking(0).rule(), "target/op-unsupported");
   // The proto round trip keeps what the JSON report says about the chips.
-  const Report back = service::FromProto(got);
+  const Report back = wire::FromProto(got);
   EXPECT_EQ(RenderJson(back), RenderJson(CheckBytes(bytes, "gs.onnx", in.options)));
 }
 
@@ -454,7 +454,7 @@ TEST(WorkerPool, Pulsar2ConfigIsJudgedInTheWorkerLikeInProcess) {
   ASSERT_EQ(r.failure, Failure::kNone) << r.error;
   ASSERT_EQ(r.kind, ResultKind::kReport) << r.error;
   const Report local = CheckBytes(bytes, "p2.onnx", in.options);
-  EXPECT_EQ(RenderJson(service::FromProto(ParseReport(r))), RenderJson(local));
+  EXPECT_EQ(RenderJson(wire::FromProto(ParseReport(r))), RenderJson(local));
   std::vector<std::string> rules;
   for (const auto& f : local.findings) {
     if (f.rule.rfind("pulsar2/", 0) == 0) rules.push_back(f.rule);
@@ -469,7 +469,7 @@ TEST(WorkerPool, Pulsar2ConfigIsJudgedInTheWorkerLikeInProcess) {
   file.options = in.options;
   const CheckResult rf = pool.Check(file);
   ASSERT_EQ(rf.kind, ResultKind::kReport) << rf.error << rf.report;
-  EXPECT_EQ(RenderJson(service::FromProto(ParseReport(rf))),
+  EXPECT_EQ(RenderJson(wire::FromProto(ParseReport(rf))),
             RenderJson(CheckFile(file.path, file.options)));
   // The next check on the same worker has no configuration.
   in.options.pulsar2_config.reset();
@@ -506,7 +506,7 @@ TEST(WorkerPool, ReadsTheSealedMemfdOfAModelBufferAsItIs) {
   const CheckResult r = pool.Check(in);
   ASSERT_EQ(r.failure, Failure::kNone) << r.error;
   ASSERT_EQ(r.kind, ResultKind::kReport) << r.error;
-  const v1::Report want = service::ToProto(DirectReport(bytes, "memfd.onnx"));
+  const v1::Report want = wire::ToProto(DirectReport(bytes, "memfd.onnx"));
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(ParseReport(r), want));
   EXPECT_EQ(timings.sha256_s, 0.0);  // the worker did not hash the bytes again
   // The buffer is still open and unchanged (the worker had the same file, sealed).
@@ -541,7 +541,7 @@ TEST(WorkerPool, PathChecksReadTheFileAndItsDirectory) {
   const CheckResult r = pool.Check(in);
   ASSERT_EQ(r.kind, ResultKind::kReport) << r.error;
   CheckOptions opts;
-  const v1::Report want = service::ToProto(CheckFile(in.path, opts));
+  const v1::Report want = wire::ToProto(CheckFile(in.path, opts));
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(ParseReport(r), want));
 }
 
@@ -653,7 +653,7 @@ TEST(WorkerPool, TheHtmlReportIsLaidOutInTheSandboxLikeInProcess) {
     ASSERT_EQ(r.failure, Failure::kNone) << isolate::FailureMessage(r);
     ASSERT_EQ(r.kind, ResultKind::kReport) << r.error;
     // The same document as in this process (no font or plugin went missing under the filter).
-    const std::string here = RenderHtml(service::FromProto(report), HtmlOptions{});
+    const std::string here = RenderHtml(wire::FromProto(report), HtmlOptions{});
     EXPECT_TRUE(r.report == here) << "the documents differ";
     EXPECT_NE(r.report.find("<svg"), std::string::npos);
     // Model text is never an attribute of a tag: no link, no image.

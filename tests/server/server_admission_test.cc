@@ -16,9 +16,9 @@
 #include <string>
 
 #include "axqc/catalog.h"
-#include "report_proto.h"
+#include "axqc/sha256.h"
+#include "axqc/wire/report_proto.h"
 #include "server_test_util.h"
-#include "sha256.h"
 #include "store.h"
 
 namespace axqc::test {
@@ -160,13 +160,13 @@ TEST_F(ServiceLayers, GetReportStoreHitUpdatesTheCacheGauges) {
 // checks it again and its report replaces the stored one.
 TEST_F(ServiceLayers, UnreadableStoredReportIsNotFoundByHashAndCheckedAgainWithTheModel) {
   const std::string model = NonConformantModel("unreadable");
-  const std::string sha = service::Sha256Hex(model);
+  const std::string sha = axqc::Sha256Hex(model);
   {
     auto store = server::OpenStore((dir_ / "store.sqlite3").string());
     server::StoredReport r;
-    r.cache_key = service::CacheKey(sha, v1::CheckOptions());
+    r.cache_key = wire::CacheKey(sha, v1::CheckOptions());
     r.sha256 = sha;
-    r.options = service::OptionsKey(v1::CheckOptions());
+    r.options = wire::OptionsKey(v1::CheckOptions());
     r.rule_set_version = std::string(kRuleSetVersion);
     r.verdict = "non_conformant";
     r.report = NotOnnxBytes();  // not a Report either

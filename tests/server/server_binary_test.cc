@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "axqc/sha256.h"
 #include "server_test_util.h"
-#include "sha256.h"
 
 extern char** environ;
 
@@ -108,7 +108,7 @@ TEST(ServerBinary, ServesChecksMetricsAndStopsGracefullyOnSigterm) {
   grpc::Status s = CheckPath(*stub, "m.onnx", &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.verdict(), v1::VERDICT_NON_CONFORMANT);
-  EXPECT_EQ(resp.sha256(), service::Sha256Hex(model));
+  EXPECT_EQ(resp.sha256(), axqc::Sha256Hex(model));
   s = CheckPath(*stub, "../server.toml", &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
 
@@ -134,7 +134,7 @@ TEST(ServerBinary, ServesChecksMetricsAndStopsGracefullyOnSigterm) {
     const auto j = nlohmann::json::parse(line);
     msgs.push_back(j.at("msg"));
     if (j.at("msg") == "request" && j.at("code") == "OK") {
-      EXPECT_EQ(j.at("model_sha256"), service::Sha256Hex(model));
+      EXPECT_EQ(j.at("model_sha256"), axqc::Sha256Hex(model));
       EXPECT_EQ(j.at("verdict"), "non_conformant");
     }
   }

@@ -16,8 +16,8 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "axqc/wire/report_proto.h"
 #include "http_stub.h"
-#include "report_proto.h"
 #include "server_test_util.h"
 
 extern char** environ;
@@ -478,7 +478,7 @@ TEST_F(ExternalDataServer, RangedUploadSendsOnlyWhatTheCheckReads) {
   Report local = CheckFile((Dir() / "models/ranged/model.onnx").string(), local_options);
   local.model.file = "model.onnx";
   local.model.sha256 = ranged.sha256();
-  v1::Report local_proto = service::ToProto(local);
+  v1::Report local_proto = wire::ToProto(local);
   v1::Report ranged_report = ranged.report();
   ranged_report.clear_graph();
   local_proto.clear_graph();

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "axqc/render_graph.h"
+#include "axqc/sha256.h"
 #include "modelgen/model_builder.h"
 #include "server_test_util.h"
-#include "sha256.h"
 
 extern char** environ;
 
@@ -156,7 +156,7 @@ TEST(ServerHtml, DenseModelHtmlDoesNotStallTheHttpApi) {
   v1::CheckResponse resp;
   const grpc::Status s = CheckInline(*stub, model, &resp, {}, false, std::chrono::seconds(120));
   ASSERT_TRUE(s.ok()) << s.error_message() << proc.log();
-  const std::string sha = service::Sha256Hex(model);
+  const std::string sha = axqc::Sha256Hex(model);
   ASSERT_EQ(resp.report().graph().nodes_size(), 295);  // the whole graph is stored
 
   // Four HTML requests at once (twice the listener's threads) and, while they are answered, the
@@ -230,7 +230,7 @@ TEST(ServerHtml, LayoutsRunInAWorkerAndAFailedLayoutStillAnswers) {
   const std::string crashing = NonConformantModel("layout-crash");
   const v1::CheckResponse first = check(crashing, "m-axqc-test:layout-segv.onnx");
   EXPECT_EQ(first.verdict(), v1::VERDICT_NON_CONFORMANT);
-  const std::string sha = service::Sha256Hex(crashing);
+  const std::string sha = axqc::Sha256Hex(crashing);
 
   const Got page = TimedGet(http_port, "/v1/reports/" + sha + "/html", 60);
   ASSERT_EQ(page.status, 200) << page.head << proc.log();
@@ -250,7 +250,7 @@ TEST(ServerHtml, LayoutsRunInAWorkerAndAFailedLayoutStillAnswers) {
   EXPECT_EQ(m.Value("axqc_worker_restarts_total", {{"cause", "crashed"}}), 1);
   const std::string fine = NonConformantModel("layout-fine");
   (void)check(fine, "fine.onnx");
-  const Got drawn = TimedGet(http_port, "/v1/reports/" + service::Sha256Hex(fine) + "/html", 60);
+  const Got drawn = TimedGet(http_port, "/v1/reports/" + axqc::Sha256Hex(fine) + "/html", 60);
   ASSERT_EQ(drawn.status, 200) << drawn.head;
   EXPECT_NE(drawn.head.find("X-Axqc-Html: rendered"), std::string::npos) << drawn.head;
   EXPECT_NE(drawn.body.find("<svg"), std::string::npos);

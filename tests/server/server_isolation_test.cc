@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report_proto.h"
+#include "axqc/sha256.h"
+#include "axqc/wire/report_proto.h"
 #include "server_test_util.h"
-#include "sha256.h"
 
 extern char** environ;
 
@@ -427,7 +427,7 @@ TEST(ServerIsolation, TheProductionWorkerChecksAndIsolationCanBeTurnedOff) {
     v1::CheckResponse resp;
     const grpc::Status s = CheckInline(*stub, model, &resp);
     ASSERT_TRUE(s.ok()) << s.error_message();
-    const v1::Report want = service::ToProto(DirectReport(model, "model.onnx"));
+    const v1::Report want = wire::ToProto(DirectReport(model, "model.onnx"));
     EXPECT_EQ(resp.report().SerializeAsString(), want.SerializeAsString());
 
     // A large upload (hashed on its own thread into a sealed memfd, which a worker reads as it
@@ -443,15 +443,15 @@ TEST(ServerIsolation, TheProductionWorkerChecksAndIsolationCanBeTurnedOff) {
     UploadArgs a;
     a.chunk = 64 * 1024;
     a.declared_size = big.size();
-    a.declared_sha256 = service::Sha256Hex(big);
+    a.declared_sha256 = axqc::Sha256Hex(big);
     const grpc::Status up = Upload(*stub, big, &resp, a);
     ASSERT_TRUE(up.ok()) << up.error_message();
-    const v1::Report want_big = service::ToProto(DirectReport(big, "upload.onnx"));
-    EXPECT_EQ(resp.report().model().sha256(), service::Sha256Hex(big));
+    const v1::Report want_big = wire::ToProto(DirectReport(big, "upload.onnx"));
+    EXPECT_EQ(resp.report().model().sha256(), axqc::Sha256Hex(big));
     EXPECT_EQ(resp.report().SerializeAsString(), want_big.SerializeAsString());
     // A client's hash is compared with the server's, never taken: the same bytes declared under
     // another hash are refused.
-    const std::string claimed = service::Sha256Hex("something else");
+    const std::string claimed = axqc::Sha256Hex("something else");
     a.declared_sha256 = claimed;
     const grpc::Status wrong = Upload(*stub, big, &resp, a);
     EXPECT_EQ(wrong.error_code(), grpc::StatusCode::INVALID_ARGUMENT);

@@ -23,12 +23,12 @@
 #pragma GCC diagnostic pop
 
 #include "auth.h"
+#include "axqc/sha256.h"
 #include "config.h"
 #include "http_stub.h"
 #include "metrics.h"
 #include "model_source.h"
 #include "server_test_util.h"
-#include "sha256.h"
 
 namespace axqc::test {
 namespace {
@@ -469,7 +469,7 @@ TEST_F(Reliability, ClientsVanishingMidUploadAndMidCheckLeaveNoWorkerOrBufferBeh
     // The abandoned check's report was still stored.
     grpc::ClientContext ctx;
     v1::GetReportRequest get;
-    get.set_sha256(service::Sha256Hex(req.content()));
+    get.set_sha256(axqc::Sha256Hex(req.content()));
     v1::CheckResponse got;
     const grpc::Status s = ts.stub().GetReport(&ctx, get, &got);
     ASSERT_TRUE(s.ok()) << s.error_message();
@@ -571,7 +571,7 @@ TEST_F(Reliability, UrlRedirectsSizeAndTimeCaps) {
   v1::CheckResponse resp;
   grpc::Status s = CheckUrl(ts.stub(), http.Url("/m.onnx"), &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  EXPECT_EQ(resp.sha256(), service::Sha256Hex(model));
+  EXPECT_EQ(resp.sha256(), axqc::Sha256Hex(model));
 
   // Redirects to a host (or port) outside the allowlist are refused without connecting there.
   for (const char* path : {"/hop1", "/to-name"}) {
@@ -657,7 +657,7 @@ TEST_F(Reliability, PathResolutionUnderASymlinkSwapNeverLeavesTheRoot) {
   server::PathResolver resolver({root.string()});
   server::ByteBudget budget(1ull << 30, static_cast<prometheus::Gauge*>(nullptr));
   // Sanity: the link itself is refused, the directory read.
-  EXPECT_EQ(resolver.Load("d/m.onnx", 1 << 20, budget).sha256, service::Sha256Hex(inside));
+  EXPECT_EQ(resolver.Load("d/m.onnx", 1 << 20, budget).sha256, axqc::Sha256Hex(inside));
   try {
     resolver.Load("alt/m.onnx", 1 << 20, budget);
     ADD_FAILURE() << "read through a symlink out of the root";
@@ -686,10 +686,10 @@ TEST_F(Reliability, PathResolutionUnderASymlinkSwapNeverLeavesTheRoot) {
     for (const char* p : {"d/m.onnx", "alt/m.onnx"}) {
       try {
         const auto m = resolver.Load(p, 1 << 20, budget);
-        if (m.sha256 == service::Sha256Hex(outside)) {
+        if (m.sha256 == axqc::Sha256Hex(outside)) {
           ++read_outside;
         } else {
-          EXPECT_EQ(m.sha256, service::Sha256Hex(inside));
+          EXPECT_EQ(m.sha256, axqc::Sha256Hex(inside));
           ++read_inside;
         }
       } catch (const server::SourceError& e) {
@@ -818,7 +818,7 @@ TEST_F(Reliability, LogsNeverContainTheTokenOrModelBytes) {
   EXPECT_EQ(log.find("Q9vX2"), std::string::npos);
   EXPECT_EQ(log.find(marker), std::string::npos);
   EXPECT_EQ(log.find("this is not an ONNX model"), std::string::npos);
-  EXPECT_NE(log.find(service::Sha256Hex(model)), std::string::npos);  // hashes are logged
+  EXPECT_NE(log.find(axqc::Sha256Hex(model)), std::string::npos);  // hashes are logged
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "axqc/render.h"
-#include "report_proto.h"
+#include "axqc/wire/report_proto.h"
 #include "server_test_util.h"
 
 namespace axqc::test {

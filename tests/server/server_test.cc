@@ -17,10 +17,10 @@
 
 #include "axqc/catalog.h"
 #include "axqc/render.h"
+#include "axqc/sha256.h"
+#include "axqc/wire/report_proto.h"
 #include "http_stub.h"
-#include "report_proto.h"
 #include "server_test_util.h"
-#include "sha256.h"
 
 namespace axqc::test {
 namespace {
@@ -32,8 +32,8 @@ using HealthResp = grpc::health::v1::HealthCheckResponse;
 // The report the server must return for `bytes` under display name `name`.
 v1::Report Expected(const std::string& bytes, const std::string& name, bool check_value = false) {
   Report r = DirectReport(bytes, name, check_value);
-  if (r.model.sha256.empty()) r.model.sha256 = service::Sha256Hex(bytes);
-  return service::ToProto(r);
+  if (r.model.sha256.empty()) r.model.sha256 = axqc::Sha256Hex(bytes);
+  return wire::ToProto(r);
 }
 
 std::size_t ErrorFindings(const Report& r, const std::string& rule) {
@@ -59,7 +59,7 @@ TEST_F(ServerTest, TestModelsHaveTheExpectedVerdicts) {
   const Report bad = DirectReport(NonConformantModel(), "bad.onnx");
   EXPECT_EQ(bad.verdict, Verdict::kNonConformant);
   EXPECT_GE(ErrorFindings(bad, "role/weight-type"), 1u);
-  EXPECT_NE(service::Sha256Hex(ConformantModel("a")), service::Sha256Hex(ConformantModel("b")));
+  EXPECT_NE(axqc::Sha256Hex(ConformantModel("a")), axqc::Sha256Hex(ConformantModel("b")));
   EXPECT_THROW(DirectReport(NotOnnxBytes(), "x.onnx"), InputError);
 }
 
@@ -73,13 +73,13 @@ TEST_F(ServerTest, UploadConformantModel) {
   UploadArgs a;
   a.file_name = "detector-int8.onnx";
   a.declared_size = model.size();
-  a.declared_sha256 = service::Sha256Hex(model);
+  a.declared_sha256 = axqc::Sha256Hex(model);
   a.chunk = 700;  // several chunks
   const grpc::Status s = Upload(ts.stub(), model, &resp, a);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
   EXPECT_EQ(resp.cache(), v1::CACHE_RESULT_MISS);
-  EXPECT_EQ(resp.sha256(), service::Sha256Hex(model));
+  EXPECT_EQ(resp.sha256(), axqc::Sha256Hex(model));
   EXPECT_EQ(resp.rule_set_version(), std::string(kRuleSetVersion));
   EXPECT_EQ(resp.request_id().size(), 16u);
   ASSERT_TRUE(resp.has_report());
@@ -125,7 +125,7 @@ TEST_F(ServerTest, UploadJsonFormatIsTheCliJson) {
   ASSERT_TRUE(Upload(ts.stub(), model, &resp, a).ok());
   EXPECT_FALSE(resp.has_report());
   Report direct = DirectReport(model, "broken.onnx");
-  if (direct.model.sha256.empty()) direct.model.sha256 = service::Sha256Hex(model);
+  if (direct.model.sha256.empty()) direct.model.sha256 = axqc::Sha256Hex(model);
   EXPECT_EQ(resp.report_json(), RenderJson(direct));
   const auto j = nlohmann::json::parse(resp.report_json());
   EXPECT_EQ(j.at("verdict"), "non_conformant");
@@ -170,11 +170,11 @@ TEST_F(ServerTest, WrongDeclaredSha256OrSizeIsInvalidArgument) {
   const std::string model = ConformantModel();
   v1::CheckResponse resp;
   UploadArgs a;
-  a.declared_sha256 = service::Sha256Hex("other bytes");
+  a.declared_sha256 = axqc::Sha256Hex("other bytes");
   grpc::Status s = Upload(ts.stub(), model, &resp, a);
   EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(s.error_message().find("sha256 mismatch: declared " + a.declared_sha256 +
-                                   ", received bytes hash to " + service::Sha256Hex(model)),
+                                   ", received bytes hash to " + axqc::Sha256Hex(model)),
             std::string::npos)
       << s.error_message();
 
@@ -194,7 +194,7 @@ TEST_F(ServerTest, WrongDeclaredSha256OrSizeIsInvalidArgument) {
   grpc::ClientContext ctx;
   v1::CheckRequest req;
   req.set_path("m.onnx");
-  req.set_expected_sha256(service::Sha256Hex("x"));
+  req.set_expected_sha256(axqc::Sha256Hex("x"));
   s = ts.stub().Check(&ctx, req, &resp);
   EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(s.error_message().find("sha256 mismatch"), std::string::npos);
@@ -381,7 +381,7 @@ TEST_F(ServerTest, UrlReferenceOnlyToAllowlistedHosts) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.verdict(), v1::VERDICT_CONFORMANT);
   EXPECT_EQ(resp.report().model().file(), "m.onnx");
-  EXPECT_EQ(resp.sha256(), service::Sha256Hex(model));
+  EXPECT_EQ(resp.sha256(), axqc::Sha256Hex(model));
 
   s = CheckUrl(ts.stub(), http.Url("/redirect"), &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
@@ -529,7 +529,7 @@ TEST_F(ServerTest, GetReportHitsShareTheCachedReportWithoutChangingIt) {
 TEST_F(ServerTest, GetReportByHash) {
   TestServer ts(dir_);
   const std::string model = ConformantModel();
-  const std::string sha = service::Sha256Hex(model);
+  const std::string sha = axqc::Sha256Hex(model);
   {
     grpc::ClientContext ctx;
     v1::GetReportRequest req;
@@ -783,7 +783,7 @@ TEST_F(ServerTest, ListRulesIsTheCatalog) {
     const auto& want = Rules()[i];
     const auto& got = resp.rules(static_cast<int>(i));
     EXPECT_EQ(got.id(), want.id);
-    EXPECT_EQ(got.severity(), service::SeverityToProto(want.severity));
+    EXPECT_EQ(got.severity(), wire::SeverityToProto(want.severity));
     EXPECT_EQ(got.check_value(), want.check_value);
     EXPECT_EQ(got.section(), want.section);
   }
@@ -850,7 +850,7 @@ TEST_F(ServerTest, MetricsEndpointHasTheExpectedSeriesAndValues) {
   EXPECT_NE(m.body.find("# TYPE axqc_checks_total counter"), std::string::npos);
   EXPECT_NE(m.body.find("# TYPE axqc_queue_depth gauge"), std::string::npos);
   // No label value is a hash or a model name.
-  EXPECT_EQ(m.body.find(service::Sha256Hex(ok)), std::string::npos);
+  EXPECT_EQ(m.body.find(axqc::Sha256Hex(ok)), std::string::npos);
   EXPECT_EQ(m.body.find("model.onnx"), std::string::npos);
 }
 
@@ -1049,7 +1049,7 @@ TEST_F(ServerTest, LogsAreJsonLinesWithRequestIdShaDurationVerdict) {
   EXPECT_EQ(requests[0]["request_id"], "ci-run-42");
   EXPECT_EQ(requests[0]["method"], "Check");
   EXPECT_EQ(requests[0]["code"], "OK");
-  EXPECT_EQ(requests[0]["model_sha256"], service::Sha256Hex(model));
+  EXPECT_EQ(requests[0]["model_sha256"], axqc::Sha256Hex(model));
   EXPECT_EQ(requests[0]["verdict"], "conformant");
   EXPECT_EQ(requests[0]["cache"], "miss");
   EXPECT_EQ(requests[0]["source"], "inline");
@@ -1127,7 +1127,7 @@ v1::GetStatsResponse Stats(v1::Checker::Stub& stub, const std::string& group_by 
 TEST_F(ServerTest, RecordedLookupsAreChecksAndPlainLookupsAreNot) {
   TestServer ts(dir_);
   const std::string model = NonConformantModel("recorded");
-  const std::string sha = service::Sha256Hex(model);
+  const std::string sha = axqc::Sha256Hex(model);
   v1::CheckResponse resp;
   // A hash-first client: NOT_FOUND, then the upload. One check, one miss, one history row.
   EXPECT_EQ(Lookup(ts.stub(), sha, &resp, true, {{"project", "a"}}).error_code(),
@@ -1175,7 +1175,7 @@ TEST_F(ServerTest, LookupWaitsForAnUploadInProgressInsteadOfAnsweringNotFound) {
   auto gate = std::make_shared<Gate>();
   TestServer ts(dir_, {{}, {GatedCheck(gate)}});
   const std::string model = ConformantModel("wait-upload");
-  const std::string sha = service::Sha256Hex(model);
+  const std::string sha = axqc::Sha256Hex(model);
   v1::CheckResponse uploaded;
   grpc::Status su;
   UploadArgs ua;
@@ -1213,7 +1213,7 @@ TEST_F(ServerTest, LookupWaitIsBounded) {
   TestServer ts(dir_,
                 {[](server::ServerConfig& c) { c.lookup_wait_seconds = 0.3; }, {GatedCheck(gate)}});
   const std::string model = ConformantModel("bounded");
-  const std::string sha = service::Sha256Hex(model);
+  const std::string sha = axqc::Sha256Hex(model);
   v1::CheckResponse checked;
   grpc::Status sc;
   std::thread checker([&] { sc = CheckInline(ts.stub(), model, &checked); });

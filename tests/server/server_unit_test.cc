@@ -14,8 +14,13 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "axqc/render.h"
+#include "axqc/sha256.h"
+#include "axqc/wire/report_proto.h"
+#include "axqc/wire/status_name.h"
 #include "check_engine.h"
 #include "failure_memory.h"
 #include "lru_cache.h"
@@ -23,9 +28,7 @@
 #include "metrics.h"
 #include "model_source.h"
 #include "report_cache.h"
-#include "report_proto.h"
 #include "server_test_util.h"
-#include "sha256.h"
 #include "url_fetch.h"
 
 namespace axqc::test {
@@ -107,7 +110,7 @@ Report FullReport() {
 
 TEST(ReportProto, RoundTripIsLossless) {
   const Report r = FullReport();
-  const v1::Report p = service::ToProto(r);
+  const v1::Report p = wire::ToProto(r);
   EXPECT_EQ(p.schema(), "axqc.report/v1");
   EXPECT_EQ(p.verdict(), v1::VERDICT_NON_CONFORMANT);
   EXPECT_EQ(p.findings_size(), 3);
@@ -117,7 +120,7 @@ TEST(ReportProto, RoundTripIsLossless) {
   EXPECT_EQ(p.model().opsets(1).domain(), "com.microsoft");
   EXPECT_EQ(p.summary().units_by_kind().at("pattern:silu"), 1u);
   EXPECT_EQ(p.units(0).output_qdq(0), "b_q");
-  const Report back = service::FromProto(p);
+  const Report back = wire::FromProto(p);
   // The JSON rendering covers every field of the report.
   EXPECT_EQ(RenderJson(back), RenderJson(r));
   EXPECT_EQ(back.model.opsets, r.model.opsets);
@@ -142,65 +145,95 @@ TEST(ReportProto, RoundTripIsLossless) {
 TEST(ReportProto, RealReportRoundTrip) {
   const std::string model = NonConformantModel();
   const Report r = DirectReport(model, "bad.onnx", true);
-  EXPECT_EQ(RenderJson(service::FromProto(service::ToProto(r))), RenderJson(r));
+  EXPECT_EQ(RenderJson(wire::FromProto(wire::ToProto(r))), RenderJson(r));
 }
 
 TEST(ReportProto, UnspecifiedEnumsAreRejected) {
   v1::Report p;
-  EXPECT_THROW(service::FromProto(p), std::invalid_argument);
+  EXPECT_THROW(wire::FromProto(p), std::invalid_argument);
 }
 
 TEST(ReportProto, CacheKeyHasShaOptionsAndRuleSet) {
   v1::CheckOptions o;
-  EXPECT_EQ(service::OptionsKey(o), "cv=0;ml=5");
+  EXPECT_EQ(wire::OptionsKey(o), "cv=0;ml=5");
   o.set_check_value(true);
   o.set_max_locations(7);
   o.set_format(v1::REPORT_FORMAT_JSON);  // not part of the key
-  EXPECT_EQ(service::OptionsKey(o), "cv=1;ml=7");
-  EXPECT_EQ(service::CacheKey("abc", o),
-            "abc|cv=1;ml=7|" + std::string(kRuleSetVersion) + "|" + service::kReportRevision);
+  EXPECT_EQ(wire::OptionsKey(o), "cv=1;ml=7");
+  EXPECT_EQ(wire::CacheKey("abc", o),
+            "abc|cv=1;ml=7|" + std::string(kRuleSetVersion) + "|" + wire::kReportRevision);
 }
 
 // An OptionsKey back to the query string of the report lookups (the links of ListChecks).
 TEST(ReportProto, OptionsQueryOfKeyInvertsOptionsKey) {
   v1::CheckOptions o;
-  EXPECT_EQ(service::OptionsQueryOfKey(service::OptionsKey(o)).value(), "");
-  EXPECT_EQ(service::OptionsQueryOfKey("").value(), "");  // rows before the options were
+  EXPECT_EQ(wire::OptionsQueryOfKey(wire::OptionsKey(o)).value(), "");
+  EXPECT_EQ(wire::OptionsQueryOfKey("").value(), "");  // rows before the options were
   o.set_check_value(true);
-  EXPECT_EQ(service::OptionsQueryOfKey(service::OptionsKey(o)).value(), "check_value=true");
+  EXPECT_EQ(wire::OptionsQueryOfKey(wire::OptionsKey(o)).value(), "check_value=true");
   o.set_max_locations(7);
   o.add_targets("ax650");
-  const std::string key = service::OptionsKey(o);
-  EXPECT_EQ(service::OptionsQueryOfKey(key).value(),
-            "check_value=true&max_locations=7&target=" + service::TargetsOfKey(key).at(0));
-  EXPECT_EQ(service::TargetsOfKey(key).size(), 1u);
-  EXPECT_EQ(service::CacheKeyOf("abc", key), service::CacheKey("abc", o));
+  const std::string key = wire::OptionsKey(o);
+  EXPECT_EQ(wire::OptionsQueryOfKey(key).value(),
+            "check_value=true&max_locations=7&target=" + wire::TargetsOfKey(key).at(0));
+  EXPECT_EQ(wire::TargetsOfKey(key).size(), 1u);
+  EXPECT_EQ(wire::CacheKeyOf("abc", key), wire::CacheKey("abc", o));
   o.set_pulsar2_config("{}");
-  EXPECT_FALSE(service::OptionsQueryOfKey(service::OptionsKey(o)).has_value());
+  EXPECT_FALSE(wire::OptionsQueryOfKey(wire::OptionsKey(o)).has_value());
   // Anything OptionsKey does not write is no query.
   for (const char* bad : {"cv=2", "ml=x", "t=AX650", "t=a&b", "zz=1", "cv", "t=,", "=1"}) {
-    EXPECT_FALSE(service::OptionsQueryOfKey(bad).has_value()) << bad;
+    EXPECT_FALSE(wire::OptionsQueryOfKey(bad).has_value()) << bad;
   }
-  EXPECT_TRUE(service::TargetsOfKey("cv=0;ml=5").empty());
+  EXPECT_TRUE(wire::TargetsOfKey("cv=0;ml=5").empty());
 }
 
 // ------------------------------------------------------------------------------------------------
 // sha256
 
+// axqc/wire/status_name.h names the codes by number (no gRPC header): the numbers are gRPC's.
+TEST(StatusName, NamesEveryGrpcCodeByItsNumber) {
+  using grpc::StatusCode;
+  const std::vector<std::pair<StatusCode, std::string>> codes = {
+      {StatusCode::OK, "OK"},
+      {StatusCode::CANCELLED, "CANCELLED"},
+      {StatusCode::UNKNOWN, "UNKNOWN"},
+      {StatusCode::INVALID_ARGUMENT, "INVALID_ARGUMENT"},
+      {StatusCode::DEADLINE_EXCEEDED, "DEADLINE_EXCEEDED"},
+      {StatusCode::NOT_FOUND, "NOT_FOUND"},
+      {StatusCode::ALREADY_EXISTS, "ALREADY_EXISTS"},
+      {StatusCode::PERMISSION_DENIED, "PERMISSION_DENIED"},
+      {StatusCode::UNAUTHENTICATED, "UNAUTHENTICATED"},
+      {StatusCode::RESOURCE_EXHAUSTED, "RESOURCE_EXHAUSTED"},
+      {StatusCode::FAILED_PRECONDITION, "FAILED_PRECONDITION"},
+      {StatusCode::ABORTED, "ABORTED"},
+      {StatusCode::OUT_OF_RANGE, "OUT_OF_RANGE"},
+      {StatusCode::UNIMPLEMENTED, "UNIMPLEMENTED"},
+      {StatusCode::INTERNAL, "INTERNAL"},
+      {StatusCode::UNAVAILABLE, "UNAVAILABLE"},
+      {StatusCode::DATA_LOSS, "DATA_LOSS"},
+  };
+  for (const auto& [code, name] : codes) {
+    EXPECT_EQ(wire::StatusCodeName(code), name);
+    EXPECT_EQ(wire::StatusCodeName(static_cast<int>(code)), name);
+  }
+  EXPECT_STREQ(wire::StatusCodeName(17), "UNKNOWN");
+  EXPECT_STREQ(wire::StatusCodeName(-1), "UNKNOWN");
+}
+
 TEST(Sha256, KnownVectorsAndStreaming) {
-  EXPECT_EQ(service::Sha256Hex(""),
+  EXPECT_EQ(axqc::Sha256Hex(""),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(service::Sha256Hex("abc"),
+  EXPECT_EQ(axqc::Sha256Hex("abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  service::Sha256 h;
+  axqc::Sha256 h;
   h.Update("a");
   h.Update("");
   h.Update("bc");
-  EXPECT_EQ(h.HexDigest(), service::Sha256Hex("abc"));
+  EXPECT_EQ(h.HexDigest(), axqc::Sha256Hex("abc"));
   EXPECT_THROW(h.Update("x"), std::logic_error);
-  EXPECT_TRUE(service::IsSha256Hex(service::Sha256Hex("abc")));
-  EXPECT_FALSE(service::IsSha256Hex(std::string(64, 'A')));
-  EXPECT_FALSE(service::IsSha256Hex("abc"));
+  EXPECT_TRUE(axqc::IsSha256Hex(axqc::Sha256Hex("abc")));
+  EXPECT_FALSE(axqc::IsSha256Hex(std::string(64, 'A')));
+  EXPECT_FALSE(axqc::IsSha256Hex("abc"));
 }
 
 // ------------------------------------------------------------------------------------------------

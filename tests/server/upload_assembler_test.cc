@@ -1,6 +1,6 @@
-// UploadAssembler (the Upload stream's state machine) without gRPC, and the upload fuzz target's
-// regression inputs: every file in tests/fuzz/upload_regressions/ is decoded and replayed with the
-// invariants of the fuzz target (upload_fuzz_input.h).
+// UploadAssembler (the state machine behind the Upload stream and the HTTP body) without gRPC, and
+// the upload fuzz target's regression inputs: every file in tests/fuzz/upload_regressions/ is
+// decoded and replayed with the invariants of the fuzz target (upload_fuzz_input.h).
 #include "upload_assembler.h"
 
 #include <gtest/gtest.h>
@@ -17,8 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "axqc/sha256.h"
 #include "model_source.h"
-#include "sha256.h"
+#include "rpc/upload_stream.h"
 #include "upload_fuzz_input.h"
 
 namespace axqc::test {
@@ -29,6 +30,19 @@ using grpc::StatusCode;
 using server::ByteBudget;
 using server::LoadedModel;
 using server::UploadAssembler;
+using server::UploadError;
+using server::UploadStatus;
+
+// The assembler fed as the Upload RPC feeds it (rpc/upload_stream.h), with the gRPC statuses.
+grpc::Status Add(UploadAssembler& a, const v1::UploadRequest& msg) {
+  return server::GrpcStatusOf(server::AddUploadMessage(a, msg));
+}
+grpc::Status Take(UploadAssembler& a, v1::UploadRequest* msg) {
+  return server::GrpcStatusOf(server::TakeUploadMessage(a, msg));
+}
+grpc::Status Finish(UploadAssembler& a, LoadedModel* model) {
+  return server::GrpcStatusOf(a.Finish(model));
+}
 
 v1::UploadRequest Meta(std::uint64_t size = 0, const std::string& sha = "") {
   v1::UploadRequest r;
@@ -55,23 +69,23 @@ TEST(UploadAssembler, AssemblesChunksAndKeepsTheModelBytesCharged) {
   LoadedModel out;
   {
     UploadAssembler a(500, &b.model, &b.upload);
-    ASSERT_TRUE(a.Add(Meta(300, service::Sha256Hex(model))).ok());
+    ASSERT_TRUE(Add(a, Meta(300, axqc::Sha256Hex(model))).ok());
     // The declared size holds nothing; the bytes are charged as they arrive.
     EXPECT_EQ(b.upload.used(), 0u);
     EXPECT_EQ(b.model.used(), 0u);
-    ASSERT_TRUE(a.Add(Chunk(model.substr(0, 1))).ok());
-    ASSERT_TRUE(a.Add(Chunk(model.substr(1, 200))).ok());
+    ASSERT_TRUE(Add(a, Chunk(model.substr(0, 1))).ok());
+    ASSERT_TRUE(Add(a, Chunk(model.substr(1, 200))).ok());
     EXPECT_EQ(b.upload.used(), 201u);
     EXPECT_EQ(b.model.used(), 201u);
-    ASSERT_TRUE(a.Add(Chunk("")).ok());
-    ASSERT_TRUE(a.Add(Chunk(model.substr(201))).ok());
+    ASSERT_TRUE(Add(a, Chunk("")).ok());
+    ASSERT_TRUE(Add(a, Chunk(model.substr(201))).ok());
     EXPECT_EQ(a.received(), 300u);
-    ASSERT_TRUE(a.Finish(&out).ok());
+    ASSERT_TRUE(Finish(a, &out).ok());
     EXPECT_EQ(b.upload.used(), 0u);
   }
   ASSERT_NE(out.bytes, nullptr);
   EXPECT_EQ(out.bytes->view(), model);
-  EXPECT_EQ(out.sha256, service::Sha256Hex(model));
+  EXPECT_EQ(out.sha256, axqc::Sha256Hex(model));
   EXPECT_EQ(b.model.used(), 300u);
   out.bytes.reset();
   EXPECT_EQ(b.model.used(), 0u);
@@ -85,13 +99,13 @@ TEST(UploadAssembler, LargeUploadsArePipelinedIntoASealedMemfd) {
   for (const bool declared : {true, false}) {
     ByteBudget budget(model.size(), static_cast<prometheus::Gauge*>(nullptr));
     UploadAssembler a(model.size(), &budget, nullptr);
-    ASSERT_TRUE(a.Add(Meta(declared ? model.size() : 0)).ok());
+    ASSERT_TRUE(Add(a, Meta(declared ? model.size() : 0)).ok());
     EXPECT_EQ(a.pipelined(), false);
     std::size_t taken = 0;
     for (std::size_t off = 0; off < model.size(); off += 65536) {
       v1::UploadRequest msg = Chunk(model.substr(off, 65536));
       const std::size_t n = msg.chunk().size();
-      ASSERT_TRUE(a.Take(&msg).ok());
+      ASSERT_TRUE(Take(a, &msg).ok());
       if (a.pipelined()) {
         EXPECT_TRUE(msg.chunk().empty());  // taken, not copied
         ++taken;
@@ -107,8 +121,8 @@ TEST(UploadAssembler, LargeUploadsArePipelinedIntoASealedMemfd) {
                          : 1 + (model.size() - UploadAssembler::kPipelineBytes + 65535) / 65536);
     EXPECT_EQ(a.received(), model.size());
     LoadedModel out;
-    ASSERT_TRUE(a.Finish(&out).ok());
-    EXPECT_EQ(out.sha256, service::Sha256Hex(model));
+    ASSERT_TRUE(Finish(a, &out).ok());
+    EXPECT_EQ(out.sha256, axqc::Sha256Hex(model));
     ASSERT_NE(out.bytes, nullptr);
     EXPECT_TRUE(out.bytes->sealed());
     ASSERT_EQ(out.bytes->backing(), isolate::ModelBuffer::Backing::kMemfd);
@@ -125,11 +139,11 @@ TEST(UploadAssembler, PipelinedUploadsFailAndAbortCleanly) {
   {  // A declared sha256 that the bytes do not match.
     ByteBudget budget(64ull << 20, static_cast<prometheus::Gauge*>(nullptr));
     UploadAssembler a(64ull << 20, &budget, nullptr);
-    ASSERT_TRUE(a.Add(Meta(6 * chunk.size(), service::Sha256Hex("other bytes"))).ok());
-    for (int i = 0; i < 6; ++i) ASSERT_TRUE(a.Add(Chunk(chunk)).ok());
+    ASSERT_TRUE(Add(a, Meta(6 * chunk.size(), axqc::Sha256Hex("other bytes"))).ok());
+    for (int i = 0; i < 6; ++i) ASSERT_TRUE(Add(a, Chunk(chunk)).ok());
     EXPECT_TRUE(a.pipelined());
     LoadedModel out;
-    const grpc::Status s = a.Finish(&out);
+    const grpc::Status s = Finish(a, &out);
     EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(s.error_message().find("sha256 mismatch"), std::string::npos);
     EXPECT_EQ(out.bytes, nullptr);
@@ -138,30 +152,30 @@ TEST(UploadAssembler, PipelinedUploadsFailAndAbortCleanly) {
   {  // Over the size limit while pipelined; then aborted mid-stream.
     ByteBudget budget(64ull << 20, static_cast<prometheus::Gauge*>(nullptr));
     UploadAssembler a(5 * chunk.size(), &budget, nullptr);
-    ASSERT_TRUE(a.Add(Meta()).ok());
-    for (int i = 0; i < 5; ++i) ASSERT_TRUE(a.Add(Chunk(chunk)).ok());
+    ASSERT_TRUE(Add(a, Meta()).ok());
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(Add(a, Chunk(chunk)).ok());
     EXPECT_TRUE(a.pipelined());
-    EXPECT_EQ(a.Add(Chunk("x")).error_code(), StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_EQ(Add(a, Chunk("x")).error_code(), StatusCode::RESOURCE_EXHAUSTED);
     EXPECT_FALSE(a.pipelined());
     EXPECT_EQ(budget.used(), 0u);
   }
   {
     ByteBudget budget(64ull << 20, static_cast<prometheus::Gauge*>(nullptr));
     UploadAssembler a(64ull << 20, &budget, nullptr);
-    ASSERT_TRUE(a.Add(Meta(8 * chunk.size())).ok());
-    for (int i = 0; i < 3; ++i) ASSERT_TRUE(a.Add(Chunk(chunk)).ok());
+    ASSERT_TRUE(Add(a, Meta(8 * chunk.size())).ok());
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(Add(a, Chunk(chunk)).ok());
     a.Abort();
     EXPECT_EQ(budget.used(), 0u);
-    EXPECT_EQ(a.Add(Chunk(chunk)).error_code(), StatusCode::INVALID_ARGUMENT);  // ended
+    EXPECT_EQ(Add(a, Chunk(chunk)).error_code(), StatusCode::INVALID_ARGUMENT);  // ended
   }
 }
 
 TEST(UploadAssembler, UndeclaredSizeGrowsWithTheChunks) {
   Budgets b;
   UploadAssembler a(500, &b.model, &b.upload);
-  ASSERT_TRUE(a.Add(Meta()).ok());
+  ASSERT_TRUE(Add(a, Meta()).ok());
   EXPECT_EQ(b.upload.used(), 0u);
-  ASSERT_TRUE(a.Add(Chunk(std::string(120, 'x'))).ok());
+  ASSERT_TRUE(Add(a, Chunk(std::string(120, 'x'))).ok());
   EXPECT_EQ(b.upload.used(), 120u);
   EXPECT_EQ(b.model.used(), 120u);
 }
@@ -170,59 +184,59 @@ TEST(UploadAssembler, OrderAndFieldErrors) {
   Budgets b;
   {
     UploadAssembler a(500, &b.model, &b.upload);
-    const grpc::Status s = a.Add(Chunk("x"));
+    const grpc::Status s = Add(a, Chunk("x"));
     EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
     EXPECT_EQ(s.error_message(), "the first Upload message must carry metadata");
-    EXPECT_EQ(a.Add(Meta()).error_code(), StatusCode::INVALID_ARGUMENT);  // already ended
+    EXPECT_EQ(Add(a, Meta()).error_code(), StatusCode::INVALID_ARGUMENT);  // already ended
   }
   {
     UploadAssembler a(500, &b.model, &b.upload);
-    ASSERT_TRUE(a.Add(Meta(10)).ok());
-    EXPECT_EQ(a.Add(Meta(10)).error_message(), "only the first Upload message may carry metadata");
+    ASSERT_TRUE(Add(a, Meta(10)).ok());
+    EXPECT_EQ(Add(a, Meta(10)).error_message(), "only the first Upload message may carry metadata");
     EXPECT_EQ(b.model.used(), 0u);
     EXPECT_EQ(b.upload.used(), 0u);
   }
   {
     UploadAssembler a(500, &b.model, &b.upload);
-    ASSERT_TRUE(a.Add(Meta()).ok());
-    EXPECT_EQ(a.Add(v1::UploadRequest()).error_message(),
+    ASSERT_TRUE(Add(a, Meta()).ok());
+    EXPECT_EQ(Add(a, v1::UploadRequest()).error_message(),
               "every Upload message after the first must carry a chunk");
   }
   {
     UploadAssembler a(500, &b.model, &b.upload);
-    EXPECT_EQ(a.Add(Meta(0, "ABC")).error_code(), StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(Add(a, Meta(0, "ABC")).error_code(), StatusCode::INVALID_ARGUMENT);
   }
   {
     UploadAssembler a(500, &b.model, &b.upload);
     v1::UploadRequest m = Meta();
     (*m.mutable_metadata()->mutable_labels())["bad key"] = "v";
-    EXPECT_EQ(a.Add(m).error_code(), StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(Add(a, m).error_code(), StatusCode::INVALID_ARGUMENT);
   }
   {
     UploadAssembler a(500, &b.model, &b.upload);
     LoadedModel out;
-    EXPECT_EQ(a.Finish(&out).error_message(),
+    EXPECT_EQ(Finish(a, &out).error_message(),
               "empty Upload stream: metadata and model bytes expected");
   }
   {  // More than declared, fewer than declared, wrong sha256.
     UploadAssembler a(500, &b.model, &b.upload);
-    ASSERT_TRUE(a.Add(Meta(3)).ok());
-    EXPECT_EQ(a.Add(Chunk("abcd")).error_code(), StatusCode::INVALID_ARGUMENT);
+    ASSERT_TRUE(Add(a, Meta(3)).ok());
+    EXPECT_EQ(Add(a, Chunk("abcd")).error_code(), StatusCode::INVALID_ARGUMENT);
   }
   {
     UploadAssembler a(500, &b.model, &b.upload);
-    ASSERT_TRUE(a.Add(Meta(3)).ok());
-    ASSERT_TRUE(a.Add(Chunk("ab")).ok());
+    ASSERT_TRUE(Add(a, Meta(3)).ok());
+    ASSERT_TRUE(Add(a, Chunk("ab")).ok());
     LoadedModel out;
-    EXPECT_EQ(a.Finish(&out).error_message(), "received 2 bytes, declared size_bytes 3");
+    EXPECT_EQ(Finish(a, &out).error_message(), "received 2 bytes, declared size_bytes 3");
     EXPECT_EQ(out.bytes, nullptr);
   }
   {
     UploadAssembler a(500, &b.model, &b.upload);
-    ASSERT_TRUE(a.Add(Meta(0, service::Sha256Hex("abd"))).ok());
-    ASSERT_TRUE(a.Add(Chunk("abc")).ok());
+    ASSERT_TRUE(Add(a, Meta(0, axqc::Sha256Hex("abd"))).ok());
+    ASSERT_TRUE(Add(a, Chunk("abc")).ok());
     LoadedModel out;
-    const grpc::Status s = a.Finish(&out);
+    const grpc::Status s = Finish(a, &out);
     EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(s.error_message().find("sha256 mismatch"), std::string::npos);
   }
@@ -234,28 +248,28 @@ TEST(UploadAssembler, LimitsAreResourceExhausted) {
   Budgets b;
   {  // Declared size over the model limit: refused before any byte.
     UploadAssembler a(500, &b.model, &b.upload);
-    const grpc::Status s = a.Add(Meta(501));
+    const grpc::Status s = Add(a, Meta(501));
     EXPECT_EQ(s.error_code(), StatusCode::RESOURCE_EXHAUSTED);
     EXPECT_EQ(s.error_message(), "model is 501 bytes or more, over the limit of 500");
   }
   {  // Undeclared, the bytes go over the model limit.
     UploadAssembler a(500, &b.model, &b.upload);
-    ASSERT_TRUE(a.Add(Meta()).ok());
-    ASSERT_TRUE(a.Add(Chunk(std::string(400, 'x'))).ok());
-    EXPECT_EQ(a.Add(Chunk(std::string(101, 'x'))).error_code(), StatusCode::RESOURCE_EXHAUSTED);
+    ASSERT_TRUE(Add(a, Meta()).ok());
+    ASSERT_TRUE(Add(a, Chunk(std::string(400, 'x'))).ok());
+    EXPECT_EQ(Add(a, Chunk(std::string(101, 'x'))).error_code(), StatusCode::RESOURCE_EXHAUSTED);
     EXPECT_EQ(b.upload.used(), 0u);
   }
   {  // A declared size that does not fit in what the upload budget (600) has free: refused at
      // its metadata.
     UploadAssembler a1(500, &b.model, &b.upload);
     UploadAssembler a2(500, &b.model, &b.upload);
-    ASSERT_TRUE(a1.Add(Meta(400)).ok());
-    ASSERT_TRUE(a1.Add(Chunk(std::string(300, 'x'))).ok());
-    const grpc::Status s = a2.Add(Meta(400));
+    ASSERT_TRUE(Add(a1, Meta(400)).ok());
+    ASSERT_TRUE(Add(a1, Chunk(std::string(300, 'x'))).ok());
+    const grpc::Status s = Add(a2, Meta(400));
     EXPECT_EQ(s.error_code(), StatusCode::RESOURCE_EXHAUSTED);
     EXPECT_EQ(s.error_message(), "upload budget exhausted");
     EXPECT_EQ(b.upload.used(), 300u);
-    ASSERT_TRUE(a2.Add(Meta(200)).error_code() == StatusCode::INVALID_ARGUMENT);  // ended
+    ASSERT_TRUE(Add(a2, Meta(200)).error_code() == StatusCode::INVALID_ARGUMENT);  // ended
   }
   EXPECT_EQ(b.upload.used(), 0u);  // the destructor released a1's reservation
   EXPECT_EQ(b.model.used(), 0u);
@@ -267,25 +281,25 @@ TEST(UploadAssembler, DeclaredSizesHoldNoBudgetOnlyReceivedBytesDo) {
   Budgets b;  // upload budget 600
   UploadAssembler stalled1(500, &b.model, &b.upload);
   UploadAssembler stalled2(500, &b.model, &b.upload);
-  ASSERT_TRUE(stalled1.Add(Meta(500)).ok());
-  ASSERT_TRUE(stalled2.Add(Meta(500)).ok());
+  ASSERT_TRUE(Add(stalled1, Meta(500)).ok());
+  ASSERT_TRUE(Add(stalled2, Meta(500)).ok());
   EXPECT_EQ(b.upload.used(), 0u);
   EXPECT_EQ(b.model.used(), 0u);
   EXPECT_EQ(stalled1.reserved(), 0u);
   {
     const std::string model(450, 'm');
     UploadAssembler a(500, &b.model, &b.upload);
-    ASSERT_TRUE(a.Add(Meta(450)).ok());
-    ASSERT_TRUE(a.Add(Chunk(model)).ok());
+    ASSERT_TRUE(Add(a, Meta(450)).ok());
+    ASSERT_TRUE(Add(a, Chunk(model)).ok());
     EXPECT_EQ(b.upload.used(), 450u);
     LoadedModel out;
-    ASSERT_TRUE(a.Finish(&out).ok());
+    ASSERT_TRUE(Finish(a, &out).ok());
     EXPECT_EQ(out.bytes->view(), model);
   }
   // The bytes of a stalled stream are charged when they arrive, and refused over the budget.
-  ASSERT_TRUE(stalled1.Add(Chunk(std::string(400, 'x'))).ok());
+  ASSERT_TRUE(Add(stalled1, Chunk(std::string(400, 'x'))).ok());
   EXPECT_EQ(b.upload.used(), 400u);
-  const grpc::Status s = stalled2.Add(Chunk(std::string(201, 'x')));
+  const grpc::Status s = Add(stalled2, Chunk(std::string(201, 'x')));
   EXPECT_EQ(s.error_code(), StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_EQ(s.error_message(), "upload budget exhausted");
   stalled1.Abort();
@@ -293,11 +307,132 @@ TEST(UploadAssembler, DeclaredSizesHoldNoBudgetOnlyReceivedBytesDo) {
   EXPECT_EQ(b.model.used(), 0u);
 }
 
+// Each refusal carries its kind, from which the front doors choose their status: the HTTP status
+// (HttpStatusOf) and the gRPC code (GrpcStatusOf). A size limit is kTooLarge (413), a busy server
+// kBusy (429), whatever their messages say.
+TEST(UploadAssembler, RefusalsCarryTheirKind) {
+  Budgets b;  // model budget 1000, upload budget 600
+  v1::UploadMetadata meta;
+  meta.set_file_name("m.onnx");
+  auto expect_kind = [](const UploadStatus& s, UploadError kind, unsigned http, StatusCode code) {
+    EXPECT_EQ(s.kind, kind) << s.message;
+    EXPECT_FALSE(s.ok());
+    EXPECT_FALSE(s.message.empty());
+    EXPECT_EQ(server::HttpStatusOf(s.kind), http) << s.message;
+    EXPECT_EQ(server::GrpcStatusOf(s).error_code(), code) << s.message;
+    EXPECT_EQ(server::GrpcStatusOf(s).error_message(), s.message);
+  };
+  {  // Declared size over max_model_bytes.
+    UploadAssembler a(500, &b.model, &b.upload);
+    meta.set_size_bytes(501);
+    expect_kind(a.Begin(meta), UploadError::kTooLarge, 413, StatusCode::RESOURCE_EXHAUSTED);
+    // Refused: the upload has ended, later calls are kInvalid.
+    expect_kind(a.AddChunk("x"), UploadError::kInvalid, 400, StatusCode::INVALID_ARGUMENT);
+  }
+  {  // Bytes over max_model_bytes.
+    UploadAssembler a(500, &b.model, &b.upload);
+    meta.set_size_bytes(0);
+    ASSERT_TRUE(a.Begin(meta).ok());
+    ASSERT_TRUE(a.AddChunk(std::string(500, 'x')).ok());
+    expect_kind(a.AddChunk("x"), UploadError::kTooLarge, 413, StatusCode::RESOURCE_EXHAUSTED);
+  }
+  {  // The upload budget has no room: at the metadata, and for the bytes.
+    UploadAssembler holder(1000, &b.model, &b.upload);
+    meta.set_size_bytes(0);
+    ASSERT_TRUE(holder.Begin(meta).ok());
+    ASSERT_TRUE(holder.AddChunk(std::string(500, 'x')).ok());
+    UploadAssembler a1(1000, &b.model, &b.upload);
+    meta.set_size_bytes(200);
+    expect_kind(a1.Begin(meta), UploadError::kBusy, 429, StatusCode::RESOURCE_EXHAUSTED);
+    UploadAssembler a2(1000, &b.model, &b.upload);
+    meta.set_size_bytes(0);
+    ASSERT_TRUE(a2.Begin(meta).ok());
+    expect_kind(a2.AddChunk(std::string(101, 'x')), UploadError::kBusy, 429,
+                StatusCode::RESOURCE_EXHAUSTED);
+  }
+  {  // Data files on a server that takes none.
+    UploadAssembler a(500, &b.model, &b.upload);
+    v1::UploadMetadata m = meta;
+    auto* f = m.add_data_files();
+    f->set_name("w.bin");
+    f->set_size_bytes(10);
+    f->set_sha256(axqc::Sha256Hex("0123456789"));
+    expect_kind(a.Begin(m), UploadError::kNoDataFiles, 429, StatusCode::RESOURCE_EXHAUSTED);
+  }
+  {  // Data files over max-external-data-bytes: declared, and announced (the tar upload).
+    UploadAssembler a(500, &b.model, &b.upload);
+    a.AllowDataFiles(100, "");
+    v1::UploadMetadata m = meta;
+    auto* f = m.add_data_files();
+    f->set_name("w.bin");
+    f->set_size_bytes(101);
+    f->set_sha256(axqc::Sha256Hex("x"));
+    expect_kind(a.Begin(m), UploadError::kTooLarge, 413, StatusCode::RESOURCE_EXHAUSTED);
+    UploadAssembler t(500, &b.model, &b.upload);
+    t.AllowDataFiles(100, "");
+    ASSERT_TRUE(t.Begin(meta).ok());
+    std::uint32_t index = 0;
+    ASSERT_TRUE(t.BeginDataFile("a.bin", 60, &index).ok());
+    expect_kind(t.BeginDataFile("b.bin", 41, &index), UploadError::kTooLarge, 413,
+                StatusCode::RESOURCE_EXHAUSTED);
+  }
+  {  // Invalid metadata, bytes that do not match the declaration, calls out of order.
+    UploadAssembler a(500, &b.model, &b.upload);
+    v1::UploadMetadata m = meta;
+    m.set_sha256("ABC");
+    expect_kind(a.Begin(m), UploadError::kInvalid, 400, StatusCode::INVALID_ARGUMENT);
+    UploadAssembler c(500, &b.model, &b.upload);
+    m.set_sha256(axqc::Sha256Hex("abd"));
+    ASSERT_TRUE(c.Begin(m).ok());
+    ASSERT_TRUE(c.AddChunk("abc").ok());
+    LoadedModel out;
+    expect_kind(c.Finish(&out), UploadError::kInvalid, 400, StatusCode::INVALID_ARGUMENT);
+    UploadAssembler d(500, &b.model, &b.upload);
+    expect_kind(d.AddChunk("x"), UploadError::kInvalid, 400, StatusCode::INVALID_ARGUMENT);
+    UploadAssembler e(500, &b.model, &b.upload);
+    ASSERT_TRUE(e.Begin(meta).ok());
+    expect_kind(e.Begin(meta), UploadError::kInvalid, 400, StatusCode::INVALID_ARGUMENT);
+    expect_kind(e.AddChunk("x"), UploadError::kInvalid, 400, StatusCode::INVALID_ARGUMENT);
+  }
+  EXPECT_TRUE(UploadStatus::Ok().ok());
+  EXPECT_EQ(server::HttpStatusOf(UploadError::kNone), 0u);
+  EXPECT_TRUE(server::GrpcStatusOf(UploadStatus::Ok()).ok());
+  EXPECT_EQ(server::HttpStatusOf(UploadError::kStorage), 429u);
+  EXPECT_EQ(server::HttpStatusOf(UploadError::kInternal), 500u);
+  EXPECT_EQ(server::GrpcStatusOf({UploadError::kStorage, "disk"}).error_code(),
+            StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(server::GrpcStatusOf({UploadError::kInternal, "bug"}).error_code(),
+            StatusCode::INTERNAL);
+  EXPECT_EQ(b.model.used(), 0u);
+  EXPECT_EQ(b.upload.used(), 0u);
+}
+
+// The bytes API (the HTTP body's path): the metadata, then bytes as they come, copied or taken.
+TEST(UploadAssembler, TakesBytesCopiedOrTaken) {
+  Budgets b;
+  const std::string model = "0123456789abcdef";
+  v1::UploadMetadata meta;
+  meta.set_file_name("m.onnx");
+  meta.set_size_bytes(model.size());
+  meta.set_sha256(axqc::Sha256Hex(model));
+  UploadAssembler a(500, &b.model, &b.upload);
+  ASSERT_TRUE(a.Begin(meta).ok());
+  ASSERT_TRUE(a.AddChunk(std::string_view(model).substr(0, 5)).ok());
+  std::string rest = model.substr(5);
+  ASSERT_TRUE(a.AddChunk(&rest).ok());
+  EXPECT_EQ(a.received(), model.size());
+  LoadedModel out;
+  ASSERT_TRUE(a.Finish(&out).ok());
+  EXPECT_EQ(out.bytes->view(), model);
+  EXPECT_EQ(out.sha256, axqc::Sha256Hex(model));
+  EXPECT_EQ(a.AddChunk("x").kind, UploadError::kInvalid);  // ended
+}
+
 TEST(UploadAssembler, AbortReleasesEverything) {
   Budgets b;
   UploadAssembler a(500, &b.model, &b.upload);
-  ASSERT_TRUE(a.Add(Meta()).ok());
-  ASSERT_TRUE(a.Add(Chunk(std::string(250, 'x'))).ok());
+  ASSERT_TRUE(Add(a, Meta()).ok());
+  ASSERT_TRUE(Add(a, Chunk(std::string(250, 'x'))).ok());
   a.Abort();
   EXPECT_EQ(a.received(), 0u);
   EXPECT_EQ(b.model.used(), 0u);
@@ -318,14 +453,14 @@ TEST(UploadFuzzInput, EncodedUploadsAreAccepted) {
         const auto msgs = fuzz::DecodeUploadInput(data, in.size());
         ASSERT_EQ(msgs.size(), 1 + (model.size() + chunk - 1) / chunk);
         EXPECT_EQ(msgs[0].metadata().size_bytes(), size ? model.size() : 0u);
-        EXPECT_EQ(msgs[0].metadata().sha256(), sha ? service::Sha256Hex(model) : "");
+        EXPECT_EQ(msgs[0].metadata().sha256(), sha ? axqc::Sha256Hex(model) : "");
         EXPECT_EQ(fuzz::RunUploadInput(data, in.size()), "");
         // And the assembler accepts it.
         ByteBudget mb(fuzz::kFuzzModelBudget, static_cast<prometheus::Gauge*>(nullptr));
         UploadAssembler a(fuzz::kFuzzMaxModelBytes, &mb, nullptr);
-        for (const auto& m : msgs) ASSERT_TRUE(a.Add(m).ok());
+        for (const auto& m : msgs) ASSERT_TRUE(Add(a, m).ok());
         LoadedModel out;
-        ASSERT_TRUE(a.Finish(&out).ok());
+        ASSERT_TRUE(Finish(a, &out).ok());
         EXPECT_EQ(out.bytes->view(), model);
       }
     }
@@ -354,9 +489,9 @@ TEST(UploadFuzzInput, DataFileAndTarInputsHoldTheInvariantsUnderMutation) {
     ByteBudget rb(fuzz::kFuzzModelBudget, static_cast<prometheus::Gauge*>(nullptr));
     UploadAssembler ra(fuzz::kFuzzMaxModelBytes, &rb, nullptr);
     ra.AllowDataFiles(fuzz::kFuzzMaxDataBytes, "");
-    for (const auto& m : rmsgs) ASSERT_TRUE(ra.Add(m).ok());
+    for (const auto& m : rmsgs) ASSERT_TRUE(Add(ra, m).ok());
     LoadedModel rout;
-    ASSERT_TRUE(ra.Finish(&rout).ok());
+    ASSERT_TRUE(Finish(ra, &rout).ok());
     ASSERT_NE(rout.data, nullptr);
     EXPECT_TRUE(rout.data->partial());
     EXPECT_EQ(rout.data->size(0), data.size());
@@ -377,9 +512,9 @@ TEST(UploadFuzzInput, DataFileAndTarInputsHoldTheInvariantsUnderMutation) {
   ByteBudget mb(fuzz::kFuzzModelBudget, static_cast<prometheus::Gauge*>(nullptr));
   UploadAssembler a(fuzz::kFuzzMaxModelBytes, &mb, nullptr);
   a.AllowDataFiles(fuzz::kFuzzMaxDataBytes, "");
-  for (const auto& m : msgs) ASSERT_TRUE(a.Add(m).ok());
+  for (const auto& m : msgs) ASSERT_TRUE(Add(a, m).ok());
   LoadedModel out;
-  ASSERT_TRUE(a.Finish(&out).ok());
+  ASSERT_TRUE(Finish(a, &out).ok());
   ASSERT_NE(out.data, nullptr);
   EXPECT_EQ(out.data->name(0), "weights.bin");
   EXPECT_EQ(fuzz::ReadFd(out.data->fd(0), data.size()), data);

@@ -1,4 +1,4 @@
-#include "report_proto.h"
+#include "axqc/wire/report_proto.h"
 
 #include <algorithm>
 #include <memory>
@@ -9,7 +9,7 @@
 #include "axqc/sha256.h"
 #include "axqc/targets.h"
 
-namespace axqc::service {
+namespace axqc::wire {
 
 namespace {
 
@@ -461,4 +461,4 @@ std::vector<std::string> TargetsOfKey(const std::string& options_key) {
   return out;
 }
 
-}  // namespace axqc::service
+}  // namespace axqc::wire

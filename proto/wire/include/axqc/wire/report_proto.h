@@ -1,5 +1,6 @@
-// Conversion between the core's report model (axqc::Report) and the axqc.v1 protobuf messages.
-// Shared by axqc-server and the remote client (library axqc_service_common).
+// Conversion between the core's report model (axqc::Report) and the axqc.v1 protobuf messages,
+// the request options' defaults and the report cache keys. Library axqc_wire (proto/wire/):
+// shared by axqc-server, the worker (isolate/) and the remote client; protobuf only, no gRPC.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,7 @@
 #include "axqc/report.h"
 #include "axqc/v1/axqc.pb.h"
 
-namespace axqc::service {
+namespace axqc::wire {
 
 v1::Verdict VerdictToProto(Verdict v);
 // Throws std::invalid_argument for VERDICT_UNSPECIFIED or unknown values.
@@ -60,4 +61,4 @@ std::optional<std::string> OptionsQueryOfKey(const std::string& options_key);
 // The chips an OptionsKey names ("t=ax650,ax620e"); none for a key without targets.
 std::vector<std::string> TargetsOfKey(const std::string& options_key);
 
-}  // namespace axqc::service
+}  // namespace axqc::wire
