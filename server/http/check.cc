@@ -63,14 +63,14 @@ class UploadSink final : public BodySink {
       : s_(s),
         call_(std::move(call)),
         http_status_(std::move(http_status)),
-        assembler_(s.d.config->max_model_bytes, s.d.budget, &s.upload_budget) {
-    assembler_.AllowDataFiles(s.d.config->max_external_data_bytes, s.d.config->data_file_dir);
+        assembler_(s.deps.config->max_model_bytes, s.deps.budget, &s.upload_budget) {
+    assembler_.AllowDataFiles(s.deps.config->max_external_data_bytes, s.deps.config->data_file_dir);
     if (tar) {
       tar_ = std::make_unique<TarReader>(
           [this](const std::string& name, std::uint64_t size) { return Member(name, size); },
           [this](std::string_view bytes) { return MemberBytes(bytes); });
     }
-    s_.d.metrics->uploads_in_flight().Increment();
+    s_.deps.metrics->uploads_in_flight().Increment();
   }
   ~UploadSink() override { EndReceiving(); }
 
@@ -92,7 +92,7 @@ class UploadSink final : public BodySink {
 
   bool Chunk(std::string_view data) override {
     if (call_->finished()) return false;
-    s_.d.metrics->AddUploadBytes(static_cast<double>(data.size()));
+    s_.deps.metrics->AddUploadBytes(static_cast<double>(data.size()));
     if (tar_ != nullptr) return Done(tar_->Feed(data));
     return Done(assembler_.AddChunk(data));
   }
@@ -112,7 +112,7 @@ class UploadSink final : public BodySink {
       return;
     }
     EndReceiving();
-    boost::asio::post(*s_.d.io, [&s = s_, call = call_, model = std::move(model)]() mutable {
+    boost::asio::post(*s_.deps.io, [&s = s_, call = call_, model = std::move(model)]() mutable {
       CheckModel(s, call, std::move(model));
     });
   }
@@ -191,7 +191,7 @@ class UploadSink final : public BodySink {
     if (done_) return;
     done_ = true;
     assembler_.Abort();
-    s_.d.metrics->uploads_in_flight().Decrement();
+    s_.deps.metrics->uploads_in_flight().Decrement();
   }
 
   ServiceContext& s_;

@@ -43,13 +43,14 @@ nlohmann::json::string_t Dump(const nlohmann::json& j) {
 template <class Call, class Read, class Answer>
 void ReadStore(ServiceContext& s, const std::shared_ptr<Call>& call, const char* what, Read read,
                Answer answer) {
-  boost::asio::post(*s.d.io, [&s, call, what, read = std::move(read), answer = std::move(answer)] {
+  boost::asio::post(*s.deps.io, [&s, call, what, read = std::move(read),
+                                 answer = std::move(answer)] {
     if (call->cancelled.load()) return;
     decltype(read()) result;
     try {
       result = read();
     } catch (const StoreError& e) {
-      s.d.metrics->CountStoreError();
+      s.deps.metrics->CountStoreError();
       call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                 std::string("the store cannot list ") + what + ": " + e.what()));
       return;
@@ -66,7 +67,7 @@ struct ListChecksRpc {
   static void Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& call,
                   const Request& req, Response* /*grpc_resp*/) {
     ReadStore(
-        s, call, "checks", [&s, req] { return s.d.store->ListChecks(req); },
+        s, call, "checks", [&s, req] { return s.deps.store->ListChecks(req); },
         [call, req](const ChecksPage& page) {
           nlohmann::json list = nlohmann::json::array();
           for (const CheckRow& c : page.checks) {
@@ -110,7 +111,7 @@ struct ListModelReportsRpc {
                   const Request& req, Response* /*grpc_resp*/) {
     ReadStore(
         s, call, "reports",
-        [&s, req] { return s.d.store->ListReports(req.sha256, kMaxModelReports); },
+        [&s, req] { return s.deps.store->ListReports(req.sha256, kMaxModelReports); },
         [call, req](const std::vector<ReportInfo>& rows) {
           nlohmann::json list = nlohmann::json::array();
           for (const ReportInfo& r : rows) {

@@ -26,7 +26,7 @@ Response Health(const Request& request, bool serving, bool ready_probe) {
 }  // namespace
 
 void AddHealthRoutes(Router& router, Api api) {
-  const std::atomic<bool>* draining = api.s == nullptr ? nullptr : api.s->d.draining;
+  const std::atomic<bool>* draining = api.s == nullptr ? nullptr : api.s->deps.draining;
   for (const bool ready_probe : {false, true}) {
     Route route;
     route.method = "GET";

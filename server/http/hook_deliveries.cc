@@ -127,8 +127,8 @@ Hooks::Hooks(HookSettings settings, Admission* admission, const ServerConfig* co
       admission_(admission),
       config_(config),
       logger_(logger),
-      store_(admission->context().d.store),
-      metrics_(admission->context().d.metrics),
+      store_(admission->context().deps.store),
+      metrics_(admission->context().deps.metrics),
       owner_(RandomHex(8)) {}
 
 Hooks::~Hooks() { Stop(); }
@@ -178,7 +178,7 @@ void Hooks::Loop() {
 }
 
 void Hooks::ResumeDue() {
-  if (admission_->context().d.draining->load()) return;
+  if (admission_->context().deps.draining->load()) return;
   std::vector<Delivery> due;
   try {
     due = store_->DueDeliveries(NowMs(), kDuePerPass);
@@ -271,7 +271,7 @@ bool Hooks::CheckOf(const Delivery& d, HookCheck* check, std::string* why) const
 
 void Hooks::Begin(Delivery d) {
   if (d.state == "writing_back" && !d.write_back.empty()) {
-    boost::asio::post(*admission_->context().d.io, [this, d = std::move(d)] { WriteBack(d); });
+    boost::asio::post(*admission_->context().deps.io, [this, d = std::move(d)] { WriteBack(d); });
     return;
   }
   HookCheck check;
@@ -288,7 +288,7 @@ void Hooks::Begin(Delivery d) {
   origin.request_id = d.request_id;
   origin.peer = d.source + " webhook";
   origin.transport = "webhook";
-  auto* io = admission_->context().d.io;
+  auto* io = admission_->context().deps.io;
   const v1::CheckOptions options = check.options;
   admission_->Internal<HookCheckRpc>(
       origin, check,
@@ -476,12 +476,12 @@ void Hooks::Release(const std::string& id) {
 
 void ListDeliveriesRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& call,
                             const Request& req, Response* /*grpc_resp*/) {
-  boost::asio::post(*s.d.io, [&s, call = call, req = req] {
+  boost::asio::post(*s.deps.io, [&s, call = call, req = req] {
     std::vector<Delivery> rows;
     try {
-      rows = s.d.store->ListDeliveries(req);
+      rows = s.deps.store->ListDeliveries(req);
     } catch (const StoreError& e) {
-      s.d.metrics->CountStoreError();
+      s.deps.metrics->CountStoreError();
       call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                 std::string("the store cannot list deliveries: ") + e.what()));
       return;

@@ -146,8 +146,8 @@ void HookCheckRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>&
     f.options = req.options;
     f.options.set_format(v1::REPORT_FORMAT_PROTOBUF);
   });
-  boost::asio::post(*s.d.io, [&s, call = call, req = req]() {
-    const ServiceDeps& deps = s.d;
+  boost::asio::post(*s.deps.io, [&s, call = call, req = req]() {
+    const ServiceDeps& deps = s.deps;
     const auto t0 = Clock::now();
     try {
       const std::string url = req.resolve_url();
@@ -185,18 +185,18 @@ void HookRpc<kName>::Run(ServiceContext& s, const std::shared_ptr<Call<Response>
     out["event"] = req.event;
     out["status"] = "ignored";
     out["reason"] = req.ignore_reason;
-    s.d.metrics->CountWebhookDelivery(req.registry, "ignored");
+    s.deps.metrics->CountWebhookDelivery(req.registry, "ignored");
     call->Finish(grpc::Status::OK);
     return;
   }
   // Recorded before the answer (a store call may block: on the I/O pool).
-  boost::asio::post(*s.d.io, [&s, call = call, req = req]() mutable {
+  boost::asio::post(*s.deps.io, [&s, call = call, req = req]() mutable {
     Delivery d = req.record;
     std::optional<Delivery> duplicate;
     try {
       duplicate = req.hooks->Record(d, req.dedup_model);
     } catch (const StoreError& e) {
-      s.d.metrics->CountStoreError();
+      s.deps.metrics->CountStoreError();
       call->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                 std::string("the delivery could not be recorded (") + e.what() +
                                     "); it was not accepted: send it again"));
@@ -214,7 +214,7 @@ void HookRpc<kName>::Run(ServiceContext& s, const std::shared_ptr<Call<Response>
       out["request_id"] = duplicate->request_id;
       out["state"] = duplicate->state;
       if (!duplicate->outcome.empty()) out["outcome"] = duplicate->outcome;
-      s.d.metrics->CountWebhookDelivery(req.registry, "duplicate");
+      s.deps.metrics->CountWebhookDelivery(req.registry, "duplicate");
       call->Finish(grpc::Status::OK);
       return;
     }

@@ -59,10 +59,10 @@ void AddLookupRoutes(Router& router, Api api) {
   // The rule pages are not served here: --rules-url points the links at them (a docs site, the
   // repository); without it the page shows each rule's summary and fix without a link.
   options.rules_url =
-      api.s != nullptr && api.s->d.config != nullptr ? api.s->d.config->rules_url : "";
+      api.s != nullptr && api.s->deps.config != nullptr ? api.s->deps.config->rules_url : "";
   auto renderer = std::make_shared<HtmlReports>(
       options, kHtmlQueue, kHtmlCacheBytes,
-      api.s == nullptr ? HtmlRenderFn(RenderHtmlInProcess) : api.s->d.render_html);
+      api.s == nullptr ? HtmlRenderFn(RenderHtmlInProcess) : api.s->deps.render_html);
   Route html;
   html.method = "GET";
   html.pattern = "/v1/reports/{sha256}/html";

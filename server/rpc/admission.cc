@@ -10,11 +10,11 @@ grpc::Status Admission::Admit(const grpc::CallbackServerContext* ctx) const {
 
 grpc::Status Admission::Admit(std::string_view authorization, bool check_token,
                               const char* carrier) const {
-  if (s_.d.draining->load()) {
+  if (s_.deps.draining->load()) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down");
   }
-  if (check_token && !s_.d.auth_token.empty()) {
-    if (!BearerTokenMatches(authorization, s_.d.auth_token)) {
+  if (check_token && !s_.deps.auth_token.empty()) {
+    if (!BearerTokenMatches(authorization, s_.deps.auth_token)) {
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                           std::string("missing or wrong bearer token (") + carrier + ")");
     }

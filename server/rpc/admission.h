@@ -39,7 +39,8 @@ class Admission {
   grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx,
                                   const typename Rpc::Request* req, typename Rpc::Response* resp) {
     using Resp = typename Rpc::Response;
-    auto call = std::make_shared<Call<Resp>>(CallBase::Key(), s_.d, &s_.watch, Rpc::kMethod, ctx);
+    auto call =
+        std::make_shared<Call<Resp>>(CallBase::Key(), s_.deps, &s_.watch, Rpc::kMethod, ctx);
     auto* reactor = new UnaryReactor(call);
     auto* raw = call.get();
     call->finisher = [reactor, resp, raw](const grpc::Status& st) {
@@ -142,7 +143,8 @@ class Admission {
   grpc::ServerReadReactor<typename Rpc::Request>* ClientStream(grpc::CallbackServerContext* ctx,
                                                                typename Rpc::Response* resp) {
     using Resp = typename Rpc::Response;
-    auto call = std::make_shared<Call<Resp>>(CallBase::Key(), s_.d, &s_.watch, Rpc::kMethod, ctx);
+    auto call =
+        std::make_shared<Call<Resp>>(CallBase::Key(), s_.deps, &s_.watch, Rpc::kMethod, ctx);
     auto* reactor = Rpc::NewReactor(s_, ctx, call);
     auto* raw = call.get();
     call->finisher = [reactor, resp, raw](const grpc::Status& st) {
@@ -179,7 +181,7 @@ class Admission {
                                                             Done<typename Rpc::Response> done) {
     using Resp = typename Rpc::Response;
     auto call =
-        std::make_shared<Call<Resp>>(CallBase::Key(), s_.d, &s_.watch, Rpc::kMethod, origin);
+        std::make_shared<Call<Resp>>(CallBase::Key(), s_.deps, &s_.watch, Rpc::kMethod, origin);
     auto* raw = call.get();
     call->finisher = [raw, done = std::move(done)](const grpc::Status& st) {
       done(raw->request_id, st, raw->response);

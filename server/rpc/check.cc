@@ -23,7 +23,7 @@ namespace {
 // pool.
 void StartInline(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
                  const v1::CheckRequest& req) {
-  const ServiceDeps& d = s.d;
+  const ServiceDeps& d = s.deps;
   const std::string& content = req.content();
   call->Update([&](CallBase::Fields& f) {
     f.source = "inline";
@@ -61,7 +61,7 @@ void StartInline(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
     LoadedModel model;
     model.sha256 = axqc::Sha256Hex(bytes->view());
     model.bytes = std::move(bytes);
-    s.d.metrics->ObserveStage("load", SecondsSince(t0));
+    s.deps.metrics->ObserveStage("load", SecondsSince(t0));
     CheckModel(s, call, std::move(model));
   });
 }
@@ -73,9 +73,9 @@ void StartPath(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
     f.source = "path";
     f.name = req.name().empty() ? req.path() : req.name();
   });
-  boost::asio::post(*s.d.io, [&s, call = call, path = req.path()]() {
+  boost::asio::post(*s.deps.io, [&s, call = call, path = req.path()]() {
     if (call->cancelled.load()) return;
-    const ServiceDeps& deps = s.d;
+    const ServiceDeps& deps = s.deps;
     const auto t0 = Clock::now();
     try {
       LoadedModel model = deps.paths->Load(path, deps.config->max_model_bytes, *deps.budget,
@@ -91,7 +91,7 @@ void StartPath(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
 // An allowlisted URL: fetched (and hashed) on the I/O pool.
 void StartUrl(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
               const v1::CheckRequest& req) {
-  const ServiceDeps& d = s.d;
+  const ServiceDeps& d = s.deps;
   ParsedUrl parsed;
   try {
     parsed = ParseUrl(req.url());
@@ -111,7 +111,7 @@ void StartUrl(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
   }
   boost::asio::post(*d.io, [&s, call = call, url = req.url(), data_urls]() {
     if (call->cancelled.load()) return;
-    const ServiceDeps& deps = s.d;
+    const ServiceDeps& deps = s.deps;
     const auto t0 = Clock::now();
     UrlPolicy policy;
     policy.allow_hosts = deps.config->url_allow_hosts;

@@ -15,7 +15,7 @@ namespace axqc::server {
 namespace {
 
 void SubmitCheck(ServiceContext& s, const std::shared_ptr<CheckCall>& call, CheckJob job) {
-  const ServiceDeps& d = s.d;
+  const ServiceDeps& d = s.deps;
   const std::string key = job.key;
   auto ticket = d.engine->Submit(
       std::move(job),
@@ -85,11 +85,11 @@ void SubmitCheck(ServiceContext& s, const std::shared_ptr<CheckCall>& call, Chec
 // Another server sharing the store holds the claim: poll the store for its report, or take the
 // claim over when it ends without one (or its holder stops renewing it).
 void WaitForPeer(ServiceContext& s, const std::shared_ptr<CheckCall>& call, CheckJob job) {
-  const ServiceDeps& d = s.d;
+  const ServiceDeps& d = s.deps;
   auto timer = std::make_shared<boost::asio::steady_timer>(d.io->get_executor(),
                                                            d.store->ClaimPollInterval());
   timer->async_wait([&s, call, timer, job = std::move(job)](const boost::system::error_code& ec) {
-    const ServiceDeps& deps = s.d;
+    const ServiceDeps& deps = s.deps;
     auto done_waiting = [&] { deps.metrics->claim_waits().Decrement(); };
     // A cancelled call (client gone, deadline, server past its grace period) stops waiting.
     if (ec || call->cancelled.load() || call->finished()) {
@@ -127,7 +127,7 @@ void WaitForPeer(ServiceContext& s, const std::shared_ptr<CheckCall>& call, Chec
 // Claims the check in the store (single flight across servers), then submits it to the engine;
 // when another server holds the claim, waits for its report instead.
 void ClaimAndSubmit(ServiceContext& s, const std::shared_ptr<CheckCall>& call, CheckJob job) {
-  const ServiceDeps& d = s.d;
+  const ServiceDeps& d = s.deps;
   if (call->cancelled.load() || call->finished()) return;
   bool claimed = false;
   try {
@@ -149,7 +149,7 @@ void ClaimAndSubmit(ServiceContext& s, const std::shared_ptr<CheckCall>& call, C
 }  // namespace
 
 void CheckModel(ServiceContext& s, const std::shared_ptr<CheckCall>& call, LoadedModel model) {
-  const ServiceDeps& d = s.d;
+  const ServiceDeps& d = s.deps;
   if (call->cancelled.load() || call->finished()) return;
   const auto fields = call->Snapshot();
   call->Update([&](CallBase::Fields& f) {

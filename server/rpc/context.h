@@ -39,9 +39,9 @@ struct ServiceDeps {
 };
 
 struct ServiceContext {
-  explicit ServiceContext(ServiceDeps deps);
+  explicit ServiceContext(ServiceDeps service_deps);
 
-  const ServiceDeps d;
+  const ServiceDeps deps;
   // Bytes of Upload streams still being received (--max-inflight-upload-bytes).
   ByteBudget upload_budget;
   // Ends Upload streams that stay silent (--upload-idle-timeout-seconds).

@@ -64,13 +64,13 @@ void RespondLookup(const ServiceDeps& d, const std::shared_ptr<CheckCall>& call,
 
 void WaitAndLookAgain(const std::shared_ptr<Lookup>& lk, bool poll_store_only) {
   ServiceContext& s = *lk->s;
-  if (!lk->waited) s.d.metrics->lookup_waits().Increment();
+  if (!lk->waited) s.deps.metrics->lookup_waits().Increment();
   lk->waited = true;
   lk->still_waiting = true;
   if (poll_store_only) lk->waited_for_peer = true;
   auto fired = std::make_shared<std::atomic<bool>>(false);
   auto again = [lk, fired] {
-    if (!fired->exchange(true)) boost::asio::post(*lk->s->d.io, [lk] { LookupStep(lk); });
+    if (!fired->exchange(true)) boost::asio::post(*lk->s->deps.io, [lk] { LookupStep(lk); });
   };
   std::uint64_t id = 0;
   if (!poll_store_only) {
@@ -83,11 +83,11 @@ void WaitAndLookAgain(const std::shared_ptr<Lookup>& lk, bool poll_store_only) {
   // Poll as well: a reservation runs out without waking anyone, another server's check ends
   // without telling this one, and the call may be cancelled meanwhile.
   const auto poll = poll_store_only
-                        ? std::max<std::chrono::milliseconds>(s.d.store->ClaimPollInterval(),
+                        ? std::max<std::chrono::milliseconds>(s.deps.store->ClaimPollInterval(),
                                                               std::chrono::milliseconds(1))
                         : kLookupPoll;
   auto timer = std::make_shared<boost::asio::steady_timer>(
-      s.d.io->get_executor(), std::min<Clock::time_point>(Clock::now() + poll, lk->wait_until));
+      s.deps.io->get_executor(), std::min<Clock::time_point>(Clock::now() + poll, lk->wait_until));
   timer->async_wait([lk, fired, id, timer](const boost::system::error_code& /*ec*/) {
     if (fired->exchange(true)) return;
     if (id != 0) lk->s->watch.Cancel(lk->key, id);
@@ -112,7 +112,7 @@ void StoreUnavailable(const ServiceDeps& d, CheckCall& call, const StoreError& e
 // The report cache (memory, then store); answers the call on a hit.
 Probe ProbeCache(const std::shared_ptr<Lookup>& lk) {
   ServiceContext& s = *lk->s;
-  const ServiceDeps& d = s.d;
+  const ServiceDeps& d = s.deps;
   Probe p;
   try {
     auto found = d.reports->Get(lk->key, lk->sha256);
@@ -140,7 +140,7 @@ Probe ProbeCache(const std::shared_ptr<Lookup>& lk) {
 // when it is to be answered NOT_FOUND now.
 bool ReserveUpload(const std::shared_ptr<Lookup>& lk, bool can_wait) {
   ServiceContext& s = *lk->s;
-  const ServiceDeps& d = s.d;
+  const ServiceDeps& d = s.deps;
   const auto expiry = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                          std::chrono::duration<double>(kReservationSeconds));
   if (!s.watch.Reserve(lk->key, expiry)) {  // another request here took the key just now
@@ -191,7 +191,7 @@ void AnswerNotFound(const ServiceDeps& d, CheckCall& call, const Probe& p) {
 // One step of a GetReport: report cache, then wait for a check in progress, reserve the upload of
 // a hash-first client, or answer NOT_FOUND.
 void LookupStep(const std::shared_ptr<Lookup>& lk) {
-  const ServiceDeps& d = lk->s->d;
+  const ServiceDeps& d = lk->s->deps;
   // Every way out of this step except waiting again ends the wait (gauge).
   struct EndWait {
     const ServiceDeps& d;
@@ -230,7 +230,7 @@ grpc::Status GetReportRpc::Validate(const Request& req) {
 
 void GetReportRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& call,
                        const Request& req, Response* grpc_resp) {
-  const ServiceDeps& d = s.d;
+  const ServiceDeps& d = s.deps;
   call->Update([&](CallBase::Fields& f) {
     f.sha256 = req.sha256();
     f.options = req.options();

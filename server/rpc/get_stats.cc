@@ -62,7 +62,7 @@ void GetStatsRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>& 
   q.top_rules = req.top_rules() == 0 ? 10 : req.top_rules();
   if (req.has_step()) q.step_ms = MsOf(req.step());
 
-  boost::asio::post(*s.d.io, [&d = s.d, call = call, q = std::move(q)]() {
+  boost::asio::post(*s.deps.io, [&d = s.deps, call = call, q = std::move(q)]() {
     if (call->cancelled.load()) return;
     StatsResult r;
     try {

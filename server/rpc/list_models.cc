@@ -18,7 +18,7 @@ void ListModelsRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>
       std::map<std::string, std::string>(req.label_filter().begin(), req.label_filter().end());
   if (req.has_since()) q.since_ms = MsOf(req.since());
   q.limit = req.limit() == 0 ? 100 : req.limit();
-  boost::asio::post(*s.d.io, [&d = s.d, call = call, q = std::move(q)]() {
+  boost::asio::post(*s.deps.io, [&d = s.deps, call = call, q = std::move(q)]() {
     if (call->cancelled.load()) return;
     std::vector<ModelRow> rows;
     try {

@@ -33,7 +33,7 @@ void RecordGateRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>
   g.baselined_errors = o.baselined_errors();
   g.baselined_warnings = o.baselined_warnings();
   boost::asio::post(
-      *s.d.io, [&d = s.d, call = call, id = req.request_id(), sha = req.sha256(), g]() {
+      *s.deps.io, [&d = s.deps, call = call, id = req.request_id(), sha = req.sha256(), g]() {
         if (call->cancelled.load()) return;
         bool found = false;
         try {

@@ -25,9 +25,9 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
       : s_(s),
         ctx_(ctx),
         call_(std::move(call)),
-        assembler_(s.d.config->max_model_bytes, s.d.budget, &s.upload_budget) {
-    assembler_.AllowDataFiles(s.d.config->max_external_data_bytes, s.d.config->data_file_dir);
-    s_.d.metrics->uploads_in_flight().Increment();
+        assembler_(s.deps.config->max_model_bytes, s.deps.budget, &s.upload_budget) {
+    assembler_.AllowDataFiles(s.deps.config->max_external_data_bytes, s.deps.config->data_file_dir);
+    s_.deps.metrics->uploads_in_flight().Increment();
   }
   ~UploadReactor() override { EndReceiving(); }
 
@@ -62,8 +62,8 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
       OnMetadata(msg_.metadata());
     }
     if (msg_.part_case() == v1::UploadRequest::kChunk) {
-      s_.d.metrics->AddUploadBytes(static_cast<double>(msg_.chunk().size()));
-      const std::uint64_t limit = MessageLimit(*s_.d.config);
+      s_.deps.metrics->AddUploadBytes(static_cast<double>(msg_.chunk().size()));
+      const std::uint64_t limit = MessageLimit(*s_.deps.config);
       if (msg_.chunk().size() > limit) {
         EndReceiving();
         call_->Finish(
@@ -75,7 +75,7 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
       }
     }
     if (msg_.part_case() == v1::UploadRequest::kDataChunk) {
-      s_.d.metrics->AddUploadBytes(static_cast<double>(msg_.data_chunk().data().size()));
+      s_.deps.metrics->AddUploadBytes(static_cast<double>(msg_.data_chunk().data().size()));
     }
     if (UploadStatus st = TakeUploadMessage(assembler_, &msg_); !st.ok()) {
       EndReceiving();
@@ -106,7 +106,7 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
     if (axqc::IsSha256Hex(m.sha256()) && ValidateOptions(m.options()).ok()) {
       const std::string key = wire::CacheKey(m.sha256(), m.options());
       call_->HoldKey(key);
-      boost::asio::post(*s_.d.io, [store = s_.d.store, metrics = s_.d.metrics, key] {
+      boost::asio::post(*s_.deps.io, [store = s_.deps.store, metrics = s_.deps.metrics, key] {
         try {
           (void)store->TryClaim(key);
         } catch (const StoreError&) {
@@ -124,7 +124,7 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
     s_.upload_watchdog.Unwatch(idle_);
     idle_.reset();
     assembler_.Abort();
-    s_.d.metrics->uploads_in_flight().Decrement();
+    s_.deps.metrics->uploads_in_flight().Decrement();
   }
 
   void EndOfStream() {
@@ -140,7 +140,7 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
       call_->Finish(st);
       return;
     }
-    boost::asio::post(*s_.d.io, [&s = s_, call = call_, model = std::move(model)]() mutable {
+    boost::asio::post(*s_.deps.io, [&s = s_, call = call_, model = std::move(model)]() mutable {
       CheckModel(s, call, std::move(model));
     });
   }
