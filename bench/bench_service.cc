@@ -204,11 +204,13 @@ grpc::Status Upload(axqc::v1::Checker::Stub& stub, const std::string& bytes,
 }
 
 grpc::Status GetReport(axqc::v1::Checker::Stub& stub, const std::string& sha,
-                       axqc::v1::CheckResponse* resp) {
+                       axqc::v1::CheckResponse* resp,
+                       axqc::v1::ReportFormat format = axqc::v1::REPORT_FORMAT_UNSPECIFIED) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   axqc::v1::GetReportRequest req;
   req.set_sha256(sha);
+  req.mutable_options()->set_format(format);
   return stub.GetReport(&ctx, req, resp);
 }
 
@@ -372,7 +374,7 @@ int Usage() {
   std::cerr << "usage: axqc-bench-service --server-bin PATH --small MODEL.onnx --large MODEL.onnx\n"
                "                          [--seconds S] [--json OUT.json] [--machine TEXT]\n"
                "                          [--only "
-               "get_report_hit|get_report_hit_paced|get_report_hit_wire|"
+               "get_report_hit|get_report_hit_json|get_report_hit_paced|get_report_hit_wire|"
                "upload_hit|"
                "upload_miss|upload|overload]\n"
                "                          [--connect HOST:PORT] [--upload-repeat N]\n";
@@ -460,6 +462,16 @@ int main(int argc, char** argv) try {
                         [&](axqc::v1::Checker::Stub& st) {
                           axqc::v1::CheckResponse r;
                           return GetReport(st, small_sha, &r);
+                        }));
+    }
+    // The same report as JSON text (report_json), as `axqc check --server --format json` and the
+    // HTTP API get it: served from the text kept with the cached report (cached_report.h).
+    for (int clients : {1, 8, 32}) {
+      if (!want("get_report_hit_json")) break;
+      report(RunClients("get_report_hit_json", server.target(), clients, seconds,
+                        [&](axqc::v1::Checker::Stub& st) {
+                          axqc::v1::CheckResponse r;
+                          return GetReport(st, small_sha, &r, axqc::v1::REPORT_FORMAT_JSON);
                         }));
     }
     axqc::v1::GetReportRequest wire_req;

@@ -114,18 +114,17 @@ void CheckEngine::Run(const std::shared_ptr<Flight>& flight) {
   options.known_sha256 = flight->job.sha256;
   options.external_data = flight->job.data.get();
   try {
-    auto proto =
-        std::make_shared<v1::Report>(check_(*flight->job.bytes, flight->job.name, options));
-    auto* model = proto->mutable_model();
+    auto proto = check_(*flight->job.bytes, flight->job.name, options);
+    auto* model = proto.mutable_model();
     if (model->sha256().empty()) model->set_sha256(flight->job.sha256);
     if (model->size_bytes() == 0) model->set_size_bytes(flight->job.bytes->size());
     if (flight->job.data != nullptr) {
-      SettleExternalReads(*proto, *flight->job.data, flight->job.graph_sha256);
+      SettleExternalReads(proto, *flight->job.data, flight->job.graph_sha256);
     } else {
-      proto->clear_external_reads();
+      proto.clear_external_reads();
     }
     outcome.kind = CheckOutcome::Kind::kReport;
-    outcome.report = std::move(proto);
+    outcome.report = MakeCachedReport(std::move(proto));
   } catch (const ExternalRangesNeeded& e) {
     outcome.kind = CheckOutcome::Kind::kRangesNeeded;
     outcome.error = e.what();
@@ -159,7 +158,7 @@ void CheckEngine::Run(const std::shared_ptr<Flight>& flight) {
     sink_(flight->job, outcome.report);
     // A model with data files: its report is also stored under its external-read key (the key a
     // ranged upload of the same model has).
-    const std::string& read_key = outcome.report->model().sha256();
+    const std::string& read_key = outcome.report->proto().model().sha256();
     const CheckJob& job = flight->job;
     if (job.data != nullptr && read_key != job.sha256 && job.key.starts_with(job.sha256)) {
       CheckJob alias;

@@ -21,6 +21,7 @@
 #include "axqc/checker.h"
 #include "axqc/render_graph.h"
 #include "axqc/v1/axqc.pb.h"
+#include "cached_report.h"
 #include "data_files.h"
 #include "memory.h"
 #include "metrics.h"
@@ -94,7 +95,7 @@ struct CheckOutcome {
     kRangesRefused
   };
   Kind kind = Kind::kInternalError;
-  std::shared_ptr<const v1::Report> report;                       // kReport
+  std::shared_ptr<const CachedReport> report;                     // kReport
   std::string error;                                              // otherwise
   CheckerFailure::Cause cause = CheckerFailure::Cause::kCrashed;  // kCheckerFailed
   std::uint64_t worker = 0;                                       // kCheckerFailed
@@ -104,7 +105,7 @@ struct CheckOutcome {
 
 using Completion = std::function<void(const CheckOutcome&)>;
 // Called once per successful check, on the worker, before any waiter is completed.
-using ResultSink = std::function<void(const CheckJob&, const std::shared_ptr<const v1::Report>&)>;
+using ResultSink = std::function<void(const CheckJob&, const std::shared_ptr<const CachedReport>&)>;
 // Called once for every flight (one check of a key) that ends: after the check ran (any outcome,
 // after the sink), when its last waiter left it in the queue, or when shutdown dropped it.
 using FlightEnd = std::function<void(const std::string& key)>;

@@ -2,7 +2,7 @@
 
 namespace axqc::server {
 
-std::shared_ptr<const v1::Report> LruCache::Get(const std::string& key) {
+std::shared_ptr<const CachedReport> LruCache::Get(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = index_.find(key);
   if (it == index_.end()) return nullptr;
@@ -10,15 +10,13 @@ std::shared_ptr<const v1::Report> LruCache::Get(const std::string& key) {
   return it->second->report;
 }
 
-std::size_t LruCache::Cost(const std::string& key, const v1::Report& report) {
-  // Estimated memory: a parsed message takes about twice its wire size (strings, repeated-field
-  // and map overhead); plus the key twice (list entry and index), the list node and the index
-  // node. (Reflection's SpaceUsedLong is avoided: it is slow, and crashed on map fields under
-  // ThreadSanitizer.)
-  return 2 * key.size() + 2 * report.ByteSizeLong() + sizeof(Entry) + 64;
+std::size_t LruCache::Cost(const std::string& key, const CachedReport& report) {
+  // The report's estimate, plus the key twice (list entry and index), the list node and the index
+  // node.
+  return 2 * key.size() + report.EstimatedBytes() + sizeof(Entry) + 64;
 }
 
-std::size_t LruCache::Put(const std::string& key, std::shared_ptr<const v1::Report> report) {
+std::size_t LruCache::Put(const std::string& key, std::shared_ptr<const CachedReport> report) {
   const std::size_t cost = Cost(key, *report);
   std::size_t released = 0;
   std::lock_guard<std::mutex> lock(mu_);

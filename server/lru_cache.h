@@ -1,6 +1,6 @@
-// In-memory LRU of reports, bounded in bytes (key + an estimate of the report's memory from its
-// wire size + the bookkeeping of one entry). Inserting past the bound evicts the least recently
-// used entries until the total is within it again. Thread-safe.
+// In-memory LRU of reports, bounded in bytes (key + the report's estimated memory with its JSON
+// text, CachedReport::EstimatedBytes, + the bookkeeping of one entry). Inserting past the bound
+// evicts the least recently used entries until the total is within it again. Thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +10,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "axqc/v1/axqc.pb.h"
+#include "cached_report.h"
 
 namespace axqc::server {
 
@@ -18,13 +18,13 @@ class LruCache {
  public:
   explicit LruCache(std::size_t capacity_bytes) : capacity_(capacity_bytes) {}
 
-  std::shared_ptr<const v1::Report> Get(const std::string& key);
+  std::shared_ptr<const CachedReport> Get(const std::string& key);
   // An entry larger than the whole capacity is not cached. Returns the estimated bytes that left
   // the cache (evicted entries and a replaced entry), so the caller can give memory back.
-  std::size_t Put(const std::string& key, std::shared_ptr<const v1::Report> report);
+  std::size_t Put(const std::string& key, std::shared_ptr<const CachedReport> report);
 
   // The estimated memory of one entry (what bytes() counts for it).
-  static std::size_t Cost(const std::string& key, const v1::Report& report);
+  static std::size_t Cost(const std::string& key, const CachedReport& report);
 
   std::size_t capacity() const { return capacity_; }
   std::size_t bytes() const;
@@ -33,7 +33,7 @@ class LruCache {
  private:
   struct Entry {
     std::string key;
-    std::shared_ptr<const v1::Report> report;
+    std::shared_ptr<const CachedReport> report;
     std::size_t cost;
   };
   std::size_t capacity_;

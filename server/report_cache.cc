@@ -12,7 +12,7 @@ ReportCache::ReportCache(std::size_t capacity_bytes, ReportStore* store, Metrics
                          Logger* logger)
     : memory_(capacity_bytes), store_(store), metrics_(metrics), logger_(logger) {}
 
-std::shared_ptr<const v1::Report> ReportCache::GetMemory(const std::string& key) {
+std::shared_ptr<const CachedReport> ReportCache::GetMemory(const std::string& key) {
   return memory_.Get(key);
 }
 
@@ -25,26 +25,27 @@ ReportCache::Found ReportCache::Get(const std::string& key, const std::string& s
   }
   auto blob = store_->GetReport(key);
   if (!blob) return found;
-  auto parsed = std::make_shared<v1::Report>();
-  if (!parsed->ParseFromString(*blob)) {
+  v1::Report parsed;
+  if (!parsed.ParseFromString(*blob)) {
     metrics_->CountStoreError();
     logger_->Warn("stored report unreadable", {{"model_sha256", sha256}});
     found.unreadable = true;
     return found;
   }
-  Put(key, parsed);
-  found.report = std::move(parsed);
+  auto report = MakeCachedReport(std::move(parsed));
+  Put(key, report);
+  found.report = std::move(report);
   found.where = v1::CACHE_RESULT_STORE_HIT;
   return found;
 }
 
-void ReportCache::Put(const std::string& key, std::shared_ptr<const v1::Report> report) {
+void ReportCache::Put(const std::string& key, std::shared_ptr<const CachedReport> report) {
   const std::size_t released = memory_.Put(key, std::move(report));
   UpdateGauges();
   if (released > 0 && trimmer_ != nullptr) trimmer_->MemoryReleased(released);
 }
 
-void ReportCache::Store(const CheckJob& job, const std::shared_ptr<const v1::Report>& report) {
+void ReportCache::Store(const CheckJob& job, const std::shared_ptr<const CachedReport>& report) {
   const auto t0 = std::chrono::steady_clock::now();
   try {
     StoredReport r;
@@ -52,8 +53,8 @@ void ReportCache::Store(const CheckJob& job, const std::shared_ptr<const v1::Rep
     r.sha256 = job.sha256;
     r.options = job.options_key;
     r.rule_set_version = std::string(kRuleSetVersion);
-    r.verdict = VerdictLabel(report->verdict());
-    r.report = report->SerializeAsString();
+    r.verdict = VerdictLabel(report->proto().verdict());
+    r.report = report->proto().SerializeAsString();
     store_->PutReport(r);
   } catch (const StoreError& e) {
     metrics_->CountStoreError();

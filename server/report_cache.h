@@ -14,6 +14,7 @@
 #include <string>
 
 #include "axqc/v1/axqc.pb.h"
+#include "cached_report.h"
 #include "check_engine.h"
 #include "logger.h"
 #include "lru_cache.h"
@@ -27,7 +28,7 @@ class ReportCache {
  public:
   // Where a report was found; `report` is null on a miss.
   struct Found {
-    std::shared_ptr<const v1::Report> report;
+    std::shared_ptr<const CachedReport> report;
     v1::CacheResult where = v1::CACHE_RESULT_MISS;  // MEMORY_HIT or STORE_HIT when found
     bool unreadable = false;                        // the store held bytes that do not parse
   };
@@ -35,16 +36,16 @@ class ReportCache {
   ReportCache(std::size_t capacity_bytes, ReportStore* store, Metrics* metrics, Logger* logger);
 
   // The memory cache only: never waits for the store (safe on a gRPC thread).
-  std::shared_ptr<const v1::Report> GetMemory(const std::string& key);
+  std::shared_ptr<const CachedReport> GetMemory(const std::string& key);
   // Memory, then the store; a store hit is kept in memory. `sha256` names the model in the log.
   // Throws StoreError when the store cannot be read (callers decide: check anyway, or UNAVAILABLE).
   Found Get(const std::string& key, const std::string& sha256);
   // Keeps `report` in memory, evicting the least recently used reports beyond the byte bound, and
   // updates the cache gauges (axqc_cache_memory_bytes, axqc_cache_entries).
-  void Put(const std::string& key, std::shared_ptr<const v1::Report> report);
+  void Put(const std::string& key, std::shared_ptr<const CachedReport> report);
   // Persists a fresh report in the store (a failed write is counted and logged, not thrown) and
   // keeps it in memory: the check engine's result sink.
-  void Store(const CheckJob& job, const std::shared_ptr<const v1::Report>& report);
+  void Store(const CheckJob& job, const std::shared_ptr<const CachedReport>& report);
 
   // Evicted reports are reported to `trimmer` (may be null), which gives the freed memory back to
   // the operating system once the server is idle. Set before the first request.

@@ -136,7 +136,7 @@ std::unique_ptr<Server> Server::Start(const ServerConfig& config, std::shared_pt
   s->engine_ = std::make_unique<CheckEngine>(
       c.workers, c.queue_capacity, std::move(check),
       [reports = s->reports_.get()](const CheckJob& job,
-                                    const std::shared_ptr<const v1::Report>& report) {
+                                    const std::shared_ptr<const CachedReport>& report) {
         reports->Store(job, report);
       },
       s->metrics_.get(),

@@ -41,7 +41,7 @@ bool IsTar(const Request& request) {
 }
 
 Response ReportResponse(const std::string& request_id, v1::CheckResponse& resp) {
-  Response r = JsonResponse(resp.report_json(), request_id);
+  Response r = JsonResponse(std::move(*resp.mutable_report_json()), request_id);
   r.headers.emplace_back("X-Axqc-Verdict", VerdictLabel(resp.verdict()));
   r.headers.emplace_back("X-Axqc-Cache", CacheLabel(resp.cache()));
   r.headers.emplace_back("X-Axqc-Sha256", resp.sha256());

@@ -1,6 +1,7 @@
 // GET /v1/reports/{sha256} (GetReport: the stored report of a model already checked, waiting for
 // a check in progress) and GET /v1/rules (ListRules).
 #include <charconv>
+#include <utility>
 #include <string>
 
 #include "axqc/render_graph.h"
@@ -43,7 +44,7 @@ void AddLookupRoutes(Router& router, Api api) {
         },
         Answer<v1::CheckResponse>(
             std::move(reply), [](const std::string& request_id, v1::CheckResponse& resp) {
-              Response r = JsonResponse(resp.report_json(), request_id);
+              Response r = JsonResponse(std::move(*resp.mutable_report_json()), request_id);
               r.headers.emplace_back("X-Axqc-Verdict", VerdictLabel(resp.verdict()));
               r.headers.emplace_back("X-Axqc-Cache", CacheLabel(resp.cache()));
               return r;

@@ -45,7 +45,7 @@ void LookupStep(const std::shared_ptr<Lookup>& lk);
 // Answers GetReport with a report. A recorded lookup is a check request: history row and the
 // check metrics, like the answer of a Check or Upload.
 void RespondLookup(const ServiceDeps& d, const std::shared_ptr<CheckCall>& call,
-                   v1::CheckResponse* grpc_resp, const std::shared_ptr<const v1::Report>& report,
+                   v1::CheckResponse* grpc_resp, const std::shared_ptr<const CachedReport>& report,
                    v1::CacheResult cache) {
   d.metrics->CountReportLookup(CacheLabel(cache));
   const bool record = call->Snapshot().record;
@@ -56,9 +56,9 @@ void RespondLookup(const ServiceDeps& d, const std::shared_ptr<CheckCall>& call,
   }
   if (!call->Claim()) return;
   d.metrics->CountCacheLookup(CacheLabel(cache));
-  RecordHistory(d, *call, report.get());
-  d.metrics->CountCheck(VerdictLabel(report->verdict()), "hash");
-  d.metrics->CountFindings(*report);
+  RecordHistory(d, *call, &report->proto());
+  d.metrics->CountCheck(VerdictLabel(report->proto().verdict()), "hash");
+  d.metrics->CountFindings(report->proto());
   call->Complete(grpc::Status::OK);
 }
 

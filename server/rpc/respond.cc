@@ -12,22 +12,23 @@ namespace axqc::server {
 
 namespace {
 
-// Fills `resp` with `report` in the requested format; the report's file name becomes `name`
+// Fills `resp` with `cached` in the requested format; the report's file name becomes `name`
 // when not empty.
 void BuildResponse(const ServiceDeps& d, const std::string& request_id, const std::string& name,
-                   const v1::CheckOptions& options, const v1::Report& report, v1::CacheResult cache,
-                   v1::CheckResponse* resp) {
+                   const v1::CheckOptions& options, const CachedReport& cached,
+                   v1::CacheResult cache, v1::CheckResponse* resp) {
+  const v1::Report& report = cached.proto();
   resp->set_request_id(request_id);
   resp->set_sha256(report.model().sha256());
   resp->set_verdict(report.verdict());
   resp->set_cache(cache);
   resp->set_rule_set_version(report.rule_set_version());
   if (options.format() == v1::REPORT_FORMAT_JSON) {
+    const bool rendered = cached.json_ready();
     const auto t0 = Clock::now();
-    Report core = wire::FromProto(report);
-    if (!name.empty()) core.model.file = name;
-    resp->set_report_json(RenderJson(core));
-    d.metrics->ObserveStage("render", SecondsSince(t0));
+    resp->set_report_json(cached.Json(name));
+    // The stage counts the renderings, not the answers served from the kept text.
+    if (!rendered) d.metrics->ObserveStage("render", SecondsSince(t0));
   } else {
     *resp->mutable_report() = report;
     if (!name.empty()) resp->mutable_report()->mutable_model()->set_file(name);
@@ -37,8 +38,9 @@ void BuildResponse(const ServiceDeps& d, const std::string& request_id, const st
 }  // namespace
 
 bool FillResponse(const ServiceDeps& d, const std::shared_ptr<CheckCall>& call,
-                  const std::shared_ptr<const v1::Report>& report, v1::CacheResult cache,
+                  const std::shared_ptr<const CachedReport>& cached, v1::CacheResult cache,
                   v1::CheckResponse* grpc_resp) {
+  const v1::Report* report = &cached->proto();
   const auto fields = call->Snapshot();
   const bool borrow = grpc_resp != nullptr && fields.options.format() != v1::REPORT_FORMAT_JSON &&
                       (fields.name.empty() || fields.name == report->model().file());
@@ -50,15 +52,15 @@ bool FillResponse(const ServiceDeps& d, const std::shared_ptr<CheckCall>& call,
       r.set_verdict(report->verdict());
       r.set_cache(cache);
       r.set_rule_set_version(report->rule_set_version());
-      auto* shared = const_cast<v1::Report*>(report.get());  // read-only from here on
+      auto* shared = const_cast<v1::Report*>(report);  // read-only from here on
       r.unsafe_arena_set_allocated_report(shared);
-      call->on_done = [call_raw = call.get(), grpc_resp, shared, keep = report]() {
+      call->on_done = [call_raw = call.get(), grpc_resp, shared, keep = cached]() {
         for (auto* m : {grpc_resp, &call_raw->response}) {
           if (m->has_report() && &m->report() == shared) (void)m->unsafe_arena_release_report();
         }
       };
     } else {
-      BuildResponse(d, call->request_id, fields.name, fields.options, *report, cache,
+      BuildResponse(d, call->request_id, fields.name, fields.options, *cached, cache,
                     &call->response);
     }
   } catch (const std::exception& e) {
@@ -124,13 +126,13 @@ void RecordHistory(const ServiceDeps& d, const CheckCall& call, const v1::Report
 }
 
 void RespondWithReport(const ServiceDeps& d, const std::shared_ptr<CheckCall>& call,
-                       const std::shared_ptr<const v1::Report>& report, v1::CacheResult cache) {
+                       const std::shared_ptr<const CachedReport>& report, v1::CacheResult cache) {
   if (call->cancelled.load() || call->finished()) return;
   if (!FillResponse(d, call, report, cache, nullptr)) return;
   if (!call->Claim()) return;
-  RecordHistory(d, *call, report.get());
-  d.metrics->CountCheck(VerdictLabel(report->verdict()), call->Snapshot().source);
-  d.metrics->CountFindings(*report);
+  RecordHistory(d, *call, &report->proto());
+  d.metrics->CountCheck(VerdictLabel(report->proto().verdict()), call->Snapshot().source);
+  d.metrics->CountFindings(report->proto());
   call->Complete(grpc::Status::OK);
 }
 

@@ -6,17 +6,19 @@
 #include <string>
 
 #include "axqc/v1/axqc.pb.h"
+#include "cached_report.h"
 #include "rpc/call.h"
 #include "rpc/context.h"
 
 namespace axqc::server {
 
 // Fills the call's response with `report` and records its verdict in the call's fields; false
-// when encoding failed (the call is then finished with INTERNAL). With `grpc_resp` (GetReport), a
-// protobuf response without a renamed file borrows the cached (immutable) report instead of
-// copying it; the reactor gives it back when gRPC is done with the call.
+// when encoding failed (the call is then finished with INTERNAL). A JSON response carries the
+// report's kept JSON text (cached_report.h: rendered once per cached report). With `grpc_resp`
+// (GetReport), a protobuf response without a renamed file borrows the cached (immutable) report
+// instead of copying it; the reactor gives it back when gRPC is done with the call.
 bool FillResponse(const ServiceDeps& d, const std::shared_ptr<CheckCall>& call,
-                  const std::shared_ptr<const v1::Report>& report, v1::CacheResult cache,
+                  const std::shared_ptr<const CachedReport>& report, v1::CacheResult cache,
                   v1::CheckResponse* grpc_resp);
 
 // One request-history row for a check request (`report` null: invalid input).
@@ -25,7 +27,7 @@ void RecordHistory(const ServiceDeps& d, const CheckCall& call, const v1::Report
 // Answers a Check or Upload with `report`: response, history row, axqc_checks_total{source},
 // findings metrics.
 void RespondWithReport(const ServiceDeps& d, const std::shared_ptr<CheckCall>& call,
-                       const std::shared_ptr<const v1::Report>& report, v1::CacheResult cache);
+                       const std::shared_ptr<const CachedReport>& report, v1::CacheResult cache);
 
 // Answers a Check or Upload whose bytes are not a readable ONNX model (INVALID_ARGUMENT; a history
 // row with the verdict invalid_input).

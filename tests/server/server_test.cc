@@ -554,6 +554,26 @@ TEST_F(ServerTest, GetReportByHash) {
     if (direct.model.sha256.empty()) direct.model.sha256 = sha;
     EXPECT_EQ(resp.report_json(), RenderJson(direct));
   }
+  // The JSON is rendered once and kept with the cached report (cached_report.h): later JSON
+  // answers, under the report's own name or another, are the kept text, not rendered again.
+  const auto renders = [&] {
+    return ts.Metrics().Value("axqc_check_duration_seconds_count", {{"stage", "render"}});
+  };
+  EXPECT_EQ(renders(), 1);
+  for (const std::string name : {"", "renamed.onnx", "again.onnx", ""}) {
+    grpc::ClientContext ctx;
+    v1::GetReportRequest req;
+    req.set_sha256(sha);
+    req.set_name(name);
+    req.mutable_options()->set_format(v1::REPORT_FORMAT_JSON);
+    v1::CheckResponse resp;
+    ASSERT_TRUE(ts.stub().GetReport(&ctx, req, &resp).ok());
+    EXPECT_EQ(resp.cache(), v1::CACHE_RESULT_MEMORY_HIT);
+    Report direct = DirectReport(model, name.empty() ? checked.report().model().file() : name);
+    if (direct.model.sha256.empty()) direct.model.sha256 = sha;
+    EXPECT_EQ(resp.report_json(), RenderJson(direct)) << name;
+  }
+  EXPECT_EQ(renders(), 1);
   {
     // Other options: not found.
     grpc::ClientContext ctx;
