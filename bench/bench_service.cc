@@ -187,13 +187,14 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& target, int client)
 }
 
 grpc::Status Upload(axqc::v1::Checker::Stub& stub, const std::string& bytes,
-                    axqc::v1::CheckResponse* resp) {
+                    axqc::v1::CheckResponse* resp, const std::string& declared_sha256 = "") {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
   auto w = stub.Upload(&ctx, resp);
   axqc::v1::UploadRequest msg;
   msg.mutable_metadata()->set_file_name("bench.onnx");
   msg.mutable_metadata()->set_size_bytes(bytes.size());
+  msg.mutable_metadata()->set_sha256(declared_sha256);
   w->Write(msg);
   for (std::size_t off = 0; off < bytes.size(); off += kChunk) {
     msg.set_chunk(bytes.data() + off, std::min(kChunk, bytes.size() - off));
@@ -530,17 +531,34 @@ int main(int argc, char** argv) try {
         const double s = std::chrono::duration<double>(Clock::now() - t0).count();
         best_upload = std::max(best_upload, static_cast<double>(large.size()) / 1e6 / s);
       }
+      // The same upload declaring the model's sha256, as `axqc check --server` sends it: the
+      // server finds the report cached when the metadata arrives and only hashes the bytes.
+      const std::string large_sha = resp.sha256();
+      double best_declared = 0;
+      for (int rep = 0; rep < upload_repeat; ++rep) {
+        const auto t0 = Clock::now();
+        if (auto s = Upload(*stub, large, &resp, large_sha); !s.ok()) {
+          throw std::runtime_error("large upload (declared sha256) failed: " + s.error_message());
+        }
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        best_declared = std::max(best_declared, static_cast<double>(large.size()) / 1e6 / s);
+      }
       const double raw = LoopbackMbps(large);
       std::cout << std::fixed << std::setprecision(1) << "upload (" << large.size() / 1e6
-                << " MB, cached): " << best_upload << " MB/s; raw loopback copy: " << raw
-                << " MB/s; ratio " << std::setprecision(2) << best_upload / raw << "\n"
+                << " MB, cached): " << best_upload << " MB/s, declaring its sha256 "
+                << best_declared << " MB/s; raw loopback copy: " << raw << " MB/s; ratios "
+                << std::setprecision(2) << best_upload / raw << ", " << best_declared / raw << "\n"
                 << "target upload >= 50% of raw loopback copy (65 MB model): "
                 << std::setprecision(0) << best_upload / raw * 100 << "% "
-                << (best_upload / raw >= 0.5 ? "PASS" : "MISS") << "\n";
+                << (best_upload / raw >= 0.5 ? "PASS" : "MISS") << "; declaring its sha256 "
+                << best_declared / raw * 100 << "% "
+                << (best_declared / raw >= 0.5 ? "PASS" : "MISS") << "\n";
       out["upload"] = {{"model_mb", large.size() / 1e6},
                        {"upload_mb_s", best_upload},
+                       {"upload_declared_sha256_mb_s", best_declared},
                        {"loopback_mb_s", raw},
-                       {"ratio", best_upload / raw}};
+                       {"ratio", best_upload / raw},
+                       {"ratio_declared_sha256", best_declared / raw}};
     }
     const auto [rss, hwm] = server.Rss();
     out["main_server_rss_mb"] = {{"rss", rss}, {"peak", hwm}};

@@ -25,7 +25,8 @@ namespace axqc::server {
 // parses into warm memory instead of fresh pages).
 class UploadAssembler::Pipeline {
  public:
-  // At most this many bytes wait for the thread; Push blocks beyond (back-pressure).
+  // `buffer` null: hash only. At most this many bytes wait for the thread; Push blocks beyond
+  // (back-pressure).
   static constexpr std::size_t kMaxQueuedBytes = 4u << 20;
   static constexpr std::size_t kMaxFree = 4;
 
@@ -94,7 +95,7 @@ class UploadAssembler::Pipeline {
       std::string error;
       try {
         hasher_.Update(chunk);
-        buffer_->Append(chunk);
+        if (buffer_ != nullptr) buffer_->Append(chunk);
       } catch (const std::system_error& e) {
         ok = false;
         error = e.what();
@@ -209,6 +210,16 @@ UploadStatus UploadAssembler::Begin(const v1::UploadMetadata& m) {
   return UploadStatus::Ok();
 }
 
+bool UploadAssembler::HashOnly() {
+  if (state_ != State::kReceiving || received_ != 0 || !data_files_.empty() ||
+      metadata_.sha256().empty()) {
+    return false;
+  }
+  hash_only_ = true;
+  buffer_.reset();
+  return true;
+}
+
 UploadStatus UploadAssembler::AddChunk(std::string_view bytes) {
   return AddModelBytes(bytes, nullptr);
 }
@@ -230,19 +241,23 @@ UploadStatus UploadAssembler::AddModelBytes(std::string_view chunk, std::string*
     return Fail(InvalidUpload("received more bytes than the declared size_bytes " +
                               std::to_string(declared_size_)));
   }
-  try {
-    ReserveUpTo(total);
-  } catch (const SourceError& e) {
-    return Fail(Refused(UploadError::kBusy, e.what()));
+  if (!hash_only_) {
+    try {
+      ReserveUpTo(total);
+    } catch (const SourceError& e) {
+      return Fail(Refused(UploadError::kBusy, e.what()));
+    }
   }
   received_ = total;
+  isolate::ModelBuffer* buffer = buffer_ ? &*buffer_ : nullptr;
   if (pipeline_ == nullptr && (declared_size_ >= kPipelineBytes || total >= kPipelineBytes)) {
-    pipeline_ = std::make_unique<Pipeline>(std::move(hasher_), &*buffer_);
+    pipeline_ = std::make_unique<Pipeline>(std::move(hasher_), buffer);
   }
   if (pipeline_ == nullptr) {
     hasher_.Update(chunk);
+    if (buffer == nullptr) return UploadStatus::Ok();
     try {
-      buffer_->Append(chunk);
+      buffer->Append(chunk);
     } catch (const std::system_error& e) {
       return Fail(Refused(UploadError::kStorage, e.what()));
     }
@@ -291,6 +306,7 @@ UploadStatus UploadAssembler::Finish(LoadedModel* model) {
   model->sha256 = sha256;
   if (UploadStatus data = FinishDataFiles(model); !data.ok()) return Fail(data);
   state_ = State::kDone;
+  if (hash_only_) return UploadStatus::Ok();
   try {
     model->bytes = AccountedBytes(std::move(*buffer_), std::move(model_reservation_));
   } catch (const std::system_error& e) {

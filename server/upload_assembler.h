@@ -94,6 +94,14 @@ class UploadAssembler {
   // with capacity from an earlier chunk, in its place).
   UploadStatus AddChunk(std::string* bytes);
 
+  // Hash the model's bytes without keeping them: for an upload whose declared sha256 names a model
+  // whose report is already cached, so that its bytes are only hashed (to prove the declaration)
+  // and never written. Only right after Begin (no bytes yet), with a declared sha256 and no data
+  // files; false otherwise (nothing changes). The bytes are then charged to no budget (none is
+  // held beyond the chunk being hashed), and Finish gives the sha256 with `model->bytes` null.
+  bool HashOnly();
+  bool hash_only() const { return hash_only_; }
+
   // A data file announced after the metadata, with its size but no declared sha256 (the HTTP tar
   // upload learns the files from the archive as it arrives): as a UploadMetadata.data_files entry
   // (same name, count and size limits). On OK `*index` is the file's index for AddDataBytes.
@@ -112,7 +120,8 @@ class UploadAssembler {
 
   // All bytes have arrived (the client half-closed the stream, the HTTP body ended). On OK,
   // `model` holds the bytes and their sha256; they stay charged to the model budget until the last
-  // reference to `model->bytes` goes away, and the upload budget is released. Otherwise as above.
+  // reference to `model->bytes` goes away, and the upload budget is released (after HashOnly:
+  // only the sha256, `model->bytes` null). Otherwise as above.
   UploadStatus Finish(LoadedModel* model);
   // Releases the buffer and both reservations (cancellation, timeout). Idempotent.
   void Abort();
@@ -175,7 +184,8 @@ class UploadAssembler {
   v1::UploadMetadata metadata_;
   std::uint64_t declared_size_ = 0;
   std::uint64_t received_ = 0;
-  std::optional<isolate::ModelBuffer> buffer_;  // from the metadata on
+  bool hash_only_ = false;
+  std::optional<isolate::ModelBuffer> buffer_;  // none after HashOnly  // from the metadata on
   Sha256 hasher_;                               // until the pipeline starts
   std::unique_ptr<Pipeline> pipeline_;
   ByteBudget* model_budget_;

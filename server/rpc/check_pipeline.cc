@@ -154,7 +154,7 @@ void CheckModel(ServiceContext& s, const std::shared_ptr<CheckCall>& call, Loade
   const auto fields = call->Snapshot();
   call->Update([&](CallBase::Fields& f) {
     f.sha256 = model.sha256;
-    f.size_bytes = model.bytes->size();
+    if (model.bytes != nullptr) f.size_bytes = model.bytes->size();
   });
   const std::string& expected = call->expected_sha256;
   // With data files, the graph file's own sha256 pins it too (the data files are in the key).
@@ -179,6 +179,14 @@ void CheckModel(ServiceContext& s, const std::shared_ptr<CheckCall>& call, Loade
   } catch (const StoreError& e) {
     d.metrics->CountStoreError();
     d.logger->Warn("store read failed", {{"error", e.what()}, {"model_sha256", model.sha256}});
+  }
+  if (model.bytes == nullptr) {
+    // An upload that was only hashed (its report was cached when its metadata arrived, upload.cc)
+    // and whose report left the memory cache and the store meanwhile: the bytes are gone too.
+    call->Finish(grpc::Status(grpc::StatusCode::ABORTED,
+                              "the report of this model was cached when the upload began and is "
+                              "gone now; send the model again"));
+    return;
   }
 
   // A model that made a worker fail a moment ago is not run again (isolation).

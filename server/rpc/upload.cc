@@ -58,9 +58,8 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
       return;
     }
     IdleWatchdog::Touch(idle_);
-    if (!assembler_.started() && msg_.part_case() == v1::UploadRequest::kMetadata) {
-      OnMetadata(msg_.metadata());
-    }
+    const bool metadata = !assembler_.started() && msg_.part_case() == v1::UploadRequest::kMetadata;
+    if (metadata) OnMetadata(msg_.metadata());
     if (msg_.part_case() == v1::UploadRequest::kChunk) {
       s_.deps.metrics->AddUploadBytes(static_cast<double>(msg_.chunk().size()));
       const std::uint64_t limit = MessageLimit(*s_.deps.config);
@@ -82,6 +81,7 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
       call_->Finish(GrpcStatusOf(st));
       return;
     }
+    if (metadata) HashOnlyWhenCached();
     // Never start a read after Finish: the finisher takes the same lock (the mutex lives in the
     // call state, which outlives the reactor).
     std::lock_guard<std::mutex> lock(call_->stream_mu);
@@ -116,6 +116,18 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
     }
   }
 
+  // A declared sha256 whose report (with these options) is in the memory cache: the bytes only
+  // prove the declaration (hashed, never stored); CheckModel answers from the cache.
+  void HashOnlyWhenCached() {
+    const v1::UploadMetadata& m = assembler_.metadata();
+    if (!axqc::IsSha256Hex(m.sha256()) || m.data_files_size() > 0 ||
+        !ValidateOptions(m.options()).ok()) {
+      return;
+    }
+    if (s_.deps.reports->GetMemory(wire::CacheKey(m.sha256(), m.options())) == nullptr) return;
+    (void)assembler_.HashOnly();
+  }
+
   // The stream is over (half-close, failure, cancellation, timeout): stop the idle timer, free
   // what was received, count the upload out. Idempotent.
   void EndReceiving() {
@@ -133,7 +145,7 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
     const grpc::Status st = GrpcStatusOf(assembler_.Finish(&model));
     call_->Update([&](CallBase::Fields& f) {
       if (!model.sha256.empty()) f.sha256 = model.sha256;
-      if (model.bytes != nullptr) f.size_bytes = model.bytes->size();
+      f.size_bytes = model.bytes != nullptr ? model.bytes->size() : assembler_.received();
     });
     EndReceiving();
     if (!st.ok()) {

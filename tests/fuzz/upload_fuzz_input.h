@@ -433,6 +433,13 @@ inline std::string CheckRanged(const v1::UploadMetadata& meta, const server::Loa
 inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
   using grpc::StatusCode;
   if (size >= 2 && data[0] == 'T') return RunTarInput(data, size);
+  // 'H': the upload of a model whose report is cached (UploadAssembler::HashOnly after the
+  // metadata): hashed, charged to no budget, never stored.
+  const bool hash_only = size >= 2 && data[0] == 'H';
+  if (hash_only) {
+    ++data;
+    --size;
+  }
   const std::vector<v1::UploadRequest> msgs = DecodeUploadInput(data, size);
   server::ByteBudget model_budget(kFuzzModelBudget, static_cast<prometheus::Gauge*>(nullptr));
   server::ByteBudget upload_budget(kFuzzUploadBudget, static_cast<prometheus::Gauge*>(nullptr));
@@ -451,14 +458,26 @@ inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
       if (!allowed(s.error_code())) return "Add returned status " + std::to_string(s.error_code());
       if (failed && s.ok()) return "Add accepted a message after the upload failed";
       if (!s.ok()) failed = true;
+      if (hash_only && s.ok() && m.part_case() == v1::UploadRequest::kMetadata &&
+          a.received() == 0) {
+        const bool taken = a.HashOnly();
+        if (taken != (!m.metadata().sha256().empty() && m.metadata().data_files_size() == 0)) {
+          return "HashOnly taken or refused against its conditions";
+        }
+      }
       if (s.ok() && m.part_case() == v1::UploadRequest::kChunk) sent += m.chunk();
       if (s.ok() && m.part_case() == v1::UploadRequest::kDataChunk) {
         data_sent[m.data_chunk().file()] += m.data_chunk().data();
       }
       if (upload_budget.used() != a.reserved()) return "upload budget differs from the reservation";
-      // Exactly the received bytes are charged: a declared size holds no budget.
-      if (a.reserved() != a.received()) return "reserved bytes differ from the received bytes";
-      if (model_budget.used() < a.received()) return "model budget below the received bytes";
+      // Exactly the received bytes are charged: a declared size holds no budget; a hash-only
+      // upload holds none at all.
+      if (a.hash_only()) {
+        if (a.reserved() != 0 || model_budget.used() != 0) return "a hash-only upload holds bytes";
+      } else {
+        if (a.reserved() != a.received()) return "reserved bytes differ from the received bytes";
+        if (model_budget.used() < a.received()) return "model budget below the received bytes";
+      }
       if (a.received() > kFuzzMaxModelBytes) return "more than max_model_bytes held";
       if (failed && (a.received() != 0 || model_budget.used() != 0 || upload_budget.used() != 0)) {
         return "a failed upload still holds bytes";
@@ -474,6 +493,17 @@ inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
         return "accepted an upload without metadata first";
       }
       const auto& meta = msgs.front().metadata();
+      if (a.hash_only()) {
+        if (model.bytes != nullptr) return "a hash-only upload kept its bytes";
+        if (meta.sha256() != axqc::Sha256Hex(sent) || model.sha256 != meta.sha256()) {
+          return "a hash-only upload accepted bytes that do not hash to the declared sha256";
+        }
+        if (meta.size_bytes() != 0 && meta.size_bytes() != sent.size()) {
+          return "accepted a size that differs from the declared one";
+        }
+        if (sent.size() > kFuzzMaxModelBytes) return "accepted a model over max_model_bytes";
+        return "";
+      }
       if (model.bytes == nullptr || model.bytes->view() != sent) return "assembled bytes differ";
       if (meta.size_bytes() != 0 && meta.size_bytes() != sent.size()) {
         return "accepted a size that differs from the declared one";

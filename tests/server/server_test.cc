@@ -452,6 +452,38 @@ TEST_F(ServerTest, SecondIdenticalRequestIsACacheHit) {
   EXPECT_GT(m.Value("axqc_cache_memory_bytes"), 0);
 }
 
+// An Upload that declares the sha256 of a model whose report is cached is answered from the cache
+// once its bytes hash to the declaration (they are hashed, not stored: UploadAssembler::HashOnly);
+// bytes that do not are refused as for any upload.
+TEST_F(ServerTest, UploadOfACachedModelByDeclaredSha256IsAHitAndStillProvesItsBytes) {
+  TestServer ts(dir_);
+  const std::string model = NonConformantModel("declared");
+  const std::string sha = axqc::Sha256Hex(model);
+  v1::CheckResponse first, again, json;
+  ASSERT_TRUE(Upload(ts.stub(), model, &first).ok());
+  EXPECT_EQ(first.cache(), v1::CACHE_RESULT_MISS);
+  UploadArgs declared;
+  declared.declared_sha256 = sha;
+  declared.declared_size = model.size();
+  ASSERT_TRUE(Upload(ts.stub(), model, &again, declared).ok());
+  EXPECT_EQ(again.cache(), v1::CACHE_RESULT_MEMORY_HIT);
+  EXPECT_EQ(again.verdict(), v1::VERDICT_NON_CONFORMANT);
+  EXPECT_TRUE(MessageDifferencer::Equals(first.report(), again.report()));
+  declared.format = v1::REPORT_FORMAT_JSON;
+  ASSERT_TRUE(Upload(ts.stub(), model, &json, declared).ok());
+  EXPECT_EQ(json.cache(), v1::CACHE_RESULT_MEMORY_HIT);
+  EXPECT_NE(json.report_json().find(sha), std::string::npos);
+
+  // Other bytes under the cached model's sha256.
+  std::string other = model;
+  other.back() = static_cast<char>(other.back() ^ 1);
+  v1::CheckResponse refused;
+  const grpc::Status s = Upload(ts.stub(), other, &refused, declared);
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("sha256 mismatch"), std::string::npos) << s.error_message();
+  EXPECT_EQ(ts.Metrics().Value("axqc_check_duration_seconds_count", {{"stage", "check"}}), 1);
+}
+
 TEST_F(ServerTest, RestartOnTheSameStoreIsStillAHit) {
   const std::string model = NonConformantModel();
   v1::CheckResponse before;

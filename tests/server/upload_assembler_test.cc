@@ -134,6 +134,61 @@ TEST(UploadAssembler, LargeUploadsArePipelinedIntoASealedMemfd) {
   }
 }
 
+// An upload whose declared sha256 names a cached report: the bytes are only hashed (small and
+// pipelined uploads alike), charged to no budget and never stored; a mismatch is still refused.
+TEST(UploadAssembler, HashOnlyUploadsProveTheirSha256WithoutKeepingTheBytes) {
+  std::string big(UploadAssembler::kPipelineBytes + 65536 + 5, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7 + i / 999);
+  for (const std::string& model : {std::string(300, 'h'), big}) {
+    ByteBudget budget(model.size(), static_cast<prometheus::Gauge*>(nullptr));
+    ByteBudget uploads(model.size(), static_cast<prometheus::Gauge*>(nullptr));
+    UploadAssembler a(model.size(), &budget, &uploads);
+    EXPECT_FALSE(a.HashOnly()) << "before the metadata";
+    ASSERT_TRUE(Add(a, Meta(model.size(), axqc::Sha256Hex(model))).ok());
+    ASSERT_TRUE(a.HashOnly());
+    EXPECT_TRUE(a.hash_only());
+    for (std::size_t off = 0; off < model.size(); off += 65536) {
+      v1::UploadRequest msg = Chunk(model.substr(off, 65536));
+      ASSERT_TRUE(Take(a, &msg).ok());
+      EXPECT_EQ(budget.used(), 0u);
+      EXPECT_EQ(uploads.used(), 0u);
+    }
+    EXPECT_EQ(a.received(), model.size());
+    EXPECT_EQ(a.pipelined(), model.size() >= UploadAssembler::kPipelineBytes);
+    LoadedModel out;
+    ASSERT_TRUE(Finish(a, &out).ok());
+    EXPECT_EQ(out.sha256, axqc::Sha256Hex(model));
+    EXPECT_EQ(out.bytes, nullptr);
+    EXPECT_EQ(budget.used(), 0u);
+  }
+  {  // other bytes than declared
+    ByteBudget budget(1000, static_cast<prometheus::Gauge*>(nullptr));
+    UploadAssembler a(1000, &budget, nullptr);
+    ASSERT_TRUE(Add(a, Meta(3, axqc::Sha256Hex("abc"))).ok());
+    ASSERT_TRUE(a.HashOnly());
+    ASSERT_TRUE(Add(a, Chunk("abd")).ok());
+    LoadedModel out;
+    const grpc::Status s = Finish(a, &out);
+    EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("sha256 mismatch"), std::string::npos);
+    EXPECT_EQ(out.bytes, nullptr);
+  }
+  {  // nothing declared, or bytes already received: not possible
+    UploadAssembler a(1000, nullptr, nullptr);
+    ASSERT_TRUE(Add(a, Meta(3)).ok());
+    EXPECT_FALSE(a.HashOnly());
+    UploadAssembler b(1000, nullptr, nullptr);
+    ASSERT_TRUE(Add(b, Meta(3, axqc::Sha256Hex("abc"))).ok());
+    ASSERT_TRUE(Add(b, Chunk("a")).ok());
+    EXPECT_FALSE(b.HashOnly());
+    ASSERT_TRUE(Add(b, Chunk("bc")).ok());
+    LoadedModel out;
+    ASSERT_TRUE(Finish(b, &out).ok());
+    ASSERT_NE(out.bytes, nullptr);
+    EXPECT_EQ(out.bytes->view(), "abc");
+  }
+}
+
 TEST(UploadAssembler, PipelinedUploadsFailAndAbortCleanly) {
   const std::string chunk(1 << 20, 'q');
   {  // A declared sha256 that the bytes do not match.
@@ -455,6 +510,11 @@ TEST(UploadFuzzInput, EncodedUploadsAreAccepted) {
         EXPECT_EQ(msgs[0].metadata().size_bytes(), size ? model.size() : 0u);
         EXPECT_EQ(msgs[0].metadata().sha256(), sha ? axqc::Sha256Hex(model) : "");
         EXPECT_EQ(fuzz::RunUploadInput(data, in.size()), "");
+        // The same upload of a model whose report is cached (hash only).
+        const std::string hashed = "H" + in;
+        EXPECT_EQ(fuzz::RunUploadInput(reinterpret_cast<const std::uint8_t*>(hashed.data()),
+                                       hashed.size()),
+                  "");
         // And the assembler accepts it.
         ByteBudget mb(fuzz::kFuzzModelBudget, static_cast<prometheus::Gauge*>(nullptr));
         UploadAssembler a(fuzz::kFuzzMaxModelBytes, &mb, nullptr);
