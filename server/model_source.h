@@ -16,6 +16,7 @@
 #include "data_files.h"
 #include "metrics.h"
 #include "model_buffer.h"
+#include "request_validation.h"
 
 namespace axqc::server {
 
@@ -29,7 +30,10 @@ class SourceError : public std::runtime_error {
   SourceError(grpc::StatusCode code, const std::string& message, Kind kind = Kind::kOther)
       : std::runtime_error(message), code_(code), kind_(kind) {}
   grpc::StatusCode code() const { return code_; }
-  grpc::Status status() const { return grpc::Status(code_, what()); }
+  // Marked as over a size limit for kTooLarge (request_validation.h).
+  grpc::Status status() const {
+    return kind_ == Kind::kTooLarge ? OverSizeLimitStatus(what()) : grpc::Status(code_, what());
+  }
   Kind kind() const { return kind_; }
   bool too_large() const { return kind_ == Kind::kTooLarge; }
 

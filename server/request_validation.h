@@ -77,17 +77,29 @@ inline grpc::Status Invalid(const std::string& msg) {
 }
 
 // RESOURCE_EXHAUSTED because a model or a message is bigger than a configured size limit, as
-// opposed to a busy server (the in-flight byte budgets, the queue): HTTP 413 instead of 429. For
-// the statuses that reach the HTTP API's error responses and the hook deliveries as a
-// grpc::Status only: the refusals of the check pipeline (model_source.cc and url_fetch.cc, whose
-// SourceError says kTooLarge where it is made; rpc/check.cc; rpc/upload.cc's message limit) all
-// say "over the limit of" or "over the server's limit of". The HTTP upload chooses its 413 from
-// the assembler's typed refusal (UploadError::kTooLarge, upload_assembler.h) instead.
+// opposed to a busy server (the in-flight byte budgets, the queue): HTTP 413 instead of 429, and a
+// webhook delivery that is not retried. Where such a refusal is made (SourceError::Kind::kTooLarge
+// in model_source.cc and url_fetch.cc, UploadError::kTooLarge, rpc/check.cc's inline limit,
+// rpc/upload.cc's message limit) its status is made by OverSizeLimitStatus, which marks it in the
+// status's error_details; the HTTP API and the hook deliveries read the mark (OverSizeLimit), never
+// the message. The mark stays inside the server: the gRPC front door sends statuses without
+// details (ForClient).
+inline constexpr std::string_view kOverSizeLimitMark = "axqc.over-size-limit";
+
+inline grpc::Status OverSizeLimitStatus(const std::string& message) {
+  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, message,
+                      std::string(kOverSizeLimitMark));
+}
+
 inline bool OverSizeLimit(const grpc::Status& s) {
-  if (s.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) return false;
-  const std::string& m = s.error_message();
-  return m.find("over the limit of") != std::string::npos ||
-         m.find("over the server's limit of") != std::string::npos;
+  return s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+         s.error_details() == kOverSizeLimitMark;
+}
+
+// A status as a gRPC client gets it: code and message, without the server's in-process marks.
+inline grpc::Status ForClient(const grpc::Status& s) {
+  if (s.error_details().empty()) return s;
+  return grpc::Status(s.error_code(), s.error_message());
 }
 
 // At most `max` bytes of a client's string for a message or a log line: longer ones are cut (at a

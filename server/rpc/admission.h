@@ -45,7 +45,7 @@ class Admission {
     auto* raw = call.get();
     call->finisher = [reactor, resp, raw](const grpc::Status& st) {
       if (st.ok()) *resp = std::move(raw->response);
-      reactor->Finish(st);
+      reactor->Finish(ForClient(st));
     };
     grpc::Status status = Admit(ctx);
     if (status.ok()) status = Rpc::Validate(*req);
@@ -151,7 +151,7 @@ class Admission {
       if (st.ok()) *resp = std::move(raw->response);
       // Never Finish while a read is being started (the reactor takes the same lock).
       std::lock_guard<std::mutex> lock(raw->stream_mu);
-      reactor->Finish(st);
+      reactor->Finish(ForClient(st));
     };
     if (auto st = Admit(ctx); !st.ok()) {
       call->Finish(st);

@@ -30,12 +30,11 @@ void StartInline(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
     f.name = req.name().empty() ? "inline.onnx" : req.name();
   });
   if (content.size() > d.config->max_inline_bytes) {
-    call->Finish(grpc::Status(
-        grpc::StatusCode::RESOURCE_EXHAUSTED,
+    call->Finish(OverSizeLimitStatus(
         "inline content is " + std::to_string(content.size()) +
-            " bytes, over the server's limit of " + std::to_string(d.config->max_inline_bytes) +
-            " bytes (max-inline-bytes); use Upload for bigger models (axqc check --server "
-            "does)"));
+        " bytes, over the server's limit of " + std::to_string(d.config->max_inline_bytes) +
+        " bytes (max-inline-bytes); use Upload for bigger models (axqc check --server "
+        "does)"));
     return;
   }
   Reservation reservation(d.budget);

@@ -66,10 +66,9 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
       if (msg_.chunk().size() > limit) {
         EndReceiving();
         call_->Finish(
-            grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                         "Upload chunk of " + std::to_string(msg_.chunk().size()) +
-                             " bytes is over the server's limit of " + std::to_string(limit) +
-                             " bytes per message; send the model in chunks of 64 KiB to 1 MiB"));
+            OverSizeLimitStatus("Upload chunk of " + std::to_string(msg_.chunk().size()) +
+                                " bytes is over the server's limit of " + std::to_string(limit) +
+                                " bytes per message; send the model in chunks of 64 KiB to 1 MiB"));
         return;
       }
     }

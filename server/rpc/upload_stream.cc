@@ -3,6 +3,8 @@
 #include <string>
 #include <utility>
 
+#include "request_validation.h"
+
 namespace axqc::server {
 
 namespace {
@@ -48,6 +50,7 @@ grpc::Status GrpcStatusOf(const UploadStatus& status) {
     case UploadError::kInvalid:
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, status.message);
     case UploadError::kTooLarge:
+      return OverSizeLimitStatus(status.message);
     case UploadError::kBusy:
     case UploadError::kNoDataFiles:
     case UploadError::kStorage:

@@ -19,6 +19,7 @@
 #include "http/hook_payloads.h"
 #include "http/hooks.h"
 #include "json_input.h"
+#include "request_validation.h"
 #include "url_fetch.h"
 
 namespace axqc::server {
@@ -552,8 +553,16 @@ TEST(WebhookDeliveries, FailuresAreClassifiedAsRetriedOrFinal) {
             "policy_refused final");
   EXPECT_EQ(c(StatusCode::FAILED_PRECONDITION, "MLflow stores this model version at s3:...", false),
             "policy_refused final");
+  // A size limit is final, told by the mark its refusal carries (request_validation.h); the same
+  // words without the mark are a busy server.
+  const auto over = [](const char* msg, bool checked) {
+    const http::AttemptFailure f = http::ClassifyFailure(OverSizeLimitStatus(msg), checked);
+    return f.outcome + (f.retry ? " retry" : " final");
+  };
+  EXPECT_EQ(over("model is 2 MiB, over the limit of 1 MiB", false), "policy_refused final");
+  EXPECT_EQ(over("inline content is over the server's limit", true), "check_failed final");
   EXPECT_EQ(c(StatusCode::RESOURCE_EXHAUSTED, "model is 2 MiB, over the limit of 1 MiB", false),
-            "policy_refused final");
+            "download_failed retry");
   EXPECT_EQ(c(StatusCode::RESOURCE_EXHAUSTED, "in-flight model bytes exhausted", false),
             "download_failed retry");
   EXPECT_EQ(c(StatusCode::UNAVAILABLE, "the server is shutting down", true), "check_failed retry");

@@ -1336,6 +1336,8 @@ TEST_F(ServerTest, OversizedInlineContentAndChunksGetTheServersOwnMessage) {
             std::string::npos)
       << inline_status.error_message();
   EXPECT_NE(inline_status.error_message().find("Upload"), std::string::npos);
+  // The server's in-process mark of a size limit (request_validation.h) is not sent.
+  EXPECT_EQ(inline_status.error_details(), "");
   UploadArgs ua;
   ua.chunk = big.size();
   const grpc::Status chunk_status = Upload(ts.stub(), big, &r, ua);
@@ -1344,6 +1346,7 @@ TEST_F(ServerTest, OversizedInlineContentAndChunksGetTheServersOwnMessage) {
                                               "server's limit of 4194304 bytes per message"),
             std::string::npos)
       << chunk_status.error_message();
+  EXPECT_EQ(chunk_status.error_details(), "");
 }
 
 TEST_F(ServerTest, ServerReflectionV1DescribesTheServices) {

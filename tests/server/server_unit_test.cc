@@ -28,6 +28,8 @@
 #include "metrics.h"
 #include "model_source.h"
 #include "report_cache.h"
+#include "request_validation.h"
+#include "rpc/upload_stream.h"
 #include "server_test_util.h"
 #include "url_fetch.h"
 
@@ -271,6 +273,35 @@ TEST(LruCache, EvictsLeastRecentlyUsedWithinTheByteBound) {
   server::LruCache off(0);
   off.Put("k", ReportOfSize(1));
   EXPECT_EQ(off.entries(), 0u);
+}
+
+// A size limit is told from a busy server by the status's mark, never by its message: the HTTP
+// API answers 413 for one and 429 for the other, and a webhook delivery retries only the other.
+TEST(OverSizeLimit, IsTypedWhereTheRefusalIsMadeNotReadFromTheMessage) {
+  EXPECT_TRUE(server::OverSizeLimit(server::OverSizeLimitStatus("model is big")));
+  EXPECT_FALSE(server::OverSizeLimit(grpc::Status(
+      grpc::StatusCode::RESOURCE_EXHAUSTED, "model file is 9 bytes, over the limit of 8 bytes")));
+  EXPECT_FALSE(server::OverSizeLimit(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "x",
+                                                  std::string(server::kOverSizeLimitMark))));
+  const server::SourceError too_large(grpc::StatusCode::RESOURCE_EXHAUSTED, "too large",
+                                      server::SourceError::Kind::kTooLarge);
+  const server::SourceError busy(grpc::StatusCode::RESOURCE_EXHAUSTED, "busy");
+  EXPECT_TRUE(server::OverSizeLimit(too_large.status()));
+  EXPECT_EQ(too_large.status().error_message(), "too large");
+  EXPECT_FALSE(server::OverSizeLimit(busy.status()));
+  EXPECT_TRUE(server::OverSizeLimit(
+      server::GrpcStatusOf({server::UploadError::kTooLarge, "over max-model-bytes"})));
+  for (const auto kind : {server::UploadError::kBusy, server::UploadError::kStorage,
+                          server::UploadError::kNoDataFiles}) {
+    const grpc::Status s = server::GrpcStatusOf({kind, "no room"});
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_FALSE(server::OverSizeLimit(s));
+  }
+  // What a gRPC client gets: code and message only.
+  const grpc::Status sent = server::ForClient(server::OverSizeLimitStatus("model is big"));
+  EXPECT_EQ(sent.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(sent.error_message(), "model is big");
+  EXPECT_EQ(sent.error_details(), "");
 }
 
 // A cached report's JSON is RenderJson's text for the report, made once: for the report's own file
