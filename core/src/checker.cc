@@ -107,13 +107,9 @@ std::shared_ptr<const ModelGraph> CollectGraph(const GraphIndex& g, const QuantT
   return graph;
 }
 
-Report Run(LoadedModel& m, const CheckOptions& options) {
-  StageClock clock(options.timings);
-  Report report;
-  report.check_value = options.check_value;
-  report.tool_version = std::string(ToolVersion());
-  report.rule_set_version = std::string(kRuleSetVersion);
-  auto& facts = report.model;
+// The model's facts for the report, read before shape inference writes into the model.
+ModelFacts FactsOf(const LoadedModel& m) {
+  ModelFacts facts;
   facts.file = m.name;
   facts.sha256 = m.sha256;
   facts.size_bytes = m.size;
@@ -124,42 +120,56 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   facts.producer_version = m.proto->producer_version();
   facts.node_count = static_cast<std::size_t>(m.proto->graph().node_size());
   facts.initializer_count = static_cast<std::size_t>(m.proto->graph().initializer_size());
+  return facts;
+}
 
-  // value_info as declared by the producer, before inference adds its own: the positions of the
-  // complete entries, resolved to tensor ids once the index exists (it interns the same entries).
-  std::vector<int> declared_complete;
-  for (int k = 0; k < m.proto->graph().value_info_size(); ++k) {
-    if (TypeFromProto(m.proto->graph().value_info(k).type()).complete)
-      declared_complete.push_back(k);
+// The positions of the producer's complete value_info entries, before inference adds its own.
+std::vector<int> DeclaredCompleteEntries(const onnx::ModelProto& model) {
+  std::vector<int> entries;
+  for (int k = 0; k < model.graph().value_info_size(); ++k) {
+    if (TypeFromProto(model.graph().value_info(k).type()).complete) entries.push_back(k);
   }
-  clock.Lap(&StageTimings::guards_s);
+  return entries;
+}
 
-  Emitter out(nullptr, options.check_value);
-  // Beside the ONNX checker (which only reads the model), a second thread checks the tensor
-  // storage and indexes the graph as it was loaded; both are done before shape inference starts
-  // writing into the model (value_info, graph outputs, subgraphs). During shape inference it reads
-  // the Q/DQ parameters that need no types (nodes, initializers and Constant values, which
-  // inference does not write). The index and the Q/DQ table take the inferred types afterwards.
-  // The second thread's stage times are taken on its own clock and added below.
+// Those entries as tensor ids (the index interns the same entries): true for a tensor whose type
+// and shape the producer declared in full.
+std::vector<bool> DeclaredTensors(const GraphIndex& g, const std::vector<int>& entries) {
+  std::vector<bool> declared(static_cast<std::size_t>(g.tensor_count()), false);
+  const auto ids = g.DeclaredValueInfoIds();
+  for (const int k : entries) {
+    const int id = ids[static_cast<std::size_t>(k)];
+    if (id >= 0) declared[static_cast<std::size_t>(id)] = true;
+  }
+  return declared;
+}
+
+// ONNX validity (onnx_validity.cc) with the work that does not need inferred types beside it.
+// Beside the ONNX checker (which only reads the model), a second thread checks the tensor storage
+// and indexes the graph as it was loaded; both are done before shape inference starts writing
+// into the model (value_info, graph outputs, subgraphs). During shape inference it reads the Q/DQ
+// parameters that need no types (nodes, initializers and Constant values, which inference does not
+// write). The index and the Q/DQ table take the inferred types afterwards (the caller). The second
+// thread's stage times are taken on its own clock and added to `timings`.
+void ValidateAndIndex(LoadedModel& m, Emitter& out, StageClock& clock, StageTimings* timings,
+                      std::optional<GraphIndex>* index, std::optional<QuantTable>* quant) {
   StageTimings beside_times;
-  beside_times.thread_cpu = options.timings != nullptr && options.timings->thread_cpu;
-  StageTimings* beside_clock_times = options.timings != nullptr ? &beside_times : nullptr;
+  beside_times.thread_cpu = timings != nullptr && timings->thread_cpu;
+  StageTimings* beside_clock_times = timings != nullptr ? &beside_times : nullptr;
   std::vector<StorageProblem> storage;
-  std::optional<GraphIndex> index;
-  std::optional<QuantTable> quant;
   const bool parallel = ParallelChecks();
   Beside indexing(parallel, [&] {
     StageClock beside_clock(beside_clock_times);
     storage = FindStorageProblems(*m.proto);
     beside_clock.Lap(&StageTimings::guards_s);
-    index.emplace(m.proto->graph(), m.external.get(), GraphIndex::TypesLater{});
+    index->emplace(m.proto->graph(), m.external.get(), GraphIndex::TypesLater{});
     beside_clock.Lap(&StageTimings::index_s);
   });
   clock.Restart();  // (when sequential, the job ran here and is timed on beside_times)
   std::optional<Beside> quant_reading;
   auto read_quant = [&] {
     StageClock beside_clock(beside_clock_times);
-    quant.emplace(*index, GraphIndex::TypesLater{});
+    quant->emplace(**index, GraphIndex::TypesLater{});
     beside_clock.Lap(&StageTimings::quant_s);
   };
   ValidateOnnx(m, out, clock, [&] {
@@ -173,92 +183,48 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
   indexing.Join();  // (both joined already unless ValidateOnnx returned early)
   if (!quant_reading) quant_reading.emplace(false, read_quant);
   quant_reading->Join();
-  if (options.timings != nullptr) {
-    options.timings->guards_s += beside_times.guards_s;
-    options.timings->index_s += beside_times.index_s;
-    options.timings->quant_s += beside_times.quant_s;
+  if (timings != nullptr) {
+    timings->guards_s += beside_times.guards_s;
+    timings->index_s += beside_times.index_s;
+    timings->quant_s += beside_times.quant_s;
   }
-  GraphIndex& g = *index;
-  g.RecordTypes();
-  std::vector<bool> declared(static_cast<std::size_t>(g.tensor_count()), false);
-  const auto declared_ids = g.DeclaredValueInfoIds();
-  for (const int k : declared_complete) {
-    const int id = declared_ids[static_cast<std::size_t>(k)];
-    if (id >= 0) declared[static_cast<std::size_t>(id)] = true;
-  }
-  Emitter rules(&g, options.check_value);
-  clock.Lap(&StageTimings::index_s);
-  QuantTable& q = *quant;
-  q.ReadTypes();
-  facts.q_count = q.q_nodes().size();
-  facts.dq_count = q.dq_nodes().size();
-  clock.Lap(&StageTimings::quant_s);
-  Units units(g, q);
-  clock.Lap(&StageTimings::units_s);
-  Context c(g, q, units, rules, options.check_value);
-  c.model = m.proto;
-  c.declared_value_info = std::move(declared);
-  RunRuleStages(c);
-  clock.Lap(&StageTimings::rules_s);
+}
 
+// The Q/DQ edges of the model and how many of them a unit owns (the report's summary).
+void CountQdqEdges(const QuantTable& q, const Ownership& claims, Summary* summary) {
   std::size_t edges = 0, owned = 0;
   for (int dq : q.dq_nodes()) {
     ++edges;
-    if (c.claims.OwnsEdgeOf(dq)) ++owned;
+    if (claims.OwnsEdgeOf(dq)) ++owned;
   }
   for (int qn : q.q_nodes()) {
     if (q.PairedDq(qn) >= 0) continue;
     ++edges;
-    if (c.claims.OwnsEdgeOf(qn)) ++owned;
+    if (claims.OwnsEdgeOf(qn)) ++owned;
   }
-  report.summary.qdq_edges = edges;
-  report.summary.owned_qdq_edges = owned;
+  summary->qdq_edges = edges;
+  summary->owned_qdq_edges = owned;
+}
 
-  // Scope (2.1, reading 11): a quantized model is in scope even when its Q/DQ structure is
-  // broken or it is not valid ONNX; an unquantized one is not_applicable even when invalid.
-  const bool in_scope = InScope(c);
-  std::vector<int> primary;  // primary node of each finding, for the fingerprints
-  auto base = out.Take(&primary);
-  const std::size_t base_count = base.size();
-  auto found = rules.Take(&primary);
-  report.findings = std::move(base);
-  if (!in_scope) {
-    // Only the ONNX validity result and the scope note are reported.
-    primary.resize(base_count);
-    Finding f;
-    const RuleInfo& scope = rules::kScopeNoQuantizedEdge.info();
-    f.rule = std::string(scope.id);
-    f.severity = scope.severity;
-    f.section = std::string(scope.section);
-    f.group_key = std::string(scope.summary);
-    f.message = edges == 0
-                    ? "the model has no Q/DQ nodes; it is not a QDQ model"
-                    : "the model has " + Count(static_cast<std::int64_t>(edges), "Q/DQ edge") +
-                          " but no Q/DQ node on an operator's data path (e.g. Q/DQ only "
-                          "between graph inputs and outputs, or only on parameters)";
-    f.values = {{"qdq_edges", std::to_string(edges)}};
-    report.findings.push_back(std::move(f));
-    primary.push_back(-1);
-  } else {
-    for (auto& f : found) report.findings.push_back(std::move(f));
-  }
-  // Chip targets: judged on every model, in scope or not (a float model has a portability too).
-  std::vector<std::string> chips;
-  if (!options.targets.empty()) {
-    chips = ResolveTargets(options.targets);
-    primary.resize(report.findings.size());
-    for (auto& f : EvaluateTargets(g, *m.proto, chips, &primary))
-      report.findings.push_back(std::move(f));
-  }
-  // The Pulsar2 build configuration: judged on every model, like the targets.
-  if (options.pulsar2_config) {
-    primary.resize(report.findings.size());
-    for (auto& f : EvaluatePulsar2Config(*options.pulsar2_config, g, q, units, chips, &primary))
-      report.findings.push_back(std::move(f));
-  }
-  AssignFingerprints(&g, report.findings, primary);
-  AssignCauses(&g, m.proto, report.findings, primary);
-  // Every string that can come from the model is cleaned once, here (see CleanText).
+// The one finding of a model out of scope (2.1, reading 11).
+Finding OutOfScope(std::size_t edges) {
+  Finding f;
+  const RuleInfo& scope = rules::kScopeNoQuantizedEdge.info();
+  f.rule = std::string(scope.id);
+  f.severity = scope.severity;
+  f.section = std::string(scope.section);
+  f.group_key = std::string(scope.summary);
+  f.message = edges == 0 ? "the model has no Q/DQ nodes; it is not a QDQ model"
+                         : "the model has " + Count(static_cast<std::int64_t>(edges), "Q/DQ edge") +
+                               " but no Q/DQ node on an operator's data path (e.g. Q/DQ only "
+                               "between graph inputs and outputs, or only on parameters)";
+  f.values = {{"qdq_edges", std::to_string(edges)}};
+  return f;
+}
+
+// Every string that can come from the model is cleaned once, here (see CleanText).
+void CleanModelText(Report& report) {
+  auto& facts = report.model;
   for (auto* s : {&facts.file, &facts.producer_name, &facts.producer_version}) CleanTextInPlace(*s);
   for (auto& op : facts.opsets) CleanTextInPlace(op.first);
   for (auto& f : report.findings) {
@@ -271,6 +237,82 @@ Report Run(LoadedModel& m, const CheckOptions& options) {
       CleanTextInPlace(v);
     }
   }
+}
+
+// The findings in report order: ONNX validity, then the rules' (or, out of scope, the scope
+// note only), then the chip targets' and the Pulsar2 configuration's (judged on every model, in
+// scope or not: a float model has a portability too); with fingerprints and causes. `primary`
+// holds the primary node of each finding (for the fingerprints).
+void AssembleFindings(Report& report, const LoadedModel& m, const CheckOptions& options,
+                      const Context& c, Emitter& out, const std::vector<std::string>& chips,
+                      bool in_scope) {
+  std::vector<int> primary;
+  auto base = out.Take(&primary);
+  const std::size_t base_count = base.size();
+  auto found = c.out.Take(&primary);
+  report.findings = std::move(base);
+  if (!in_scope) {
+    primary.resize(base_count);
+    report.findings.push_back(OutOfScope(report.summary.qdq_edges));
+    primary.push_back(-1);
+  } else {
+    for (auto& f : found) report.findings.push_back(std::move(f));
+  }
+  if (!chips.empty()) {
+    primary.resize(report.findings.size());
+    for (auto& f : EvaluateTargets(c.g, *m.proto, chips, &primary))
+      report.findings.push_back(std::move(f));
+  }
+  if (options.pulsar2_config) {
+    primary.resize(report.findings.size());
+    for (auto& f :
+         EvaluatePulsar2Config(*options.pulsar2_config, c.g, c.q, c.units, chips, &primary))
+      report.findings.push_back(std::move(f));
+  }
+  AssignFingerprints(&c.g, report.findings, primary);
+  AssignCauses(&c.g, m.proto, report.findings, primary);
+}
+
+Report Run(LoadedModel& m, const CheckOptions& options) {
+  StageClock clock(options.timings);
+  Report report;
+  report.check_value = options.check_value;
+  report.tool_version = std::string(ToolVersion());
+  report.rule_set_version = std::string(kRuleSetVersion);
+  report.model = FactsOf(m);
+  const std::vector<int> declared_complete = DeclaredCompleteEntries(*m.proto);
+  clock.Lap(&StageTimings::guards_s);
+
+  Emitter out(nullptr, options.check_value);
+  std::optional<GraphIndex> index;
+  std::optional<QuantTable> quant;
+  ValidateAndIndex(m, out, clock, options.timings, &index, &quant);
+  GraphIndex& g = *index;
+  g.RecordTypes();
+  std::vector<bool> declared = DeclaredTensors(g, declared_complete);
+  Emitter rules(&g, options.check_value);
+  clock.Lap(&StageTimings::index_s);
+  QuantTable& q = *quant;
+  q.ReadTypes();
+  report.model.q_count = q.q_nodes().size();
+  report.model.dq_count = q.dq_nodes().size();
+  clock.Lap(&StageTimings::quant_s);
+  Units units(g, q);
+  clock.Lap(&StageTimings::units_s);
+  Context c(g, q, units, rules, options.check_value);
+  c.model = m.proto;
+  c.declared_value_info = std::move(declared);
+  RunRuleStages(c);
+  clock.Lap(&StageTimings::rules_s);
+
+  CountQdqEdges(q, c.claims, &report.summary);
+  // Scope (2.1, reading 11): a quantized model is in scope even when its Q/DQ structure is
+  // broken or it is not valid ONNX; an unquantized one is not_applicable even when invalid.
+  const bool in_scope = InScope(c);
+  const std::vector<std::string> chips =
+      options.targets.empty() ? std::vector<std::string>{} : ResolveTargets(options.targets);
+  AssembleFindings(report, m, options, c, out, chips, in_scope);
+  CleanModelText(report);
   if (options.include_units) {
     for (const auto& u : units.all()) report.units.push_back(ToInfo(u, g, c.claims));
   }
