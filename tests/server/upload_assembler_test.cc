@@ -527,7 +527,7 @@ TEST(UploadFuzzInput, EncodedUploadsAreAccepted) {
   }
 }
 
-// The data-file and tar encodings of the fuzz input: accepted as written, and no mutation of them
+// The data-file, tar and hash-only encodings of the fuzz input: accepted as written, and no mutation of them
 // (byte flips, insertions, deletions, truncations, for AXQC_UPLOAD_MUTATION_SECONDS, default 1 s)
 // breaks an invariant. A quick, uninstrumented companion of tests/fuzz/run.sh upload.
 TEST(UploadFuzzInput, DataFileAndTarInputsHoldTheInvariantsUnderMutation) {
@@ -535,10 +535,11 @@ TEST(UploadFuzzInput, DataFileAndTarInputsHoldTheInvariantsUnderMutation) {
   const std::string data = std::string(200, '\0') + std::string(300, '\x05');
   const std::string upload = fuzz::EncodeUploadWithData(model, data);
   const std::string ranged = fuzz::EncodeRangedUpload(model, data, {{3, 9}, {198, 4}, {490, 10}});
+  const std::string hashed = "H" + fuzz::EncodeUpload(model, 700, true, true, "m.onnx");
   const std::string tar = std::string("T\x07") + fuzz::TarMember("m/", "", '5') +
                           fuzz::TarMember("m/model.onnx", model) +
                           fuzz::TarMember("m/weights.bin", data) + std::string(1024, '\0');
-  for (const std::string* in : {&upload, &ranged, &tar}) {
+  for (const std::string* in : {&upload, &ranged, &tar, &hashed}) {
     EXPECT_EQ(fuzz::RunUploadInput(reinterpret_cast<const std::uint8_t*>(in->data()), in->size()),
               "");
   }
@@ -585,8 +586,9 @@ TEST(UploadFuzzInput, DataFileAndTarInputsHoldTheInvariantsUnderMutation) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   std::uint64_t runs = 0;
   while (std::chrono::steady_clock::now() < end) {
-    const std::uint64_t pick = rng() % 3;
-    std::string in = pick == 0 ? upload : pick == 1 ? ranged : tar;
+    const std::uint64_t pick = rng() % 4;
+    // 3: a plain upload with its sha256 declared, of a model whose report is cached (hash only).
+    std::string in = pick == 0 ? upload : pick == 1 ? ranged : pick == 2 ? tar : hashed;
     const int edits = 1 + static_cast<int>(rng() % 8);
     for (int e = 0; e < edits && !in.empty(); ++e) {
       const std::size_t at = rng() % in.size();
