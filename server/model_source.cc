@@ -136,8 +136,8 @@ class Fd {
 
 }  // namespace
 
-LoadedModel PathResolver::Load(const std::string& request_path, std::uint64_t max_bytes,
-                               ByteBudget& budget, std::uint64_t max_data_bytes) const {
+SourcedModel PathResolver::Load(const std::string& request_path, std::uint64_t max_bytes,
+                                ByteBudget& budget, std::uint64_t max_data_bytes) const {
   if (!enabled()) {
     throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
                       "path references are disabled on this server (no --allowed-root)");
@@ -232,7 +232,7 @@ LoadedModel PathResolver::Load(const std::string& request_path, std::uint64_t ma
   } catch (const std::system_error& e) {
     FailOpen(e.code().value(), request_path);
   }
-  LoadedModel out;
+  SourcedModel out;
   out.sha256 = axqc::Sha256Hex(buffer.view());
   // The external data files the model names, opened beside it (below its directory).
   bool more = false;

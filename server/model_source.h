@@ -98,7 +98,10 @@ class Reservation {
 std::shared_ptr<const isolate::ModelBuffer> AccountedBytes(isolate::ModelBuffer&& buffer,
                                                            Reservation&& reservation);
 
-struct LoadedModel {
+// A model as a source delivered it (a path under the roots, a URL, an upload): its sealed bytes,
+// their hashes and its data files, not parsed yet (the checker parses it into its own
+// detail::LoadedModel, core/src/loader.h).
+struct SourcedModel {
   std::shared_ptr<const isolate::ModelBuffer> bytes;  // sealed
   // Computed by this server from the bytes, never taken from a client. With data files: the
   // bundle hash of the graph file and the data files (DataFileSet::BundleSha256).
@@ -120,11 +123,11 @@ class PathResolver {
   // Throws SourceError: INVALID_ARGUMENT (empty, NUL, not a regular file), PERMISSION_DENIED
   // (outside the roots, "..", symlink escape, path references disabled), NOT_FOUND,
   // RESOURCE_EXHAUSTED (larger than max_bytes or over the byte budget).
-  // A model whose tensors name external data files gets them opened beside it (LoadedModel::data)
+  // A model whose tensors name external data files gets them opened beside it (SourcedModel::data)
   // the same way (below the model's directory, no symbolic link, regular files only), together at
   // most `max_data_bytes`; NOT_FOUND for a missing one.
-  LoadedModel Load(const std::string& request_path, std::uint64_t max_bytes, ByteBudget& budget,
-                   std::uint64_t max_data_bytes = 0) const;
+  SourcedModel Load(const std::string& request_path, std::uint64_t max_bytes, ByteBudget& budget,
+                    std::uint64_t max_data_bytes = 0) const;
 
  private:
   struct Root {

@@ -277,7 +277,7 @@ UploadStatus UploadAssembler::AddModelBytes(std::string_view chunk, std::string*
   return UploadStatus::Ok();
 }
 
-UploadStatus UploadAssembler::Finish(LoadedModel* model) {
+UploadStatus UploadAssembler::Finish(SourcedModel* model) {
   switch (state_) {
     case State::kDone:
       return InvalidUpload(kEnded);
@@ -534,7 +534,7 @@ UploadStatus UploadAssembler::WriteData(DataFile& f, std::uint64_t offset, std::
   return UploadStatus::Ok();
 }
 
-UploadStatus UploadAssembler::FinishDataFiles(LoadedModel* model) {
+UploadStatus UploadAssembler::FinishDataFiles(SourcedModel* model) {
   if (data_files_.empty()) return UploadStatus::Ok();
   auto set = std::make_shared<isolate::DataFileSet>();
   for (auto& f : data_files_) {

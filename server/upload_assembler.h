@@ -122,7 +122,7 @@ class UploadAssembler {
   // `model` holds the bytes and their sha256; they stay charged to the model budget until the last
   // reference to `model->bytes` goes away, and the upload budget is released (after HashOnly:
   // only the sha256, `model->bytes` null). Otherwise as above.
-  UploadStatus Finish(LoadedModel* model);
+  UploadStatus Finish(SourcedModel* model);
   // Releases the buffer and both reservations (cancellation, timeout). Idempotent.
   void Abort();
 
@@ -149,7 +149,7 @@ class UploadAssembler {
   UploadStatus CheckDataFile(const std::string& field, std::string_view name, std::uint64_t size,
                              std::uint64_t total_before, std::string* normalized) const;
   UploadStatus NewDataFile(std::string name, std::uint64_t size, std::string sha256);
-  UploadStatus FinishDataFiles(LoadedModel* model);
+  UploadStatus FinishDataFiles(SourcedModel* model);
   UploadStatus Fail(UploadStatus status);
   UploadStatus TooBig(std::uint64_t size) const;
   // Makes both reservations cover `total` bytes.

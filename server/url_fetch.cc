@@ -457,12 +457,12 @@ bool HostAllowed(const ParsedUrl& url, const std::vector<std::string>& allow_hos
 }
 
 namespace {
-LoadedModel Fetch(const std::string& url_text, const UrlPolicy& policy, ByteBudget& budget,
-                  const std::atomic<bool>& cancelled, FileTarget* file);
+SourcedModel Fetch(const std::string& url_text, const UrlPolicy& policy, ByteBudget& budget,
+                   const std::atomic<bool>& cancelled, FileTarget* file);
 }  // namespace
 
-LoadedModel FetchUrl(const std::string& url_text, const UrlPolicy& policy, ByteBudget& budget,
-                     const std::atomic<bool>& cancelled) {
+SourcedModel FetchUrl(const std::string& url_text, const UrlPolicy& policy, ByteBudget& budget,
+                      const std::atomic<bool>& cancelled) {
   return Fetch(url_text, policy, budget, cancelled, nullptr);
 }
 
@@ -493,7 +493,7 @@ std::string DataFileUrl(const std::string& model_url, const std::string& name) {
   return base.scheme + "://" + base.HostHeader() + dir + EncodePath(name);
 }
 
-void FetchDataFiles(LoadedModel& model, const std::string& model_url,
+void FetchDataFiles(SourcedModel& model, const std::string& model_url,
                     const std::map<std::string, std::string>& urls, const UrlPolicy& policy,
                     std::uint64_t max_data_bytes, const std::string& dir,
                     const std::atomic<bool>& cancelled) {
@@ -575,8 +575,8 @@ void FetchDataFiles(LoadedModel& model, const std::string& model_url,
 
 namespace {
 
-LoadedModel Fetch(const std::string& url_text, const UrlPolicy& policy, ByteBudget& budget,
-                  const std::atomic<bool>& cancelled, FileTarget* file) {
+SourcedModel Fetch(const std::string& url_text, const UrlPolicy& policy, ByteBudget& budget,
+                   const std::atomic<bool>& cancelled, FileTarget* file) {
   if (policy.allow_hosts.empty()) {
     throw SourceError(grpc::StatusCode::PERMISSION_DENIED,
                       "URL references are disabled on this server (no --url-allow-host)");
@@ -611,13 +611,13 @@ LoadedModel Fetch(const std::string& url_text, const UrlPolicy& policy, ByteBudg
           grpc::StatusCode::UNAVAILABLE,
           std::string("fetching ") + url.Redacted() + ": " + hop.stage + ": " + hop.ec.message());
     }
-    if (hop.status == 200 && file != nullptr) return LoadedModel{};
+    if (hop.status == 200 && file != nullptr) return SourcedModel{};
     if (hop.status == 200) {
       Reservation reservation = std::move(hop.reservation);
       isolate::ModelBuffer body =
           hop.body != nullptr ? std::move(*hop.body) : isolate::ModelBuffer();  // no body at all
       if (body.size() > reservation.bytes()) reservation.Grow(body.size() - reservation.bytes());
-      LoadedModel out;
+      SourcedModel out;
       try {
         body.Seal();
         out.sha256 = axqc::Sha256Hex(body.view());

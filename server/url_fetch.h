@@ -54,8 +54,8 @@ struct UrlPolicy {
 // URLs disabled), NOT_FOUND (HTTP 404/410), RESOURCE_EXHAUSTED (body over max_bytes),
 // CANCELLED (`cancelled` became true), UNAVAILABLE (network errors, timeout, other HTTP statuses),
 // INVALID_ARGUMENT (malformed URL).
-LoadedModel FetchUrl(const std::string& url, const UrlPolicy& policy, ByteBudget& budget,
-                     const std::atomic<bool>& cancelled);
+SourcedModel FetchUrl(const std::string& url, const UrlPolicy& policy, ByteBudget& budget,
+                      const std::atomic<bool>& cancelled);
 
 // The URL of data file `name` (a normalized relative name) of the model at `model_url`: the
 // model URL's folder (its query string dropped) with the name, percent-encoded, appended.
@@ -67,7 +67,7 @@ std::string DataFileUrl(const std::string& model_url, const std::string& name);
 // name). Sets model.data, model.graph_sha256 and model.sha256 (the bundle hash). A name in `urls`
 // the model does not name is INVALID_ARGUMENT; a location the checker refuses is not fetched (the
 // check reports it). Throws SourceError as FetchUrl (RESOURCE_EXHAUSTED over max_data_bytes).
-void FetchDataFiles(LoadedModel& model, const std::string& model_url,
+void FetchDataFiles(SourcedModel& model, const std::string& model_url,
                     const std::map<std::string, std::string>& urls, const UrlPolicy& policy,
                     std::uint64_t max_data_bytes, const std::string& dir,
                     const std::atomic<bool>& cancelled);

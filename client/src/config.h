@@ -17,6 +17,9 @@
 namespace axqc::cli {
 
 // A configuration that cannot be used; what() names the file, the line and the problem.
+// axqc::server::ConfigError (server/config.h) is another type of the same name on purpose: no
+// translation unit sees both (each config.h is only on its own folder's include path, checked
+// with build/*/compile_commands.json), and the namespaces keep them apart.
 class ConfigError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

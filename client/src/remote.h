@@ -8,7 +8,9 @@
 //   CA and client certificate): TLS required or not spoken, certificate not trusted, client
 //   certificate required or rejected. gRPC's own log lines are silenced unless GRPC_VERBOSITY or
 //   GRPC_TRACE is set.
-// The entry points are declared in cli.h; this header has the helpers the entry points share.
+// The entry points are declared in cli.h and defined in remote_check.cc (check) and
+// remote_commands.cc (rules, stats, health), over the channel of remote_transport.h (connection,
+// TLS, the explanation of an unreachable server); this header has the helpers they share.
 #pragma once
 
 #include <chrono>

@@ -5,12 +5,15 @@
 // Causes are decided by two tables, never by the text of a message:
 // - kCausalLinks: (cause rule, consequence rule, relation). A finding is caused by an earlier
 //   decided finding when some row's relation holds between the two in the graph.
-// - kArtifacts: producer artifacts recognised by graph structure (relu6 as Relu -> Clip, a
-//   decomposed GELU, a shape subgraph, ...). Every finding on a node of a recognised artifact
-//   that no link explains is caused by the finding at the artifact's anchor node, which carries
-//   the artifact's hint (relation kArtifact: the operator or pattern that failed to form).
-// Roots that no artifact covers get a hint from their own structure (a Constant feeding a
-// scale, an Identity of an initializer, missing value_info, ...).
+// - kArtifacts (causes_artifacts.h, rows in causes_hints.cc, recognisers in
+//   causes_artifacts.cc): producer artifacts recognised by graph structure (relu6 as Relu ->
+//   Clip, a decomposed GELU, a shape subgraph, ...). Every finding on a node of a recognised
+//   artifact that no link explains is caused by the finding at the artifact's anchor node, which
+//   carries the artifact's hint (relation kArtifact: the operator or pattern that failed to form).
+//   Roots that no artifact region covers get a hint from their own structure (a Constant feeding
+//   a scale, an Identity of an initializer, missing value_info, ...): the table's root
+//   recognisers.
+// causes.cc is the engine that runs both tables.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -46,17 +49,6 @@ struct CausalLink {
   std::string_view why;  // one line for the rule pages
 };
 std::span<const CausalLink> CausalLinks();
-
-// A producer artifact and its hint. `recognised` says how the checker sees it (docs).
-struct ArtifactInfo {
-  std::string_view id;          // Hint::id
-  std::string_view title;       // short name for the text report
-  std::string_view rewrite;     // `axqc fix` rewrite ID, "" = producer side only
-  std::string_view recognised;  // the graph structure (or finding) it is recognised by
-  std::string_view text;        // Hint::text
-};
-std::span<const ArtifactInfo> Artifacts();
-const ArtifactInfo* FindArtifact(std::string_view id);
 
 // Sets Finding::id, Finding::cause and Finding::hint of every finding. `primary[i]` is the node
 // index of findings[i]'s primary node in `g` (-1: none). Runs before names are cleaned (node

@@ -101,7 +101,7 @@ class UploadSink final : public BodySink {
     if (tar_ != nullptr) {
       if (grpc::Status st = tar_->Finish(); !Done(st)) return;
     }
-    LoadedModel model;
+    SourcedModel model;
     const UploadStatus st = assembler_.Finish(&model);
     call_->Update([&](CallBase::Fields& f) {
       if (!model.sha256.empty()) f.sha256 = model.sha256;

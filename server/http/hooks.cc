@@ -127,7 +127,7 @@ std::string Hooks::RegistryCall(
   policy.headers = headers;
   std::atomic<bool> never{false};
   ByteBudget unlimited(1ull << 40, static_cast<prometheus::Gauge*>(nullptr));
-  LoadedModel out = FetchUrl(url, policy, unlimited, never);
+  SourcedModel out = FetchUrl(url, policy, unlimited, never);
   return out.bytes == nullptr ? std::string() : std::string(out.bytes->view());
 }
 
@@ -159,7 +159,7 @@ void HookCheckRpc::Run(ServiceContext& s, const std::shared_ptr<Call<Response>>&
       policy.max_redirects = deps.config->url_max_redirects;
       policy.max_bytes = deps.config->max_model_bytes;
       policy.headers = CredentialsFor(url, req.credential_origin, req.headers);
-      LoadedModel model = FetchUrl(url, policy, *deps.budget, call->cancelled);
+      SourcedModel model = FetchUrl(url, policy, *deps.budget, call->cancelled);
       // The data files the model names, from the registry beside it (same credentials policy).
       FetchDataFiles(model, url, {}, policy, deps.config->max_external_data_bytes,
                      deps.config->data_file_dir, call->cancelled);

@@ -57,7 +57,7 @@ void StartInline(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
   auto bytes = AccountedBytes(std::move(buffer), std::move(reservation));
   boost::asio::post(*d.io, [&s, call = call, bytes = std::move(bytes)]() mutable {
     const auto t0 = Clock::now();
-    LoadedModel model;
+    SourcedModel model;
     model.sha256 = axqc::Sha256Hex(bytes->view());
     model.bytes = std::move(bytes);
     s.deps.metrics->ObserveStage("load", SecondsSince(t0));
@@ -77,8 +77,8 @@ void StartPath(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
     const ServiceDeps& deps = s.deps;
     const auto t0 = Clock::now();
     try {
-      LoadedModel model = deps.paths->Load(path, deps.config->max_model_bytes, *deps.budget,
-                                           deps.config->max_external_data_bytes);
+      SourcedModel model = deps.paths->Load(path, deps.config->max_model_bytes, *deps.budget,
+                                            deps.config->max_external_data_bytes);
       deps.metrics->ObserveStage("load", SecondsSince(t0));
       CheckModel(s, call, std::move(model));
     } catch (const SourceError& e) {
@@ -118,7 +118,7 @@ void StartUrl(ServiceContext& s, const std::shared_ptr<CheckCall>& call,
     policy.max_redirects = deps.config->url_max_redirects;
     policy.max_bytes = deps.config->max_model_bytes;
     try {
-      LoadedModel model = FetchUrl(url, policy, *deps.budget, call->cancelled);
+      SourcedModel model = FetchUrl(url, policy, *deps.budget, call->cancelled);
       FetchDataFiles(model, url, data_urls, policy, deps.config->max_external_data_bytes,
                      deps.config->data_file_dir, call->cancelled);
       deps.metrics->ObserveStage("load", SecondsSince(t0));

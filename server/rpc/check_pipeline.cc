@@ -148,7 +148,7 @@ void ClaimAndSubmit(ServiceContext& s, const std::shared_ptr<CheckCall>& call, C
 
 }  // namespace
 
-void CheckModel(ServiceContext& s, const std::shared_ptr<CheckCall>& call, LoadedModel model) {
+void CheckModel(ServiceContext& s, const std::shared_ptr<CheckCall>& call, SourcedModel model) {
   const ServiceDeps& d = s.deps;
   if (call->cancelled.load() || call->finished()) return;
   const auto fields = call->Snapshot();

@@ -12,6 +12,6 @@
 namespace axqc::server {
 
 // On the I/O pool. Finishes `call` (now, or when the check or the other server's check ends).
-void CheckModel(ServiceContext& s, const std::shared_ptr<CheckCall>& call, LoadedModel model);
+void CheckModel(ServiceContext& s, const std::shared_ptr<CheckCall>& call, SourcedModel model);
 
 }  // namespace axqc::server

@@ -140,7 +140,7 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
 
   void EndOfStream() {
     s_.upload_watchdog.Unwatch(idle_);
-    LoadedModel model;
+    SourcedModel model;
     const grpc::Status st = GrpcStatusOf(assembler_.Finish(&model));
     call_->Update([&](CallBase::Fields& f) {
       if (!model.sha256.empty()) f.sha256 = model.sha256;

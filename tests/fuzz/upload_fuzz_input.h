@@ -398,7 +398,7 @@ inline std::string RunTarInput(const std::uint8_t* data, std::size_t size);
 // listed ranges (valid: sorted, non-empty, inside, apart), their bytes are the bytes sent for the
 // file at those offsets, the bytes sent are within the limit, and the key is that of the ranges
 // sent (server/external_reads.h).
-inline std::string CheckRanged(const v1::UploadMetadata& meta, const server::LoadedModel& model,
+inline std::string CheckRanged(const v1::UploadMetadata& meta, const server::SourcedModel& model,
                                std::map<std::uint32_t, std::string>& data_sent) {
   if (!model.data->partial()) return "a ranged upload gave a complete data file set";
   std::uint64_t total = 0;
@@ -484,7 +484,7 @@ inline std::string RunUploadInput(const std::uint8_t* data, std::size_t size) {
       }
       if (!failed && a.received() != sent.size()) return "received() differs from the chunks sent";
     }
-    server::LoadedModel model;
+    server::SourcedModel model;
     const grpc::Status s = server::GrpcStatusOf(a.Finish(&model));
     if (!allowed(s.error_code())) return "Finish returned status " + std::to_string(s.error_code());
     if (s.ok()) {
@@ -617,7 +617,7 @@ inline std::string RunTarInput(const std::uint8_t* data, std::size_t size) {
     if (!allowed(st.error_code())) return "tar Finish returned " + std::to_string(st.error_code());
     if (reader.members() > server::TarReader::kMaxMembers) return "more tar members than allowed";
     if (st.ok()) {
-      server::LoadedModel model;
+      server::SourcedModel model;
       st = server::GrpcStatusOf(a.Finish(&model));
       if (!allowed(st.error_code())) return "Finish returned " + std::to_string(st.error_code());
       if (st.ok()) {

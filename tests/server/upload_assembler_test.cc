@@ -28,7 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 using grpc::StatusCode;
 using server::ByteBudget;
-using server::LoadedModel;
+using server::SourcedModel;
 using server::UploadAssembler;
 using server::UploadError;
 using server::UploadStatus;
@@ -40,7 +40,7 @@ grpc::Status Add(UploadAssembler& a, const v1::UploadRequest& msg) {
 grpc::Status Take(UploadAssembler& a, v1::UploadRequest* msg) {
   return server::GrpcStatusOf(server::TakeUploadMessage(a, msg));
 }
-grpc::Status Finish(UploadAssembler& a, LoadedModel* model) {
+grpc::Status Finish(UploadAssembler& a, SourcedModel* model) {
   return server::GrpcStatusOf(a.Finish(model));
 }
 
@@ -66,7 +66,7 @@ struct Budgets {
 TEST(UploadAssembler, AssemblesChunksAndKeepsTheModelBytesCharged) {
   Budgets b;
   const std::string model(300, 'm');
-  LoadedModel out;
+  SourcedModel out;
   {
     UploadAssembler a(500, &b.model, &b.upload);
     ASSERT_TRUE(Add(a, Meta(300, axqc::Sha256Hex(model))).ok());
@@ -120,7 +120,7 @@ TEST(UploadAssembler, LargeUploadsArePipelinedIntoASealedMemfd) {
                          ? (model.size() + 65535) / 65536
                          : 1 + (model.size() - UploadAssembler::kPipelineBytes + 65535) / 65536);
     EXPECT_EQ(a.received(), model.size());
-    LoadedModel out;
+    SourcedModel out;
     ASSERT_TRUE(Finish(a, &out).ok());
     EXPECT_EQ(out.sha256, axqc::Sha256Hex(model));
     ASSERT_NE(out.bytes, nullptr);
@@ -155,7 +155,7 @@ TEST(UploadAssembler, HashOnlyUploadsProveTheirSha256WithoutKeepingTheBytes) {
     }
     EXPECT_EQ(a.received(), model.size());
     EXPECT_EQ(a.pipelined(), model.size() >= UploadAssembler::kPipelineBytes);
-    LoadedModel out;
+    SourcedModel out;
     ASSERT_TRUE(Finish(a, &out).ok());
     EXPECT_EQ(out.sha256, axqc::Sha256Hex(model));
     EXPECT_EQ(out.bytes, nullptr);
@@ -167,7 +167,7 @@ TEST(UploadAssembler, HashOnlyUploadsProveTheirSha256WithoutKeepingTheBytes) {
     ASSERT_TRUE(Add(a, Meta(3, axqc::Sha256Hex("abc"))).ok());
     ASSERT_TRUE(a.HashOnly());
     ASSERT_TRUE(Add(a, Chunk("abd")).ok());
-    LoadedModel out;
+    SourcedModel out;
     const grpc::Status s = Finish(a, &out);
     EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(s.error_message().find("sha256 mismatch"), std::string::npos);
@@ -182,7 +182,7 @@ TEST(UploadAssembler, HashOnlyUploadsProveTheirSha256WithoutKeepingTheBytes) {
     ASSERT_TRUE(Add(b, Chunk("a")).ok());
     EXPECT_FALSE(b.HashOnly());
     ASSERT_TRUE(Add(b, Chunk("bc")).ok());
-    LoadedModel out;
+    SourcedModel out;
     ASSERT_TRUE(Finish(b, &out).ok());
     ASSERT_NE(out.bytes, nullptr);
     EXPECT_EQ(out.bytes->view(), "abc");
@@ -197,7 +197,7 @@ TEST(UploadAssembler, PipelinedUploadsFailAndAbortCleanly) {
     ASSERT_TRUE(Add(a, Meta(6 * chunk.size(), axqc::Sha256Hex("other bytes"))).ok());
     for (int i = 0; i < 6; ++i) ASSERT_TRUE(Add(a, Chunk(chunk)).ok());
     EXPECT_TRUE(a.pipelined());
-    LoadedModel out;
+    SourcedModel out;
     const grpc::Status s = Finish(a, &out);
     EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(s.error_message().find("sha256 mismatch"), std::string::npos);
@@ -269,7 +269,7 @@ TEST(UploadAssembler, OrderAndFieldErrors) {
   }
   {
     UploadAssembler a(500, &b.model, &b.upload);
-    LoadedModel out;
+    SourcedModel out;
     EXPECT_EQ(Finish(a, &out).error_message(),
               "empty Upload stream: metadata and model bytes expected");
   }
@@ -282,7 +282,7 @@ TEST(UploadAssembler, OrderAndFieldErrors) {
     UploadAssembler a(500, &b.model, &b.upload);
     ASSERT_TRUE(Add(a, Meta(3)).ok());
     ASSERT_TRUE(Add(a, Chunk("ab")).ok());
-    LoadedModel out;
+    SourcedModel out;
     EXPECT_EQ(Finish(a, &out).error_message(), "received 2 bytes, declared size_bytes 3");
     EXPECT_EQ(out.bytes, nullptr);
   }
@@ -290,7 +290,7 @@ TEST(UploadAssembler, OrderAndFieldErrors) {
     UploadAssembler a(500, &b.model, &b.upload);
     ASSERT_TRUE(Add(a, Meta(0, axqc::Sha256Hex("abd"))).ok());
     ASSERT_TRUE(Add(a, Chunk("abc")).ok());
-    LoadedModel out;
+    SourcedModel out;
     const grpc::Status s = Finish(a, &out);
     EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(s.error_message().find("sha256 mismatch"), std::string::npos);
@@ -347,7 +347,7 @@ TEST(UploadAssembler, DeclaredSizesHoldNoBudgetOnlyReceivedBytesDo) {
     ASSERT_TRUE(Add(a, Meta(450)).ok());
     ASSERT_TRUE(Add(a, Chunk(model)).ok());
     EXPECT_EQ(b.upload.used(), 450u);
-    LoadedModel out;
+    SourcedModel out;
     ASSERT_TRUE(Finish(a, &out).ok());
     EXPECT_EQ(out.bytes->view(), model);
   }
@@ -440,7 +440,7 @@ TEST(UploadAssembler, RefusalsCarryTheirKind) {
     m.set_sha256(axqc::Sha256Hex("abd"));
     ASSERT_TRUE(c.Begin(m).ok());
     ASSERT_TRUE(c.AddChunk("abc").ok());
-    LoadedModel out;
+    SourcedModel out;
     expect_kind(c.Finish(&out), UploadError::kInvalid, 400, StatusCode::INVALID_ARGUMENT);
     UploadAssembler d(500, &b.model, &b.upload);
     expect_kind(d.AddChunk("x"), UploadError::kInvalid, 400, StatusCode::INVALID_ARGUMENT);
@@ -476,7 +476,7 @@ TEST(UploadAssembler, TakesBytesCopiedOrTaken) {
   std::string rest = model.substr(5);
   ASSERT_TRUE(a.AddChunk(&rest).ok());
   EXPECT_EQ(a.received(), model.size());
-  LoadedModel out;
+  SourcedModel out;
   ASSERT_TRUE(a.Finish(&out).ok());
   EXPECT_EQ(out.bytes->view(), model);
   EXPECT_EQ(out.sha256, axqc::Sha256Hex(model));
@@ -519,7 +519,7 @@ TEST(UploadFuzzInput, EncodedUploadsAreAccepted) {
         ByteBudget mb(fuzz::kFuzzModelBudget, static_cast<prometheus::Gauge*>(nullptr));
         UploadAssembler a(fuzz::kFuzzMaxModelBytes, &mb, nullptr);
         for (const auto& m : msgs) ASSERT_TRUE(Add(a, m).ok());
-        LoadedModel out;
+        SourcedModel out;
         ASSERT_TRUE(Finish(a, &out).ok());
         EXPECT_EQ(out.bytes->view(), model);
       }
@@ -551,7 +551,7 @@ TEST(UploadFuzzInput, DataFileAndTarInputsHoldTheInvariantsUnderMutation) {
     UploadAssembler ra(fuzz::kFuzzMaxModelBytes, &rb, nullptr);
     ra.AllowDataFiles(fuzz::kFuzzMaxDataBytes, "");
     for (const auto& m : rmsgs) ASSERT_TRUE(Add(ra, m).ok());
-    LoadedModel rout;
+    SourcedModel rout;
     ASSERT_TRUE(Finish(ra, &rout).ok());
     ASSERT_NE(rout.data, nullptr);
     EXPECT_TRUE(rout.data->partial());
@@ -574,7 +574,7 @@ TEST(UploadFuzzInput, DataFileAndTarInputsHoldTheInvariantsUnderMutation) {
   UploadAssembler a(fuzz::kFuzzMaxModelBytes, &mb, nullptr);
   a.AllowDataFiles(fuzz::kFuzzMaxDataBytes, "");
   for (const auto& m : msgs) ASSERT_TRUE(Add(a, m).ok());
-  LoadedModel out;
+  SourcedModel out;
   ASSERT_TRUE(Finish(a, &out).ok());
   ASSERT_NE(out.data, nullptr);
   EXPECT_EQ(out.data->name(0), "weights.bin");

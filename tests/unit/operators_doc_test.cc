@@ -1,5 +1,6 @@
 // The rule documentation cannot drift from the code: docs/rules/operators.md is byte-identical to
-// the matrix generated from the operator table, and every catalog rule ID has its page.
+// the matrix generated from the operator table, every catalog rule ID has its page, and
+// docs/causes.md lists every producer artifact of the artifact table.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -15,6 +16,7 @@
 #include "axqc/catalog.h"
 #include "axqc/operators.h"
 #include "causes.h"
+#include "causes_artifacts.h"
 #include "rule_handles.h"
 
 namespace axqc::test {
@@ -95,8 +97,8 @@ TEST(OperatorsDoc, ListsEveryOperatorOfTheTableOnce) {
     const auto row = md.find("| " + op.op_type + " | ");
     ASSERT_NE(row, std::string::npos) << op.op_type;
     const std::string line = md.substr(row, md.find('\n', row) - row);
-    EXPECT_NE(line.find("| opset " + std::to_string(op.since_opset) + " (ONNX " +
-                        op.since_release + ") |"),
+    EXPECT_NE(line.find("| opset " + std::to_string(op.since_opset) + " (ONNX " + op.since_release +
+                        ") |"),
               std::string::npos)
         << line;
   }
@@ -278,6 +280,40 @@ TEST(RuleDocs, IndexLinksEveryPageAndNoStrayPages) {
     if (name == "README.md" || name == "operators.md") continue;
     EXPECT_TRUE(pages.contains(name)) << name << " documents no catalog rule";
   }
+}
+
+// docs/causes.md's table of producer artifacts has one row per row of the artifact table
+// (core/src/causes_hints.cc), with its `axqc fix` rewrite, or "producer:" when only the producer
+// can repair it.
+TEST(CausesDoc, ListsEveryArtifactWithItsRewrite) {
+  const std::string doc = ReadFile(DocsDir().parent_path() / "causes.md");
+  const auto at = doc.find("### Producer artifacts and hints");
+  ASSERT_NE(at, std::string::npos);
+  std::set<std::string> listed;
+  std::istringstream lines(doc.substr(at, doc.find("\n## ", at) - at));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| `", 0) != 0) continue;
+    const auto end = line.find('`', 3);
+    const std::string id = line.substr(3, end - 3);
+    listed.insert(id);
+    SCOPED_TRACE(id);
+    const detail::ArtifactSpec* a = detail::FindArtifact(id);
+    ASSERT_NE(a, nullptr) << "docs/causes.md lists a hint the artifact table does not have";
+    const std::string fix = line.substr(line.rfind(" | ") + 3);
+    if (a->rewrite.empty()) {
+      EXPECT_EQ(fix.rfind("producer:", 0), 0u) << fix;
+    } else {
+      EXPECT_EQ(fix.rfind("`" + std::string(a->rewrite) + "`", 0), 0u) << fix;
+    }
+  }
+  std::set<std::string> table;
+  for (const auto& a : detail::ArtifactTable()) {
+    table.insert(std::string(a.hint_id));
+    EXPECT_EQ(&detail::Artifact(a.id), &a);
+    EXPECT_EQ(detail::HintOf(a.id).id, a.hint_id);
+  }
+  EXPECT_EQ(table.size(), detail::ArtifactTable().size()) << "a hint ID used twice";
+  EXPECT_EQ(listed, table);
 }
 
 }  // namespace
