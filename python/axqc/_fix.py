@@ -15,8 +15,9 @@ from ._report import INLINE_NAME, ModelInput, Report, _model_input
 
 
 class FixRefusedError(Error, ValueError):
-    """``axqc.fix`` could not do what was asked (an unknown rewrite ID, ``ir_version`` below what
-    the model uses, a model that is not valid ONNX, ...); nothing was written. ``before`` is the
+    """``axqc.fix`` could not do what was asked (an unknown rewrite ID, a rewrite in ``apply`` that
+    is not opt-in or an opt-in one in ``only``, ``ir_version`` below what the model uses, a model
+    that is not valid ONNX, ...); nothing was written. ``before`` is the
     report of the input when it was checked before the refusal, else ``None``."""
 
     def __init__(self, message: str, before: Optional[Report] = None) -> None:
@@ -32,7 +33,10 @@ class RewriteInfo:
     summary: str
     by_default: bool
     """False for rewrites that run only when asked (``ir-version``: only with ``ir_version``;
-    ``int4-weight-storage``: only with ``axqc fix --apply`` on the command line)."""
+    the opt-in rewrites: only when named in ``apply``)."""
+    opt_in: bool = False
+    """True for the opt-in rewrites (``int4-weight-storage``): they run only when named in
+    :func:`fix`'s ``apply`` (``axqc fix --apply``), never by default and never through ``only``."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,7 @@ class FixResult:
 def rewrites() -> List[RewriteInfo]:
     """The rewrites of ``axqc fix`` in the order they run (``axqc fix --list``)."""
     return [RewriteInfo(id=str(d["id"]), summary=str(d["summary"]),
-                        by_default=bool(d["by_default"]))
+                        by_default=bool(d["by_default"]), opt_in=bool(d["opt_in"]))
             for d in _native.rewrites()]
 
 
@@ -120,9 +124,9 @@ def _result(d: Mapping[str, Any], model: Optional[bytes]) -> FixResult:
 
 
 def fix(model: ModelInput, output: Union[None, str, "os.PathLike[str]"] = None, *,
-        only: Optional[Sequence[str]] = None, ir_version: Optional[int] = None,
-        check_value: bool = False, dry_run: bool = False, max_locations: int = 5,
-        name: Optional[str] = None) -> FixResult:
+        only: Optional[Sequence[str]] = None, apply: Optional[Sequence[str]] = None,
+        ir_version: Optional[int] = None, check_value: bool = False, dry_run: bool = False,
+        max_locations: int = 5, name: Optional[str] = None) -> FixResult:
     """Applies the semantics-preserving rewrites of ``axqc fix`` to a model and checks it before
     and after.
 
@@ -132,9 +136,12 @@ def fix(model: ModelInput, output: Union[None, str, "os.PathLike[str]"] = None, 
     change. For bytes or a ``ModelProto``, the fixed model is returned in ``result.model`` (and
     also written to ``output`` when given, unless ``dry_run``).
 
-    ``only`` restricts the rewrites to these IDs (see :func:`rewrites`); ``ir_version`` lowers the
-    model's IR version (the ``ir-version`` rewrite); ``check_value`` runs the before/after checks
-    with the value rules (``-c``). The outputs of the fixed model are those of the input (each
+    ``only`` restricts the rewrites to these IDs (see :func:`rewrites`; ``axqc fix --only``);
+    ``apply`` also runs these opt-in rewrites, which never run otherwise (``axqc fix --apply``,
+    e.g. ``apply=["int4-weight-storage"]``; they are the ones with ``RewriteInfo.opt_in`` and
+    cannot be named in ``only``; with ``only`` both sets run); ``ir_version`` lowers the model's IR
+    version (the ``ir-version`` rewrite); ``check_value`` runs the before/after checks with the
+    value rules (``-c``). The outputs of the fixed model are those of the input (each
     rewrite is proven on onnxruntime in the test suite); a rewrite that cannot be proven safe on
     this model leaves the place alone and lists it in ``RewriteOutcome.first_skips``.
 
@@ -145,7 +152,10 @@ def fix(model: ModelInput, output: Union[None, str, "os.PathLike[str]"] = None, 
         raise ValueError(f"max_locations must be an int >= 0, got {max_locations!r}")
     if isinstance(only, str):
         raise TypeError("only must be a sequence of rewrite IDs, e.g. ['constant-to-initializer']")
+    if isinstance(apply, str):
+        raise TypeError("apply must be a sequence of rewrite IDs, e.g. ['int4-weight-storage']")
     ids = list(only or [])
+    opt_in = list(apply or [])
     if ir_version is not None and (not isinstance(ir_version, int) or isinstance(ir_version, bool)):
         raise TypeError(f"ir_version must be an int, got {type(ir_version).__name__}")
     out = os.fspath(output) if output is not None else None
@@ -156,14 +166,14 @@ def fix(model: ModelInput, output: Union[None, str, "os.PathLike[str]"] = None, 
         if path is not None:
             target = "" if dry_run or out is None else out
             try:
-                d = _native.fix_file(path, target, ids, ir_version, bool(check_value),
+                d = _native.fix_file(path, target, ids, opt_in, ir_version, bool(check_value),
                                      max_locations)
             except RuntimeError as e:
                 raise OSError(str(e)) from None
             return _result(d, None)
         assert data is not None
-        d = _native.fix_bytes(data, name if name is not None else INLINE_NAME, ids, ir_version,
-                              bool(check_value), max_locations)
+        d = _native.fix_bytes(data, name if name is not None else INLINE_NAME, ids, opt_in,
+                              ir_version, bool(check_value), max_locations)
     except _native.InputError as e:
         raise InputError(str(e)) from None
     except _native.FixRefused as e:

@@ -25,10 +25,10 @@
 #include "axqc/catalog.h"
 #include "axqc/checker.h"
 #include "axqc/fix.h"
-#include "axqc/render.h"
 #include "axqc/pulsar2.h"
-#include "axqc/targets.h"
+#include "axqc/render.h"
 #include "axqc/report.h"
+#include "axqc/targets.h"
 
 namespace py = pybind11;
 
@@ -158,10 +158,12 @@ std::string Headline(const axqc::Report& r) {
 
 // ---- axqc fix
 axqc::FixOptions MakeFixOptions(const std::vector<std::string>& only,
+                                const std::vector<std::string>& apply,
                                 std::optional<std::int64_t> ir_version, bool check_value,
                                 std::size_t max_locations) {
   axqc::FixOptions o;
   o.only = only;
+  o.apply = apply;
   o.ir_version = ir_version;
   o.check_value = check_value;
   o.max_locations = max_locations;
@@ -224,7 +226,8 @@ PYBIND11_MODULE(_native, m) {
           "to_json",
           [](const NativeReport& r, int indent) { return axqc::RenderJson(r.get(), indent); },
           py::arg("indent") = 2, py::call_guard<py::gil_scoped_release>(),
-          "JSON text of the report (schema axqc.report/v1): an entry of `axqc check --format json`.")
+          "JSON text of the report (schema axqc.report/v1): an entry of `axqc check --format "
+          "json`.")
       .def(
           "to_text",
           [](const NativeReport& r, bool explain, bool color) {
@@ -329,14 +332,15 @@ PYBIND11_MODULE(_native, m) {
   m.def(
       "fix_file",
       [](const std::string& input, const std::string& output, const std::vector<std::string>& only,
-         std::optional<std::int64_t> ir_version, bool check_value, std::size_t max_locations) {
+         const std::vector<std::string>& apply, std::optional<std::int64_t> ir_version,
+         bool check_value, std::size_t max_locations) {
         std::optional<axqc::FixResult> result;
         std::optional<axqc::FixRefused> refused;
         {
           py::gil_scoped_release release;
           try {
-            result = axqc::FixFile(input, output,
-                                   MakeFixOptions(only, ir_version, check_value, max_locations));
+            result = axqc::FixFile(
+                input, output, MakeFixOptions(only, apply, ir_version, check_value, max_locations));
           } catch (const axqc::FixRefused& e) {
             refused.emplace(e);
           }
@@ -344,14 +348,16 @@ PYBIND11_MODULE(_native, m) {
         if (refused) RaiseRefused(fix_refused.ptr(), *refused);
         return FixResultDict(std::move(*result));
       },
-      py::arg("input"), py::arg("output"), py::arg("only"), py::arg("ir_version"),
+      py::arg("input"), py::arg("output"), py::arg("only"), py::arg("apply"), py::arg("ir_version"),
       py::arg("check_value"), py::arg("max_locations"),
-      "Fixes the model file `input` into `output` (empty: dry run). Raises InputError, "
+      "Fixes the model file `input` into `output` (empty: dry run); `apply` names opt-in rewrites "
+      "(as --apply). Raises InputError, "
       "FixRefused (args: message, before report or None) or RuntimeError (cannot write).");
   m.def(
       "fix_bytes",
       [](const py::bytes& data, const std::string& name, const std::vector<std::string>& only,
-         std::optional<std::int64_t> ir_version, bool check_value, std::size_t max_locations) {
+         const std::vector<std::string>& apply, std::optional<std::int64_t> ir_version,
+         bool check_value, std::size_t max_locations) {
         char* buffer = nullptr;
         Py_ssize_t size = 0;
         if (PyBytes_AsStringAndSize(data.ptr(), &buffer, &size) != 0) {
@@ -365,7 +371,8 @@ PYBIND11_MODULE(_native, m) {
           py::gil_scoped_release release;
           try {
             result = axqc::FixBytes(
-                view, name, MakeFixOptions(only, ir_version, check_value, max_locations), &fixed);
+                view, name, MakeFixOptions(only, apply, ir_version, check_value, max_locations),
+                &fixed);
           } catch (const axqc::FixRefused& e) {
             refused.emplace(e);
           }
@@ -375,7 +382,7 @@ PYBIND11_MODULE(_native, m) {
         out["model"] = py::bytes(fixed);
         return out;
       },
-      py::arg("data"), py::arg("name"), py::arg("only"), py::arg("ir_version"),
+      py::arg("data"), py::arg("name"), py::arg("only"), py::arg("apply"), py::arg("ir_version"),
       py::arg("check_value"), py::arg("max_locations"),
       "Fixes a serialized ModelProto in memory; the result's 'model' holds the fixed bytes.");
   m.def(
@@ -387,6 +394,7 @@ PYBIND11_MODULE(_native, m) {
           d["id"] = std::string(r.id);
           d["summary"] = std::string(r.summary);
           d["by_default"] = r.by_default;
+          d["opt_in"] = r.opt_in;
           out.append(d);
         }
         return out;

@@ -43,3 +43,45 @@ def per_tensor_conv_chain(onnx, n: int, channels: int = 4):
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)
     return model
+
+
+def int4_in_int8_conv(onnx, channels: int = 8):
+    """input -> Q/DQ (U8) -> Conv "conv" (weight "w": INT8 [channels, 4, 3, 3] whose values all lie
+    in [-8, 7], as a 4-bit QAT flow exports them -> DQ "w_dq", per-channel, zero point 0) -> Q/DQ
+    (U8) -> output, at opset 21 (IR 10): where the opt-in rewrite int4-weight-storage applies.
+
+    Not passed to onnx.checker: Debian's onnx predates opset 21 (axqc checks the model itself)."""
+    from onnx import TensorProto, helper, numpy_helper
+    import numpy as np
+
+    nodes, inits = [], []
+
+    def qdq(src: str, name: str, scale: float, zp: int) -> str:
+        inits.append(numpy_helper.from_array(np.array(scale, np.float32), f"{name}_scale"))
+        inits.append(numpy_helper.from_array(np.array(zp, np.uint8), f"{name}_zp"))
+        nodes.append(helper.make_node("QuantizeLinear", [src, f"{name}_scale", f"{name}_zp"],
+                                      [f"{name}_q_out"], name=f"{name}_q"))
+        nodes.append(helper.make_node("DequantizeLinear",
+                                      [f"{name}_q_out", f"{name}_scale", f"{name}_zp"],
+                                      [f"{name}_dq_out"], name=f"{name}_dq"))
+        return f"{name}_dq_out"
+
+    x = qdq("input", "input", 0.02, 128)
+    w = (np.arange(channels * 4 * 3 * 3) % 16 - 8).astype(np.int8).reshape(channels, 4, 3, 3)
+    inits.append(numpy_helper.from_array(w, "w"))
+    inits.append(numpy_helper.from_array(
+        (0.01 * np.arange(1, channels + 1)).astype(np.float32), "w_scale"))
+    inits.append(numpy_helper.from_array(np.zeros(channels, np.int8), "w_zp"))
+    nodes.append(helper.make_node("DequantizeLinear", ["w", "w_scale", "w_zp"], ["w_dq_out"],
+                                  name="w_dq", axis=0))
+    nodes.append(helper.make_node("Conv", [x, "w_dq_out"], ["conv_out"], name="conv",
+                                  pads=[1, 1, 1, 1]))
+    y = qdq("conv_out", "conv", 0.05, 0)
+    graph = helper.make_graph(
+        nodes, "int4_in_int8",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, channels, 8, 8])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)],
+                              producer_name="axqc-tests")
+    model.ir_version = 10
+    return model

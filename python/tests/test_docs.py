@@ -1,9 +1,9 @@
 """Every ```python block of docs/python.md (and of README.md) runs, in order, in one namespace
 per document, in a directory with the files the examples name (model.onnx: the conformant
 example, broken.onnx: a non-conformant one, raw_export.onnx: a raw torch export of
-tests/data/real_exports, models/*.onnx), against a real axqc-server: the
-documented address 127.0.0.1:50051 is rewritten to the test server's. Blocks defining test_*
-functions have them called."""
+tests/data/real_exports, qat_int4.onnx: 4-bit weights in an INT8 container, models/*.onnx),
+against a real axqc-server: the documented address 127.0.0.1:50051 is rewritten to the test
+server's. Blocks defining test_* functions have them called."""
 
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ def test_docs_python_examples(doc, tmp_path, server, conformant, broken, float_o
     shutil.copy(broken, tmp_path / "broken.onnx")
     shutil.copy(SOURCE_DIR / "tests/data/real_exports/manual_cnn_numbers_op13.onnx",
                 tmp_path / "raw_export.onnx")
+    onnx = pytest.importorskip("onnx")
+    from qdq_models import int4_in_int8_conv
+
+    onnx.save(int4_in_int8_conv(onnx), str(tmp_path / "qat_int4.onnx"))
     (tmp_path / "models").mkdir()
     shutil.copy(conformant, tmp_path / "models" / "a.onnx")
     shutil.copy(broken, tmp_path / "models" / "b.onnx")

@@ -135,3 +135,59 @@ def test_refusals_and_input_errors(raw_export, tmp_path):
         axqc.fix(raw_export, only="constant-to-initializer")
     with pytest.raises(OSError):
         axqc.fix(raw_export, tmp_path / "no" / "such" / "dir" / "out.onnx")
+
+
+def test_apply_runs_an_opt_in_rewrite(tmp_path):
+    """apply=[...] is `axqc fix --apply`: int4-weight-storage stores a 4-bit QAT weight held in an
+    INT8 container as INT4, only when asked for."""
+    onnx = pytest.importorskip("onnx")
+    from qdq_models import int4_in_int8_conv
+
+    path = tmp_path / "qat_int4.onnx"
+    onnx.save(int4_in_int8_conv(onnx), str(path))
+    by_id = {r.id: r for r in axqc.rewrites()}
+    assert by_id["int4-weight-storage"].opt_in and not by_id["int4-weight-storage"].by_default
+    assert not by_id["constant-to-initializer"].opt_in
+
+    # Before: a conformant S8 weight whose values fit S4, and the finding that says so.
+    before = axqc.check(path)
+    assert before.conformant
+    (fits,) = [f for f in before.findings if f.rule == "role/weight-fits-int4"]
+    assert fits.severity is axqc.Severity.INFO and fits.node == "w_dq"
+    assert "--apply int4-weight-storage" in fits.message
+    # Not by default.
+    default = axqc.fix(path)
+    assert "int4-weight-storage" not in {r.id for r in default.rewrites}
+    assert "role/weight-fits-int4" in {f.rule for f in default.after.findings}
+
+    out = tmp_path / "fixed.onnx"
+    result = axqc.fix(path, out, apply=["int4-weight-storage"])
+    int4 = next(r for r in result.rewrites if r.id == "int4-weight-storage")
+    assert int4.applied == 1 and int4.first == ("w_dq",) and int4.skipped == 0
+    assert result.before.conformant and result.after.conformant
+    assert "role/weight-fits-int4" in {f.rule for f in result.before.findings}
+    assert [(f.rule, f.severity) for f in result.after.findings] == []
+    fixed = onnx.load(str(out))
+    weights = {t.name: t for t in fixed.graph.initializer}
+    assert weights["w"].data_type == getattr(onnx.TensorProto, "INT4", 22)
+    assert len(weights["w"].raw_data) == 8 * 4 * 3 * 3 // 2
+    dq = next(n for n in fixed.graph.node if n.name == "w_dq")
+    assert weights[dq.input[2]].data_type == getattr(onnx.TensorProto, "INT4", 22)
+    # Same as the command line.
+    cli = cli_fix("--dry-run", "--apply", "int4-weight-storage", str(path))
+    assert {r["id"]: r["applied"] for r in cli["rewrites"] if r["applied"]} == result.changed
+    assert cli["after"]["by_rule"] == result.after.counts.by_rule
+    # In memory too, and with only: both sets run.
+    mem = axqc.fix(path.read_bytes(), only=["value-info"], apply=["int4-weight-storage"])
+    assert [r.id for r in mem.rewrites] == ["int4-weight-storage", "value-info"]
+    assert mem.changed["int4-weight-storage"] == 1
+    assert not any(f.rule == "role/weight-fits-int4" for f in mem.after.findings)
+
+
+def test_apply_refusals(tmp_path, raw_export):
+    with pytest.raises(axqc.FixRefusedError, match="opt-in"):
+        axqc.fix(raw_export, apply=["constant-to-initializer"])
+    with pytest.raises(axqc.FixRefusedError, match="--apply int4-weight-storage"):
+        axqc.fix(raw_export, only=["int4-weight-storage"])
+    with pytest.raises(TypeError):
+        axqc.fix(raw_export, apply="int4-weight-storage")

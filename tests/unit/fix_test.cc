@@ -502,6 +502,17 @@ TEST(Int4WeightStorage, RunsOnlyWhenAppliedAndOnlyWhereEveryValueFits) {
   EXPECT_EQ(Init(g, "fc_w")->data_type(), TP::INT8);
   EXPECT_EQ(f.r.before.verdict, Verdict::kConformant);
   EXPECT_EQ(f.r.after.verdict, Verdict::kConformant);
+  // The info finding that names the rewrite: on the INT8 weight that fits S4 before, gone after
+  // (fc_w has a value outside [-8, 7]: never reported).
+  auto fits = [](const Report& r) {
+    std::vector<std::string> at;
+    for (const auto& x : r.findings) {
+      if (x.rule == "role/weight-fits-int4") at.push_back(x.nodes.at(0));
+    }
+    return at;
+  };
+  EXPECT_EQ(fits(f.r.before), std::vector<std::string>{"w_dq"});
+  EXPECT_EQ(fits(f.r.after), std::vector<std::string>{});
 }
 
 TEST(Int4WeightStorage, BelowOpset21NothingChanges) {

@@ -1,6 +1,10 @@
 #include "roles.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
+#include <set>
+#include <string_view>
 
 namespace axqc::detail {
 
@@ -54,6 +58,128 @@ bool FromQuantizedPassive(const Context& c, std::string_view t) {
 }
 
 namespace {
+
+// role/weight-fits-int4 (docs/readings.md reading 33): fewer values than this are no sign of a
+// 4-bit weight (a handful of small 8-bit values fits [-8, 7] by chance).
+constexpr std::int64_t kInt4WeightMinValues = 16;
+
+struct S4Span {
+  std::int64_t min = 0, max = 0, count = 0;
+};
+
+// The range of an INT8 initializer whose every value lies in [-8, 7] and that has at least
+// kInt4WeightMinValues of them; nullopt otherwise. Reads only data held in the model file (raw_data
+// or int32_data), never external data (a check reads no weight bytes of the data files), and stops
+// at the first value outside the range (an 8-bit weight within its first few bytes).
+std::optional<S4Span> Int8WithinS4(const onnx::TensorProto& t) {
+  if (t.data_type() != onnx::TensorProto::INT8 || IsExternal(t)) return std::nullopt;
+  const auto n = ElementCount(t);
+  if (!n || *n < kInt4WeightMinValues) return std::nullopt;
+  S4Span s{.min = 7, .max = -8, .count = *n};
+  auto fits = [&s](std::int64_t v) {
+    if (v < -8 || v > 7) return false;
+    s.min = std::min(s.min, v);
+    s.max = std::max(s.max, v);
+    return true;
+  };
+  const auto count = static_cast<std::size_t>(*n);
+  if (t.has_raw_data()) {
+    const std::string& raw = t.raw_data();
+    if (raw.size() != count) return std::nullopt;
+    for (const char b : raw) {
+      if (!fits(static_cast<std::int8_t>(b))) return std::nullopt;
+    }
+    return s;
+  }
+  if (static_cast<std::size_t>(t.int32_data_size()) != count) return std::nullopt;
+  for (const auto v : t.int32_data()) {
+    if (!fits(v)) return std::nullopt;
+  }
+  return s;
+}
+
+// The model's ai.onnx opset, 0 when unknown.
+std::int64_t AiOnnxOpsetOf(const Context& c) {
+  if (c.model == nullptr) return 0;
+  for (const auto& o : c.model->opset_import()) {
+    if (IsOnnxDomain(o.domain())) return o.version();
+  }
+  return 0;
+}
+
+// An INT8 weight whose values fit S4: informational, with the opt-in rewrite that stores it as
+// INT4 and, when that rewrite would leave this weight alone, why (the conditions of
+// core/src/fix/int4_weight_storage.cc).
+void WeightFitsInt4(Context& c, int node, int dq, const QuantParams& p, std::int64_t out_ch) {
+  static const std::set<std::string_view> kS4WeightOps = {"Conv", "ConvTranspose", "Gemm"};
+  if (!kS4WeightOps.contains(c.Op(node)) || p.int_type != onnx::TensorProto::INT8) return;
+  const int wid = p.x_id;
+  const auto* init = c.g.InitializerOf(wid);
+  if (init == nullptr || c.g.IsGraphInputId(wid)) return;
+  if (!p.zp.empty()) {
+    if (!p.zp_values || p.zp_values->empty()) return;
+    for (const auto z : *p.zp_values) {
+      if (z < -8 || z > 7) return;
+    }
+  }
+  const auto span = Int8WithinS4(*init);
+  if (!span) return;
+  const std::string t(p.x);
+  const std::string who = c.Op(node) + " '" + c.Name(node) + "'";
+  // The first condition of the rewrite that this weight does not meet, if any.
+  std::string blocked;
+  const std::int64_t opset = AiOnnxOpsetOf(c);
+  if (opset < 21) {
+    blocked = "it needs ai.onnx opset >= 21 (INT4 DequantizeLinear) and the model imports opset " +
+              std::to_string(opset);
+  }
+  if (blocked.empty() && c.g.IsGraphOutputId(wid)) blocked = "'" + t + "' is a graph output";
+  if (blocked.empty()) {
+    for (const auto& u : c.g.ConsumersOf(wid)) {
+      if (u.slot != 0 || !IsOnnxOp(c.g.node(u.node), "DequantizeLinear")) {
+        blocked = "'" + t + "' is also read by " + c.Op(u.node) + " '" + c.Name(u.node) + "'";
+        break;
+      }
+    }
+  }
+  if (blocked.empty()) {
+    const int out = p.y_id;
+    const auto uses = c.g.ConsumersOf(out);
+    bool weight_only = !uses.empty() && !c.g.IsGraphOutputId(out);
+    for (const auto& u : uses) {
+      weight_only = weight_only && u.slot == 1 && IsOnnxDomain(c.g.node(u.node).domain()) &&
+                    kS4WeightOps.contains(c.Op(u.node));
+    }
+    if (!weight_only) {
+      blocked =
+          "the DequantizeLinear output is read as something else than the weight of Conv, "
+          "ConvTranspose or Gemm";
+    }
+  }
+  if (blocked.empty() && out_ch > 0 && out_ch % 2 != 0) {
+    blocked = "the weight has " + Count(out_ch, "output channel") +
+              " and an S4 weight needs an even count (" +
+              std::string(rules::kRoleInt4Channels.id()) + ")";
+  }
+  c.out.Emit({.rule = rules::kRoleWeightFitsInt4,
+              .node = dq,
+              .message = "INT8 weight '" + t + "' of " + who + ": all " +
+                         std::to_string(span->count) + " values (" + std::to_string(span->min) +
+                         " to " + std::to_string(span->max) + ")" +
+                         (p.zp.empty() ? std::string() : " and its zero point") +
+                         " lie in [-8, 7], the S4 range. As stored it is an S8 weight; if it was "
+                         "trained as 4-bit (a QAT flow that exports 4-bit weights in INT8 "
+                         "containers), `axqc fix MODEL -o FIXED.onnx --apply int4-weight-storage` "
+                         "stores it as INT4" +
+                         (blocked.empty() ? std::string(" (it applies to this weight)")
+                                          : ", but not this weight as the model is: " + blocked),
+              .group_key = "INT8 weight whose values fit S4",
+              .tensors = {t},
+              .values = {{"min", std::to_string(span->min)},
+                         {"max", std::to_string(span->max)},
+                         {"elements", std::to_string(span->count)}},
+              .more_nodes = {node}});
+}
 
 void ActivationType(Context& c, int node, int dq, const QuantParams& p, const OpSpec& spec,
                     std::string_view tensor) {
@@ -326,6 +452,7 @@ const QuantParams* CheckWeight(Context& c, int unit, int node, const OpSpec& spe
                 .values = {{"output_channels", std::to_string(out_ch)}},
                 .more_nodes = {node}});
   }
+  WeightFitsInt4(c, node, dq, *p, out_ch);
   return p;
 }
 
