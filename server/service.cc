@@ -15,8 +15,8 @@ grpc::ServerUnaryReactor* CheckerService::Check(grpc::CallbackServerContext* ctx
   return admission_.Unary<CheckRpc>(ctx, req, resp);
 }
 
-grpc::ServerReadReactor<v1::UploadRequest>* CheckerService::Upload(grpc::CallbackServerContext* ctx,
-                                                                   v1::CheckResponse* resp) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* CheckerService::Upload(grpc::CallbackServerContext* ctx,
+                                                                  grpc::ByteBuffer* resp) {
   return admission_.ClientStream<UploadRpc>(ctx, resp);
 }
 

@@ -22,14 +22,16 @@
 
 namespace axqc::server {
 
-class CheckerService final : public v1::Checker::CallbackService {
+// Upload is a raw method (its messages are read where gRPC received them, rpc/upload.cc).
+class CheckerService final
+    : public v1::Checker::WithRawCallbackMethod_Upload<v1::Checker::CallbackService> {
  public:
   explicit CheckerService(ServiceDeps deps);
 
   grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* ctx, const v1::CheckRequest* req,
                                   v1::CheckResponse* resp) override;
-  grpc::ServerReadReactor<v1::UploadRequest>* Upload(grpc::CallbackServerContext* ctx,
-                                                     v1::CheckResponse* resp) override;
+  grpc::ServerReadReactor<grpc::ByteBuffer>* Upload(grpc::CallbackServerContext* ctx,
+                                                    grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* GetReport(grpc::CallbackServerContext* ctx,
                                       const v1::GetReportRequest* req,
                                       v1::CheckResponse* resp) override;

@@ -36,14 +36,29 @@ class UploadAssembler::Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
+  // A chunk: a string taken from the transport, or views into memory that `keep` holds (the
+  // slices gRPC received it in).
+  struct Chunk {
+    std::string owned;
+    std::vector<std::string_view> views;
+    std::shared_ptr<const void> keep;
+    std::size_t size = 0;
+  };
+
   // Queues a chunk. False when writing the buffer failed (error()).
   bool Push(std::string&& chunk) {
+    Chunk c;
+    c.size = chunk.size();
+    c.owned = std::move(chunk);
+    return Push(std::move(c));
+  }
+  bool Push(Chunk&& chunk) {
     std::unique_lock<std::mutex> lock(mu_);
     space_cv_.wait(lock, [&] {
-      return failed_ || queue_.empty() || queued_bytes_ + chunk.size() <= kMaxQueuedBytes;
+      return failed_ || queue_.empty() || queued_bytes_ + chunk.size <= kMaxQueuedBytes;
     });
     if (failed_) return false;
-    queued_bytes_ += chunk.size();
+    queued_bytes_ += chunk.size;
     queue_.push_back(std::move(chunk));
     work_cv_.notify_one();
     return true;
@@ -88,23 +103,32 @@ class UploadAssembler::Pipeline {
     for (;;) {
       work_cv_.wait(lock, [&] { return stop_ || finishing_ || !queue_.empty(); });
       if (stop_ || (queue_.empty() && finishing_)) return;
-      std::string chunk = std::move(queue_.front());
+      Chunk chunk = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
       bool ok = true;
       std::string error;
       try {
-        hasher_.Update(chunk);
-        if (buffer_ != nullptr) buffer_->Append(chunk);
+        if (chunk.views.empty()) {
+          hasher_.Update(chunk.owned);
+          if (buffer_ != nullptr) buffer_->Append(chunk.owned);
+        }
+        for (const std::string_view v : chunk.views) {
+          hasher_.Update(v);
+          if (buffer_ != nullptr) buffer_->Append(v);
+        }
       } catch (const std::system_error& e) {
         ok = false;
         error = e.what();
       }
-      const std::size_t n = chunk.size();
-      chunk.clear();
+      chunk.views.clear();
+      chunk.keep.reset();  // gives the slices back to gRPC
+      chunk.owned.clear();
       lock.lock();
-      queued_bytes_ -= n;
-      if (free_.size() < kMaxFree) free_.push_back(std::move(chunk));
+      queued_bytes_ -= chunk.size;
+      if (free_.size() < kMaxFree && chunk.owned.capacity() > 0) {
+        free_.push_back(std::move(chunk.owned));
+      }
       if (!ok) {
         failed_ = true;
         error_ = std::move(error);
@@ -121,7 +145,7 @@ class UploadAssembler::Pipeline {
   std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable space_cv_;
-  std::deque<std::string> queue_;
+  std::deque<Chunk> queue_;
   std::vector<std::string> free_;
   std::size_t queued_bytes_ = 0;
   bool finishing_ = false;
@@ -226,7 +250,39 @@ UploadStatus UploadAssembler::AddChunk(std::string_view bytes) {
 
 UploadStatus UploadAssembler::AddChunk(std::string* bytes) { return AddModelBytes(*bytes, bytes); }
 
-UploadStatus UploadAssembler::AddModelBytes(std::string_view chunk, std::string* owned) {
+UploadStatus UploadAssembler::AddChunkPieces(std::vector<std::string_view> pieces,
+                                             std::shared_ptr<const void> keep) {
+  std::size_t size = 0;
+  for (const std::string_view p : pieces) size += p.size();
+  if (UploadStatus st = TakeModelBytes(size); !st.ok()) return st;
+  if (pipeline_ == nullptr) {
+    for (const std::string_view p : pieces) {
+      if (UploadStatus st = HashAndStore(p); !st.ok()) return st;
+    }
+    return UploadStatus::Ok();
+  }
+  Pipeline::Chunk chunk;
+  chunk.views = std::move(pieces);
+  chunk.keep = std::move(keep);
+  chunk.size = size;
+  if (!pipeline_->Push(std::move(chunk))) {
+    return Fail(Refused(UploadError::kStorage, pipeline_->error()));
+  }
+  return UploadStatus::Ok();
+}
+
+UploadStatus UploadAssembler::HashAndStore(std::string_view bytes) {
+  hasher_.Update(bytes);
+  if (!buffer_) return UploadStatus::Ok();
+  try {
+    buffer_->Append(bytes);
+  } catch (const std::system_error& e) {
+    return Fail(Refused(UploadError::kStorage, e.what()));
+  }
+  return UploadStatus::Ok();
+}
+
+UploadStatus UploadAssembler::TakeModelBytes(std::uint64_t size) {
   switch (state_) {
     case State::kDone:
       return InvalidUpload(kEnded);
@@ -235,7 +291,7 @@ UploadStatus UploadAssembler::AddModelBytes(std::string_view chunk, std::string*
     case State::kReceiving:
       break;
   }
-  const std::uint64_t total = received_ + chunk.size();
+  const std::uint64_t total = received_ + size;
   if (total > max_model_bytes_) return Fail(TooBig(total));
   if (declared_size_ > 0 && total > declared_size_) {
     return Fail(InvalidUpload("received more bytes than the declared size_bytes " +
@@ -253,16 +309,12 @@ UploadStatus UploadAssembler::AddModelBytes(std::string_view chunk, std::string*
   if (pipeline_ == nullptr && (declared_size_ >= kPipelineBytes || total >= kPipelineBytes)) {
     pipeline_ = std::make_unique<Pipeline>(std::move(hasher_), buffer);
   }
-  if (pipeline_ == nullptr) {
-    hasher_.Update(chunk);
-    if (buffer == nullptr) return UploadStatus::Ok();
-    try {
-      buffer->Append(chunk);
-    } catch (const std::system_error& e) {
-      return Fail(Refused(UploadError::kStorage, e.what()));
-    }
-    return UploadStatus::Ok();
-  }
+  return UploadStatus::Ok();
+}
+
+UploadStatus UploadAssembler::AddModelBytes(std::string_view chunk, std::string* owned) {
+  if (UploadStatus st = TakeModelBytes(chunk.size()); !st.ok()) return st;
+  if (pipeline_ == nullptr) return HashAndStore(chunk);
   std::string taken;
   if (owned != nullptr) {
     taken = pipeline_->Recycled();

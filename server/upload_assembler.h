@@ -93,6 +93,11 @@ class UploadAssembler {
   // The same, but may take the string instead of copying it (leaving an empty string, often one
   // with capacity from an earlier chunk, in its place).
   UploadStatus AddChunk(std::string* bytes);
+  // The same for one chunk given as pieces (in order) of memory that `keep` holds: the slices an
+  // Upload message arrived in (rpc/upload.cc). The pieces are hashed and stored where they lie,
+  // on the hashing thread of a large upload, which holds `keep` until it is done with them.
+  UploadStatus AddChunkPieces(std::vector<std::string_view> pieces,
+                              std::shared_ptr<const void> keep);
 
   // Hash the model's bytes without keeping them: for an upload whose declared sha256 names a model
   // whose report is already cached, so that its bytes are only hashed (to prove the declaration)
@@ -143,6 +148,11 @@ class UploadAssembler {
   class Pipeline;
   // `owned`: the chunk's string when it may be taken (null: `chunk` is copied).
   UploadStatus AddModelBytes(std::string_view chunk, std::string* owned);
+  // The checks and accounting of `size` more model bytes (order, limits, budgets); starts the
+  // hashing thread when the upload becomes large.
+  UploadStatus TakeModelBytes(std::uint64_t size);
+  // Hashes and stores bytes on the calling thread (no hashing thread yet).
+  UploadStatus HashAndStore(std::string_view bytes);
   UploadStatus AddDataChunk(std::uint32_t file, std::string_view bytes);
   UploadStatus OpenDataFiles(const v1::UploadMetadata& m);
   // Checks one more data file against the limits; `field` names it in messages.

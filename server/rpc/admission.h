@@ -139,19 +139,21 @@ class Admission {
 
   ServiceContext& context() { return s_; }
 
-  template <typename Rpc>
+  // `resp`: the response message, or (a raw method) the byte buffer it is serialized into.
+  template <typename Rpc, typename Out>
   grpc::ServerReadReactor<typename Rpc::Request>* ClientStream(grpc::CallbackServerContext* ctx,
-                                                               typename Rpc::Response* resp) {
+                                                               Out* resp) {
     using Resp = typename Rpc::Response;
     auto call =
         std::make_shared<Call<Resp>>(CallBase::Key(), s_.deps, &s_.watch, Rpc::kMethod, ctx);
     auto* reactor = Rpc::NewReactor(s_, ctx, call);
     auto* raw = call.get();
     call->finisher = [reactor, resp, raw](const grpc::Status& st) {
-      if (st.ok()) *resp = std::move(raw->response);
+      grpc::Status out = st;
+      if (out.ok()) out = StoreResponse(raw->response, resp);
       // Never Finish while a read is being started (the reactor takes the same lock).
       std::lock_guard<std::mutex> lock(raw->stream_mu);
-      reactor->Finish(ForClient(st));
+      reactor->Finish(ForClient(out));
     };
     if (auto st = Admit(ctx); !st.ok()) {
       call->Finish(st);
@@ -162,6 +164,17 @@ class Admission {
   }
 
  private:
+  template <typename Resp>
+  static grpc::Status StoreResponse(Resp& response, Resp* out) {
+    *out = std::move(response);
+    return grpc::Status::OK;
+  }
+  template <typename Resp>
+  static grpc::Status StoreResponse(const Resp& response, grpc::ByteBuffer* out) {
+    bool own = false;
+    return grpc::SerializationTraits<Resp>::Serialize(response, out, &own);
+  }
+
   // Reactor of the unary RPCs: forwards cancellation to the call, runs its on_done.
   class UnaryReactor final : public grpc::ServerUnaryReactor {
    public:

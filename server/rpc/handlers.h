@@ -37,10 +37,11 @@ struct CheckRpc {
                   const Request& req, Response* grpc_resp);
 };
 
-// Upload: one model streamed in chunks (rpc/upload.cc).
+// Upload: one model streamed in chunks (rpc/upload.cc). A raw method: each message arrives as
+// the byte buffer gRPC received (an axqc.v1.UploadRequest, read in place by upload_frame.h).
 struct UploadRpc {
   static constexpr const char* kMethod = "Upload";
-  using Request = v1::UploadRequest;
+  using Request = grpc::ByteBuffer;
   using Response = v1::CheckResponse;
   static AdmittedReadReactor<Request>* NewReactor(ServiceContext& s,
                                                   grpc::CallbackServerContext* ctx,

@@ -1,5 +1,12 @@
 // Upload: one model streamed by the client (metadata, then chunks). Reads are serialised by gRPC;
 // OnCancel may run concurrently and only touches the thread-safe call state.
+//
+// A raw method: each message arrives as the byte buffer gRPC received. A model or data chunk in
+// its plain encoding (upload_frame.h) goes to the assembler as views into gRPC's slices, which
+// the assembler's hashing thread holds until it has hashed and stored them: no copy of the bytes
+// into a protobuf string. Every other message is parsed as an axqc.v1.UploadRequest.
+#include <grpcpp/impl/codegen/proto_utils.h>
+
 #include <boost/asio/post.hpp>
 #include <map>
 #include <sstream>
@@ -13,12 +20,13 @@
 #include "rpc/handlers.h"
 #include "rpc/upload_stream.h"
 #include "upload_assembler.h"
+#include "upload_frame.h"
 
 namespace axqc::server {
 
 namespace {
 
-class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
+class UploadReactor final : public AdmittedReadReactor<grpc::ByteBuffer> {
  public:
   UploadReactor(ServiceContext& s, grpc::CallbackServerContext* ctx,
                 std::shared_ptr<CheckCall> call)
@@ -39,7 +47,7 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
            << " s (the server's upload idle timeout); upload abandoned";
       call->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, text.str()));
     });
-    StartRead(&msg_);
+    StartRead(&buffer_);
   }
 
   void OnReadDone(bool ok) override {
@@ -58,39 +66,74 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
       return;
     }
     IdleWatchdog::Touch(idle_);
-    const bool metadata = !assembler_.started() && msg_.part_case() == v1::UploadRequest::kMetadata;
-    if (metadata) OnMetadata(msg_.metadata());
-    if (msg_.part_case() == v1::UploadRequest::kChunk) {
-      s_.deps.metrics->AddUploadBytes(static_cast<double>(msg_.chunk().size()));
-      const std::uint64_t limit = MessageLimit(*s_.deps.config);
-      if (msg_.chunk().size() > limit) {
-        EndReceiving();
-        call_->Finish(
-            OverSizeLimitStatus("Upload chunk of " + std::to_string(msg_.chunk().size()) +
-                                " bytes is over the server's limit of " + std::to_string(limit) +
-                                " bytes per message; send the model in chunks of 64 KiB to 1 MiB"));
-        return;
-      }
-    }
-    if (msg_.part_case() == v1::UploadRequest::kDataChunk) {
-      s_.deps.metrics->AddUploadBytes(static_cast<double>(msg_.data_chunk().data().size()));
-    }
-    if (UploadStatus st = TakeUploadMessage(assembler_, &msg_); !st.ok()) {
+    const grpc::Status st = Receive();
+    buffer_.Clear();
+    if (!st.ok()) {
       EndReceiving();
-      call_->Finish(GrpcStatusOf(st));
+      call_->Finish(st);
       return;
     }
-    if (metadata) HashOnlyWhenCached();
     // Never start a read after Finish: the finisher takes the same lock (the mutex lives in the
     // call state, which outlives the reactor).
     std::lock_guard<std::mutex> lock(call_->stream_mu);
-    if (!call_->finished()) StartRead(&msg_);
+    if (!call_->finished()) StartRead(&buffer_);
   }
 
   void OnCancel() override { call_->OnCancelled(); }
   void OnDone() override { delete this; }
 
  private:
+  // The message in buffer_: a chunk read in place, or any message parsed.
+  grpc::Status Receive() {
+    auto slices = std::make_shared<std::vector<grpc::Slice>>();
+    if (assembler_.started() && !assembler_.ended() && buffer_.Dump(slices.get()).ok()) {
+      std::vector<std::string_view> views;
+      views.reserve(slices->size());
+      for (const grpc::Slice& s : *slices) {
+        views.emplace_back(reinterpret_cast<const char*>(s.begin()), s.size());
+      }
+      UploadFrame frame = ReadUploadFrame(views);
+      if (frame.kind == UploadFrame::Kind::kChunk) {
+        s_.deps.metrics->AddUploadBytes(static_cast<double>(frame.size));
+        if (grpc::Status st = CheckChunkSize(frame.size); !st.ok()) return st;
+        return GrpcStatusOf(assembler_.AddChunkPieces(std::move(frame.data), std::move(slices)));
+      }
+      if (frame.kind == UploadFrame::Kind::kDataChunk) {
+        s_.deps.metrics->AddUploadBytes(static_cast<double>(frame.size));
+        for (const std::string_view piece : frame.data) {
+          if (UploadStatus st = assembler_.AddDataBytes(frame.file, piece); !st.ok()) {
+            return GrpcStatusOf(st);
+          }
+        }
+        return grpc::Status::OK;
+      }
+    }
+    if (!grpc::SerializationTraits<v1::UploadRequest>::Deserialize(&buffer_, &msg_).ok()) {
+      return {grpc::StatusCode::INVALID_ARGUMENT,
+              "an Upload message is not a valid axqc.v1.UploadRequest"};
+    }
+    const bool metadata = !assembler_.started() && msg_.part_case() == v1::UploadRequest::kMetadata;
+    if (metadata) OnMetadata(msg_.metadata());
+    if (msg_.part_case() == v1::UploadRequest::kChunk) {
+      s_.deps.metrics->AddUploadBytes(static_cast<double>(msg_.chunk().size()));
+      if (grpc::Status st = CheckChunkSize(msg_.chunk().size()); !st.ok()) return st;
+    }
+    if (msg_.part_case() == v1::UploadRequest::kDataChunk) {
+      s_.deps.metrics->AddUploadBytes(static_cast<double>(msg_.data_chunk().data().size()));
+    }
+    if (UploadStatus st = TakeUploadMessage(assembler_, &msg_); !st.ok()) return GrpcStatusOf(st);
+    if (metadata) HashOnlyWhenCached();
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CheckChunkSize(std::size_t size) const {
+    const std::uint64_t limit = MessageLimit(*s_.deps.config);
+    if (size <= limit) return grpc::Status::OK;
+    return OverSizeLimitStatus("Upload chunk of " + std::to_string(size) +
+                               " bytes is over the server's limit of " + std::to_string(limit) +
+                               " bytes per message; send the model in chunks of 64 KiB to 1 MiB");
+  }
+
   void OnMetadata(const v1::UploadMetadata& m) {
     call_->Update([&](CallBase::Fields& f) {
       f.source = "upload";
@@ -159,7 +202,8 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
   ServiceContext& s_;
   grpc::CallbackServerContext* ctx_;
   std::shared_ptr<CheckCall> call_;
-  v1::UploadRequest msg_;
+  grpc::ByteBuffer buffer_;
+  v1::UploadRequest msg_;  // a message that is not a plain chunk
   UploadAssembler assembler_;
   IdleWatchdog::Handle idle_;
   bool receiving_done_ = false;
@@ -167,8 +211,9 @@ class UploadReactor final : public AdmittedReadReactor<v1::UploadRequest> {
 
 }  // namespace
 
-AdmittedReadReactor<v1::UploadRequest>* UploadRpc::NewReactor(
-    ServiceContext& s, grpc::CallbackServerContext* ctx, std::shared_ptr<Call<Response>> call) {
+AdmittedReadReactor<grpc::ByteBuffer>* UploadRpc::NewReactor(ServiceContext& s,
+                                                             grpc::CallbackServerContext* ctx,
+                                                             std::shared_ptr<Call<Response>> call) {
   return new UploadReactor(s, ctx, std::move(call));
 }
 

@@ -15,6 +15,12 @@
 # build/fuzz/upload-corpus, its findings go to build/fuzz/upload-artifacts/ and are kept in
 # tests/fuzz/upload_regressions/ (run by tests/server/upload_fuzz_regressions_test.cc).
 #
+# TARGET upload_frame: fuzz_upload_frame (an Upload message in slices -> the raw Upload handler's
+# in-place reader, server/upload_frame.h, compared with protobuf's parser; see
+# upload_frame_fuzz_input.h). Seeds tests/fuzz/upload_frame_seeds/, working corpus
+# build/fuzz/upload-frame-corpus, findings in build/fuzz/upload-frame-artifacts/, kept in
+# tests/fuzz/upload_frame_regressions/ (replayed by tests/server/upload_frame_test.cc).
+#
 # TARGET dot: fuzz_dot (a report whose graph has fuzzed node/tensor/op names -> RenderDot and
 # RenderHtml, asserting the escaping invariants of dot_fuzz_input.h). Seeds tests/fuzz/dot_seeds
 # and tests/fuzz/dot_regressions, working corpus build/fuzz/dot-corpus, findings in
@@ -47,9 +53,9 @@ set -euo pipefail
 SECONDS_TO_RUN="${1:-600}"
 TARGET="${2:-check}"
 case "$TARGET" in
-  check | upload | dot | http_query | hook_hf | hook_mlflow | json_body | pulsar2_config) ;;
+  check | upload | upload_frame | dot | http_query | hook_hf | hook_mlflow | json_body | pulsar2_config) ;;
   *)
-    echo "run.sh: unknown target '$TARGET' (check, upload, dot, http_query, hook_hf, hook_mlflow, json_body or pulsar2_config)" >&2
+    echo "run.sh: unknown target '$TARGET' (check, upload, upload_frame, dot, http_query, hook_hf, hook_mlflow, json_body or pulsar2_config)" >&2
     exit 2
     ;;
 esac
@@ -103,6 +109,20 @@ if [ "$TARGET" = http_query ]; then
     -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
     -dict="$ROOT/tests/fuzz/http_query.dict" \
     -artifact_prefix="$BUILD/http-query-artifacts/" -print_final_stats=1 ${AXQC_FUZZ_ARGS:-}
+fi
+if [ "$TARGET" = upload_frame ]; then
+  # No models involved: build the target and fuzz at once.
+  cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_upload_frame
+  mkdir -p "$BUILD/upload-frame-corpus" "$BUILD/upload-frame-artifacts"
+  export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0:detect_stack_use_after_return=0"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  cd "$BUILD"
+  mkdir -p "$ROOT/tests/fuzz/upload_frame_regressions"
+  # shellcheck disable=SC2086
+  exec "$BUILD/tests/fuzz/fuzz_upload_frame" "$BUILD/upload-frame-corpus" \
+    "$ROOT/tests/fuzz/upload_frame_seeds" "$ROOT/tests/fuzz/upload_frame_regressions" \
+    -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
+    -artifact_prefix="$BUILD/upload-frame-artifacts/" -print_final_stats=1 ${AXQC_FUZZ_ARGS:-}
 fi
 if [ "$TARGET" = pulsar2_config ]; then
   # A Pulsar2 build configuration against a built-in model: the generator's output is the seed.

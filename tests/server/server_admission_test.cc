@@ -41,11 +41,11 @@ const google::protobuf::ServiceDescriptor& CheckerDescriptor() {
 // Calls `method` of axqc.v1.Checker with an empty request message (a valid encoding of every
 // request message; for the client-streaming Upload, a stream of one empty message).
 grpc::Status CallEmpty(grpc::GenericStub& stub, const google::protobuf::MethodDescriptor& method,
-                       const std::string& token) {
+                       const std::string& token, const std::string& bytes = {}) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
-  grpc::Slice empty(std::string{});
+  grpc::Slice empty(bytes);
   grpc::ByteBuffer request(&empty, 1);
   grpc::ByteBuffer response;
   std::promise<grpc::Status> done;
@@ -127,6 +127,31 @@ grpc::Status GetReport(v1::Checker::Stub& stub, const std::string& sha256, bool 
 
 // A GetReport answered from the store keeps the report in memory and the gauges say so, like the
 // store hits of Check and Upload.
+// Upload is a raw method (rpc/upload.cc): a message protobuf cannot parse is the client's error,
+// named as such, and a plain chunk before the metadata is refused as before.
+TEST_F(ServiceLayers, UploadRefusesMalformedMessagesAsInvalidArgument) {
+  TestServer ts(dir_);
+  grpc::GenericStub stub(grpc::CreateChannel("127.0.0.1:" + std::to_string(ts.server().grpc_port()),
+                                             grpc::InsecureChannelCredentials()));
+  const auto& upload = *CheckerDescriptor().FindMethodByName("Upload");
+  grpc::Status s = CallEmpty(stub, upload, "",
+                             std::string("\x12\x05"
+                                         "abc",
+                                         5));  // truncated
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "an Upload message is not a valid axqc.v1.UploadRequest");
+  s = CallEmpty(stub, upload, "",
+                std::string("\x12\x03"
+                            "abc",
+                            5));  // a chunk, no metadata
+  EXPECT_EQ(s.error_code(), StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(), "the first Upload message must carry metadata");
+  const Scrape m = ts.Metrics();
+  EXPECT_EQ(m.Value("axqc_requests_total", {{"code", "INVALID_ARGUMENT"}, {"method", "Upload"}}),
+            2);
+  EXPECT_EQ(m.Value("axqc_uploads_in_flight"), 0);
+}
+
 TEST_F(ServiceLayers, GetReportStoreHitUpdatesTheCacheGauges) {
   const std::string model = NonConformantModel("gauges");
   v1::CheckResponse checked;

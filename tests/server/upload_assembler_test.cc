@@ -134,6 +134,48 @@ TEST(UploadAssembler, LargeUploadsArePipelinedIntoASealedMemfd) {
   }
 }
 
+// Chunks given as pieces of memory held by their owner (the raw Upload handler's gRPC slices):
+// hashed and stored where they lie, small and pipelined uploads alike, with the same limits as a
+// chunk string; the owners are released once their bytes are stored.
+TEST(UploadAssembler, ChunkPiecesAreStoredWhereTheyLieAndTheirOwnersReleased) {
+  std::string big(UploadAssembler::kPipelineBytes + 3 * 65536 + 17, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 131 + i / 4096);
+  for (const std::string& model : {std::string(1000, 'p'), big}) {
+    ByteBudget budget(model.size(), static_cast<prometheus::Gauge*>(nullptr));
+    UploadAssembler a(model.size(), &budget, nullptr);
+    ASSERT_TRUE(Add(a, Meta(model.size())).ok());
+    std::vector<std::weak_ptr<const void>> owners;
+    for (std::size_t off = 0; off < model.size(); off += 65536) {
+      // Each chunk in three pieces of one owned copy (as gRPC's slices of one message).
+      auto owned = std::make_shared<const std::string>(model.substr(off, 65536));
+      const std::string_view v(*owned);
+      const std::size_t third = v.size() / 3;
+      owners.push_back(owned);
+      ASSERT_TRUE(
+          a.AddChunkPieces({v.substr(0, third), v.substr(third, third), v.substr(2 * third)},
+                           std::move(owned))
+              .ok());
+    }
+    EXPECT_EQ(a.pipelined(), model.size() >= UploadAssembler::kPipelineBytes);
+    EXPECT_EQ(a.received(), model.size());
+    SourcedModel out;
+    ASSERT_TRUE(Finish(a, &out).ok());
+    EXPECT_EQ(out.sha256, axqc::Sha256Hex(model));
+    ASSERT_NE(out.bytes, nullptr);
+    EXPECT_TRUE(out.bytes->view() == model);
+    for (const auto& w : owners) EXPECT_TRUE(w.expired());
+    EXPECT_EQ(budget.used(), model.size());
+  }
+  // The limits see the whole chunk, not its pieces: the refusal names the total.
+  UploadAssembler small(10, nullptr, nullptr);
+  ASSERT_TRUE(Add(small, Meta()).ok());
+  const std::string bytes = "0123456789ab";
+  const UploadStatus st = small.AddChunkPieces(
+      {std::string_view(bytes).substr(0, 6), std::string_view(bytes).substr(6)}, nullptr);
+  EXPECT_EQ(st.kind, UploadError::kTooLarge);
+  EXPECT_NE(st.message.find("12"), std::string::npos) << st.message;
+}
+
 // An upload whose declared sha256 names a cached report: the bytes are only hashed (small and
 // pipelined uploads alike), charged to no budget and never stored; a mismatch is still refused.
 TEST(UploadAssembler, HashOnlyUploadsProveTheirSha256WithoutKeepingTheBytes) {
@@ -527,9 +569,10 @@ TEST(UploadFuzzInput, EncodedUploadsAreAccepted) {
   }
 }
 
-// The data-file, tar and hash-only encodings of the fuzz input: accepted as written, and no mutation of them
-// (byte flips, insertions, deletions, truncations, for AXQC_UPLOAD_MUTATION_SECONDS, default 1 s)
-// breaks an invariant. A quick, uninstrumented companion of tests/fuzz/run.sh upload.
+// The data-file, tar and hash-only encodings of the fuzz input: accepted as written, and no
+// mutation of them (byte flips, insertions, deletions, truncations, for
+// AXQC_UPLOAD_MUTATION_SECONDS, default 1 s) breaks an invariant. A quick, uninstrumented companion
+// of tests/fuzz/run.sh upload.
 TEST(UploadFuzzInput, DataFileAndTarInputsHoldTheInvariantsUnderMutation) {
   const std::string model = "model bytes, not checked here " + std::string(3000, '\x02');
   const std::string data = std::string(200, '\0') + std::string(300, '\x05');
