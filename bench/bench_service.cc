@@ -783,16 +783,28 @@ int main(int argc, char** argv) try {
       std::cout << "target cached JSON report p99 at 32 clients <= 5 ms (" << scenario
                 << "): " << std::fixed << std::setprecision(2) << p99 << " ms "
                 << (met ? "PASS" : "MISS") << "\n";
+      std::ostringstream value;
+      value << std::fixed << std::setprecision(2) << p99 << " ms (" << std::setprecision(0)
+            << r["rps"].get<double>() << " requests/s)";
       targets.push_back(
           {{"target", std::string("cached JSON report p99 at 32 clients <= 5 ms, ") + scenario},
-           {"value", p99},
+           {"value", value.str()},
            {"met", met}});
     }
   }
   if (out.contains("upload")) {
     const double ratio = out["upload"]["ratio_declared_sha256"].get<double>();
+    const json& u = out["upload"];
+    std::ostringstream value;
+    value << std::fixed << std::setprecision(0) << 100 * ratio << "% declaring its sha256 ("
+          << u["upload_declared_sha256_mb_s"].get<double>() << " MB/s), "
+          << 100 * u["ratio"].get<double>() << "% without; loopback copy "
+          << u["loopback_mb_s"].get<double>() << " MB/s; SHA-256 on one core "
+          << u["sha256_mb_s"].get<double>()
+          << " MB/s = " << 100 * u["sha256_mb_s"].get<double>() / u["loopback_mb_s"].get<double>()
+          << "% of the copy";
     targets.push_back({{"target", "upload of the 65 MB model >= 50% of a loopback copy"},
-                       {"value", ratio},
+                       {"value", value.str()},
                        {"met", ratio >= 0.5}});
   }
   out["targets"] = targets;
