@@ -20,18 +20,23 @@
 
 namespace axqc::server {
 
-// The hashing thread of one upload: takes chunk strings in order, hashes each and appends it to
-// the model buffer, and gives the emptied strings back for the next chunks (so that the transport
-// parses into warm memory instead of fresh pages).
+// The threads of one large upload: one hashes the chunks in order, the other appends them to the
+// model buffer, side by side on the same queued chunk (both only read it); a chunk leaves the
+// queue when both are done with it, and its emptied string goes back for the next chunks (so
+// that the transport parses into warm memory instead of fresh pages). A hash-only upload has no
+// writer.
 class UploadAssembler::Pipeline {
  public:
-  // `buffer` null: hash only. At most this many bytes wait for the thread; Push blocks beyond
+  // `buffer` null: hash only. At most this many bytes wait for the threads; Push blocks beyond
   // (back-pressure).
   static constexpr std::size_t kMaxQueuedBytes = 4u << 20;
   static constexpr std::size_t kMaxFree = 4;
 
   Pipeline(Sha256 hasher, isolate::ModelBuffer* buffer)
-      : hasher_(std::move(hasher)), buffer_(buffer), thread_([this] { Run(); }) {}
+      : hasher_(std::move(hasher)), buffer_(buffer) {
+    hash_thread_ = std::thread([this] { Run(kHash); });
+    if (buffer_ != nullptr) write_thread_ = std::thread([this] { Run(kWrite); });
+  }
   ~Pipeline() { Stop(); }
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -60,7 +65,7 @@ class UploadAssembler::Pipeline {
     if (failed_) return false;
     queued_bytes_ += chunk.size;
     queue_.push_back(std::move(chunk));
-    work_cv_.notify_one();
+    work_cv_.notify_all();
     return true;
   }
 
@@ -78,65 +83,89 @@ class UploadAssembler::Pipeline {
     {
       std::lock_guard<std::mutex> lock(mu_);
       finishing_ = true;
-      work_cv_.notify_one();
+      work_cv_.notify_all();
     }
-    if (thread_.joinable()) thread_.join();
+    Join();
     if (failed_) return std::nullopt;
     return hasher_.HexDigest();
   }
 
-  // Drops what is queued and ends the thread. Idempotent.
+  // Drops what is queued and ends the threads. Idempotent.
   void Stop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
-      work_cv_.notify_one();
+      work_cv_.notify_all();
     }
-    if (thread_.joinable()) thread_.join();
+    Join();
   }
 
   const std::string& error() const { return error_; }
 
  private:
-  void Run() {
+  enum Worker { kHash = 0, kWrite = 1 };
+
+  void Join() {
+    if (hash_thread_.joinable()) hash_thread_.join();
+    if (write_thread_.joinable()) write_thread_.join();
+  }
+
+  void Run(Worker w) {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      work_cv_.wait(lock, [&] { return stop_ || finishing_ || !queue_.empty(); });
-      if (stop_ || (queue_.empty() && finishing_)) return;
-      Chunk chunk = std::move(queue_.front());
-      queue_.pop_front();
+      work_cv_.wait(lock,
+                    [&] { return stop_ || failed_ || finishing_ || next_[w] < queue_.size(); });
+      if (stop_ || failed_) return;
+      if (next_[w] == queue_.size()) return;  // finishing, and nothing is left
+      // Stays in place until both workers are past it (Retire); push_back keeps references.
+      const Chunk& chunk = queue_[next_[w]];
       lock.unlock();
       bool ok = true;
       std::string error;
       try {
         if (chunk.views.empty()) {
-          hasher_.Update(chunk.owned);
-          if (buffer_ != nullptr) buffer_->Append(chunk.owned);
+          Process(w, chunk.owned);
         }
-        for (const std::string_view v : chunk.views) {
-          hasher_.Update(v);
-          if (buffer_ != nullptr) buffer_->Append(v);
-        }
+        for (const std::string_view v : chunk.views) Process(w, v);
       } catch (const std::system_error& e) {
         ok = false;
         error = e.what();
       }
-      chunk.views.clear();
-      chunk.keep.reset();  // gives the slices back to gRPC
-      chunk.owned.clear();
       lock.lock();
-      queued_bytes_ -= chunk.size;
-      if (free_.size() < kMaxFree && chunk.owned.capacity() > 0) {
-        free_.push_back(std::move(chunk.owned));
-      }
+      ++next_[w];
       if (!ok) {
         failed_ = true;
         error_ = std::move(error);
-        queue_.clear();
-        queued_bytes_ = 0;
+        work_cv_.notify_all();
+        space_cv_.notify_all();
+        return;
       }
+      Retire();
       space_cv_.notify_all();
-      if (failed_) return;
+    }
+  }
+
+  void Process(Worker w, std::string_view bytes) {
+    if (w == kHash) {
+      hasher_.Update(bytes);
+    } else {
+      buffer_->Append(bytes);
+    }
+  }
+
+  // Drops the chunks every worker is done with (under mu_): the slices go back to gRPC, the
+  // strings to free_.
+  void Retire() {
+    while (!queue_.empty() && next_[kHash] > 0 && (buffer_ == nullptr || next_[kWrite] > 0)) {
+      Chunk& c = queue_.front();
+      queued_bytes_ -= c.size;
+      c.views.clear();
+      c.keep.reset();
+      c.owned.clear();
+      if (free_.size() < kMaxFree && c.owned.capacity() > 0) free_.push_back(std::move(c.owned));
+      queue_.pop_front();
+      --next_[kHash];
+      if (buffer_ != nullptr) --next_[kWrite];
     }
   }
 
@@ -146,13 +175,15 @@ class UploadAssembler::Pipeline {
   std::condition_variable work_cv_;
   std::condition_variable space_cv_;
   std::deque<Chunk> queue_;
+  std::size_t next_[2] = {0, 0};  // per worker: its next chunk, counted from queue_.front()
   std::vector<std::string> free_;
   std::size_t queued_bytes_ = 0;
   bool finishing_ = false;
   bool stop_ = false;
   bool failed_ = false;
   std::string error_;
-  std::thread thread_;  // last: starts after the members above exist
+  std::thread hash_thread_;  // started in the constructor, after the members above exist
+  std::thread write_thread_;
 };
 
 UploadAssembler::UploadAssembler(std::uint64_t max_model_bytes, ByteBudget* model_budget,

@@ -10,9 +10,10 @@
 //
 // The bytes go into a model buffer (isolate/model_buffer.h: a memfd, later handed to a worker
 // process as it is). Small uploads are hashed and written on the caller's thread; from
-// kPipelineBytes on, each chunk's string is handed to a hashing thread of the upload, which hashes
-// it and writes it into the buffer while the caller receives the next chunk (the transport
-// thread then only moves strings; no byte is copied on it).
+// kPipelineBytes on, each chunk (its string, or its pieces in gRPC's slices) is handed to two
+// threads of the upload, one hashing the chunks in order and one writing them into the buffer,
+// while the caller receives the next chunk (the transport thread then only moves chunks; no byte
+// is copied on it).
 //
 // It takes the metadata (a v1::UploadMetadata) and bytes: the front doors adapt to it. The
 // Upload RPC's messages go through rpc/upload_stream.h (which also maps a refusal to its gRPC
@@ -95,7 +96,7 @@ class UploadAssembler {
   UploadStatus AddChunk(std::string* bytes);
   // The same for one chunk given as pieces (in order) of memory that `keep` holds: the slices an
   // Upload message arrived in (rpc/upload.cc). The pieces are hashed and stored where they lie,
-  // on the hashing thread of a large upload, which holds `keep` until it is done with them.
+  // on the threads of a large upload, which hold `keep` until they are done with them.
   UploadStatus AddChunkPieces(std::vector<std::string_view> pieces,
                               std::shared_ptr<const void> keep);
 
@@ -137,7 +138,7 @@ class UploadAssembler {
   bool ended() const { return state_ == State::kDone; }
   // Bytes of model received so far.
   std::uint64_t received() const { return received_; }
-  // True when this upload's chunks are hashed on a thread of their own (tests).
+  // True when this upload's chunks are hashed (and written) on threads of their own (tests).
   bool pipelined() const { return pipeline_ != nullptr; }
   // Bytes charged to the upload budget right now.
   std::uint64_t reserved() const { return upload_reservation_.bytes(); }
@@ -149,9 +150,9 @@ class UploadAssembler {
   // `owned`: the chunk's string when it may be taken (null: `chunk` is copied).
   UploadStatus AddModelBytes(std::string_view chunk, std::string* owned);
   // The checks and accounting of `size` more model bytes (order, limits, budgets); starts the
-  // hashing thread when the upload becomes large.
+  // hashing and writing threads when the upload becomes large.
   UploadStatus TakeModelBytes(std::uint64_t size);
-  // Hashes and stores bytes on the calling thread (no hashing thread yet).
+  // Hashes and stores bytes on the calling thread (no threads of its own yet).
   UploadStatus HashAndStore(std::string_view bytes);
   UploadStatus AddDataChunk(std::uint32_t file, std::string_view bytes);
   UploadStatus OpenDataFiles(const v1::UploadMetadata& m);
