@@ -207,12 +207,12 @@ void GraphIndex::RecordTensors(const DeclaredIds& d) {
 void GraphIndex::RecordTypes() {
   const auto& g = g_;
   const auto& [init_ids, input_ids, vi_ids, output_ids] = declared_;
-  auto set_type = [&](int id, TensorType t) {
-    tensors_[static_cast<std::size_t>(id)].typed = true;
-    types_[static_cast<std::size_t>(id)] = std::move(t);
-  };
+  std::size_t dims = 0;  // an estimate: four per entry
+  dims += 4 * static_cast<std::size_t>(g.input_size() + g.value_info_size() + g.output_size() +
+                                       g.initializer_size());
+  dims_.reserve(dims);
   for (int k = 0; k < g.input_size() && static_cast<std::size_t>(k) < input_ids.size(); ++k) {
-    set_type(input_ids[static_cast<std::size_t>(k)], TypeFromProto(g.input(k).type()));
+    SetType(input_ids[static_cast<std::size_t>(k)], g.input(k).type());
   }
   // The value_info entries present at indexing have their ids; those that shape inference
   // appended since name node outputs, which have ids too (names of nothing are skipped).
@@ -220,27 +220,45 @@ void GraphIndex::RecordTypes() {
     const auto& vi = g.value_info(k);
     const int id = static_cast<std::size_t>(k) < vi_ids.size() ? vi_ids[static_cast<std::size_t>(k)]
                                                                : TensorId(vi.name());
-    if (id >= 0) set_type(id, TypeFromProto(vi.type()));
+    if (id >= 0) SetType(id, vi.type());
   }
   for (int k = 0; k < g.output_size() && static_cast<std::size_t>(k) < output_ids.size(); ++k) {
     const int id = output_ids[static_cast<std::size_t>(k)];
-    auto t = TypeFromProto(g.output(k).type());
+    const auto& t = g.output(k).type();
+    const int elem = t.has_tensor_type() ? t.tensor_type().elem_type() : 0;
     if (!tensors_[static_cast<std::size_t>(id)].typed ||
-        (types_[static_cast<std::size_t>(id)].elem_type == 0 && t.elem_type != 0)) {
-      set_type(id, std::move(t));
+        (types_[static_cast<std::size_t>(id)].elem_type == 0 && elem != 0)) {
+      SetType(id, t);
     }
   }
   for (int k = 0; k < g.initializer_size() && static_cast<std::size_t>(k) < init_ids.size(); ++k) {
     const auto& t = g.initializer(k);
     const int id = init_ids[static_cast<std::size_t>(k)];
-    if (tensors_[static_cast<std::size_t>(id)].init != &t) continue;
-    TensorType tt;
-    tt.elem_type = t.data_type();
-    tt.has_shape = true;
-    tt.dims.assign(t.dims().begin(), t.dims().end());
-    tt.complete = true;
-    set_type(id, std::move(tt));
+    Tensor& e = tensors_[static_cast<std::size_t>(id)];
+    if (e.init != &t) continue;
+    e.typed = true;
+    StoredType& st = types_[static_cast<std::size_t>(id)];
+    st.elem_type = t.data_type();
+    st.has_shape = true;
+    st.dims_begin = static_cast<std::uint32_t>(dims_.size());
+    st.rank = static_cast<std::uint32_t>(t.dims_size());
+    dims_.insert(dims_.end(), t.dims().begin(), t.dims().end());
   }
+}
+
+// As TypeFromProto, into the flat arrays.
+void GraphIndex::SetType(int id, const onnx::TypeProto& t) {
+  tensors_[static_cast<std::size_t>(id)].typed = true;
+  StoredType& st = types_[static_cast<std::size_t>(id)];
+  st = StoredType{};
+  if (!t.has_tensor_type()) return;
+  const auto& tt = t.tensor_type();
+  st.elem_type = tt.elem_type();
+  if (!tt.has_shape()) return;
+  st.has_shape = true;
+  st.dims_begin = static_cast<std::uint32_t>(dims_.size());
+  st.rank = static_cast<std::uint32_t>(tt.shape().dim_size());
+  for (const auto& d : tt.shape().dim()) dims_.push_back(d.has_dim_value() ? d.dim_value() : -1);
 }
 
 // Implicit uses by subgraphs (If/Loop/Scan bodies reading outer-scope tensors): (node, tensor id),
@@ -351,21 +369,22 @@ std::span<const Use> GraphIndex::ConsumersOf(int id) const {
   return {uses_.data() + e.uses_begin, uses_.data() + e.uses_end};
 }
 
-const TensorType* GraphIndex::TypeOf(int id) const {
+const GraphIndex::StoredType* GraphIndex::Stored(int id) const {
   if (id < 0) return nullptr;
   return tensors_[static_cast<std::size_t>(id)].typed ? &types_[static_cast<std::size_t>(id)]
                                                       : nullptr;
 }
 
 int GraphIndex::ElemTypeOf(int id) const {
-  const auto* tt = TypeOf(id);
-  return tt ? tt->elem_type : 0;
+  const auto* st = Stored(id);
+  return st ? st->elem_type : 0;
 }
 
 std::optional<std::vector<std::int64_t>> GraphIndex::DimsOf(int id) const {
-  const auto* tt = TypeOf(id);
-  if (tt == nullptr || !tt->has_shape) return std::nullopt;
-  return tt->dims;
+  const auto* st = Stored(id);
+  if (st == nullptr || !st->has_shape) return std::nullopt;
+  const auto* first = dims_.data() + st->dims_begin;
+  return std::vector<std::int64_t>(first, first + st->rank);
 }
 
 int GraphIndex::InputId(int node, int slot) const {

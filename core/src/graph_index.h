@@ -95,7 +95,6 @@ class GraphIndex {
   }
   // Type info from value_info / inputs / outputs / initializers (after inference); 0 / nullopt
   // when unknown. Shape dims: rank and dims, -1 for an unknown dim.
-  const TensorType* TypeOf(int id) const;
   int ElemTypeOf(int id) const;
   std::optional<std::vector<std::int64_t>> DimsOf(int id) const;
   // A graph input that no initializer backs.
@@ -123,6 +122,12 @@ class GraphIndex {
     const onnx::TensorProto* init = nullptr;
     bool input = false, output = false, typed = false;
   };
+  // A tensor's recorded type; its dims are dims_[dims_begin, dims_begin + rank).
+  struct StoredType {
+    std::int32_t elem_type = 0;
+    bool has_shape = false;
+    std::uint32_t dims_begin = 0, rank = 0;
+  };
   const onnx::GraphProto& g_;
   const ExternalDataReader* ext_;
   std::vector<std::string_view> names_;
@@ -141,7 +146,15 @@ class GraphIndex {
   void BuildConsumers(const std::vector<std::pair<int, int>>& implicit);
   void SortTopologically();
   std::vector<Tensor> tensors_;
-  std::vector<TensorType> types_;         // by id; meaningful when Tensor::typed
+  // Types in one flat record per id (meaningful when Tensor::typed) and all their dims in one
+  // array: no allocation per tensor. A type recorded again (a graph output after its value_info)
+  // appends its dims anew.
+  std::vector<StoredType> types_;
+  std::vector<std::int64_t> dims_;
+  // Records `t` as the type of `id` (as TypeFromProto reads it; a non-tensor type records an
+  // unknown element type and no shape).
+  void SetType(int id, const onnx::TypeProto& t);
+  const StoredType* Stored(int id) const;
   std::vector<Use> uses_;                 // consumers, grouped by tensor
   std::vector<std::uint32_t> io_begin_;   // node -> offset into io_ (inputs, then outputs)
   std::vector<std::uint32_t> out_begin_;  // node -> offset of its outputs in io_
