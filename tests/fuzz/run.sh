@@ -96,33 +96,28 @@ if [ "$TARGET" = dot ]; then
     -max_len=4096 -timeout=20 -artifact_prefix="$BUILD/dot-artifacts/" -print_final_stats=1 \
     ${AXQC_FUZZ_ARGS:-}
 fi
-if [ "$TARGET" = http_query ]; then
-  # No models involved: build the target and fuzz at once.
-  cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_http_query
-  mkdir -p "$BUILD/http-query-corpus" "$BUILD/http-query-artifacts"
+# A target that needs no models: build it and fuzz at once, with its seeds and regression inputs
+# from tests/fuzz/<target>_seeds and _regressions. Arguments: the corpus/artifact name in
+# build/fuzz, then extra libFuzzer flags (a dictionary).
+fuzz_without_models() {
+  local name=$1
+  shift
+  cmake --build "$BUILD" -j"${JOBS:-2}" --target "fuzz_$TARGET"
+  mkdir -p "$BUILD/$name-corpus" "$BUILD/$name-artifacts" "$ROOT/tests/fuzz/${TARGET}_regressions"
   export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0:detect_stack_use_after_return=0"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   cd "$BUILD"
   # shellcheck disable=SC2086
-  exec "$BUILD/tests/fuzz/fuzz_http_query" "$BUILD/http-query-corpus" "$ROOT/tests/fuzz/http_query_seeds" \
-    "$ROOT/tests/fuzz/http_query_regressions" \
-    -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
-    -dict="$ROOT/tests/fuzz/http_query.dict" \
-    -artifact_prefix="$BUILD/http-query-artifacts/" -print_final_stats=1 ${AXQC_FUZZ_ARGS:-}
+  exec "$BUILD/tests/fuzz/fuzz_$TARGET" "$BUILD/$name-corpus" "$ROOT/tests/fuzz/${TARGET}_seeds" \
+    "$ROOT/tests/fuzz/${TARGET}_regressions" \
+    -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -max_len=4096 -timeout=10 "$@" \
+    -artifact_prefix="$BUILD/$name-artifacts/" -print_final_stats=1 ${AXQC_FUZZ_ARGS:-}
+}
+if [ "$TARGET" = http_query ]; then
+  fuzz_without_models http-query -dict="$ROOT/tests/fuzz/http_query.dict"
 fi
 if [ "$TARGET" = upload_frame ]; then
-  # No models involved: build the target and fuzz at once.
-  cmake --build "$BUILD" -j"${JOBS:-2}" --target fuzz_upload_frame
-  mkdir -p "$BUILD/upload-frame-corpus" "$BUILD/upload-frame-artifacts"
-  export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0:detect_stack_use_after_return=0"
-  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-  cd "$BUILD"
-  mkdir -p "$ROOT/tests/fuzz/upload_frame_regressions"
-  # shellcheck disable=SC2086
-  exec "$BUILD/tests/fuzz/fuzz_upload_frame" "$BUILD/upload-frame-corpus" \
-    "$ROOT/tests/fuzz/upload_frame_seeds" "$ROOT/tests/fuzz/upload_frame_regressions" \
-    -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -max_len=4096 -timeout=10 \
-    -artifact_prefix="$BUILD/upload-frame-artifacts/" -print_final_stats=1 ${AXQC_FUZZ_ARGS:-}
+  fuzz_without_models upload-frame
 fi
 if [ "$TARGET" = pulsar2_config ]; then
   # A Pulsar2 build configuration against a built-in model: the generator's output is the seed.
