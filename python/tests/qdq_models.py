@@ -3,6 +3,21 @@
 from __future__ import annotations
 
 
+def _activation_qdq(nodes: list, inits: list, src: str, name: str, scale: float, zp: int) -> str:
+    """Appends Q "{name}_q" -> DQ "{name}_dq" (U8, per-tensor) on `src`; returns the DQ output."""
+    from onnx import helper, numpy_helper
+    import numpy as np
+
+    inits.append(numpy_helper.from_array(np.array(scale, np.float32), f"{name}_scale"))
+    inits.append(numpy_helper.from_array(np.array(zp, np.uint8), f"{name}_zp"))
+    nodes.append(helper.make_node("QuantizeLinear", [src, f"{name}_scale", f"{name}_zp"],
+                                  [f"{name}_q_out"], name=f"{name}_q"))
+    nodes.append(helper.make_node("DequantizeLinear",
+                                  [f"{name}_q_out", f"{name}_scale", f"{name}_zp"],
+                                  [f"{name}_dq_out"], name=f"{name}_dq"))
+    return f"{name}_dq_out"
+
+
 def per_tensor_conv_chain(onnx, n: int, channels: int = 4):
     """input -> Q/DQ (U8) -> n x [Conv (weight INT8 -> DQ *per-tensor*) -> Q/DQ (U8)] -> output.
 
@@ -13,14 +28,7 @@ def per_tensor_conv_chain(onnx, n: int, channels: int = 4):
     nodes, inits = [], []
 
     def qdq(src: str, name: str, scale: float, zp: int) -> str:
-        inits.append(numpy_helper.from_array(np.array(scale, np.float32), f"{name}_scale"))
-        inits.append(numpy_helper.from_array(np.array(zp, np.uint8), f"{name}_zp"))
-        nodes.append(helper.make_node("QuantizeLinear", [src, f"{name}_scale", f"{name}_zp"],
-                                      [f"{name}_q_out"], name=f"{name}_q"))
-        nodes.append(helper.make_node("DequantizeLinear",
-                                      [f"{name}_q_out", f"{name}_scale", f"{name}_zp"],
-                                      [f"{name}_dq_out"], name=f"{name}_dq"))
-        return f"{name}_dq_out"
+        return _activation_qdq(nodes, inits, src, name, scale, zp)
 
     cur = qdq("input", "input", 0.02, 128)
     rng = np.random.default_rng(0)
@@ -57,14 +65,7 @@ def int4_in_int8_conv(onnx, channels: int = 8):
     nodes, inits = [], []
 
     def qdq(src: str, name: str, scale: float, zp: int) -> str:
-        inits.append(numpy_helper.from_array(np.array(scale, np.float32), f"{name}_scale"))
-        inits.append(numpy_helper.from_array(np.array(zp, np.uint8), f"{name}_zp"))
-        nodes.append(helper.make_node("QuantizeLinear", [src, f"{name}_scale", f"{name}_zp"],
-                                      [f"{name}_q_out"], name=f"{name}_q"))
-        nodes.append(helper.make_node("DequantizeLinear",
-                                      [f"{name}_q_out", f"{name}_scale", f"{name}_zp"],
-                                      [f"{name}_dq_out"], name=f"{name}_dq"))
-        return f"{name}_dq_out"
+        return _activation_qdq(nodes, inits, src, name, scale, zp)
 
     x = qdq("input", "input", 0.02, 128)
     w = (np.arange(channels * 4 * 3 * 3) % 16 - 8).astype(np.int8).reshape(channels, 4, 3, 3)
